@@ -1,0 +1,43 @@
+# devhost: `make run` starts the device on the simulated board; `make test` runs every test.
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
+
+VERSION  := $(shell cat VERSION)
+LDFLAGS  := -X devhost/host/build.Version=$(VERSION)
+BIN      := bin
+DATA     ?= run-data
+PORT     ?= 8080
+STATICCHECK := $(HOME)/go/bin/staticcheck
+STATICCHECK_VERSION := v0.8.2
+
+.PHONY: build run test lint unit bench fuzz clean tools
+
+build:
+	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
+	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devctl ./cmd/devctl
+
+# The device on the default simulated board, with its flash in $(DATA). The factory document
+# picks port $(PORT) on the first boot (and after a factory reset).
+run: build
+	@mkdir -p $(DATA)
+	@printf '{"httpd":{"port":%s}}\n' $(PORT) > $(DATA)/factory.json
+	$(BIN)/devhost --data $(DATA) --factory $(DATA)/factory.json
+
+tools:
+	@test -x $(STATICCHECK) || go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+lint: tools
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
+	go vet ./...
+	$(STATICCHECK) ./...
+
+unit:
+	go test -race -count=1 -timeout 15m ./...
+
+test: lint unit
+
+bench: build
+	go run ./cmd/devbench
+
+clean:
+	rm -rf $(BIN) $(DATA)

@@ -1,0 +1,392 @@
+// Package httpd is the device's HTTP server: one httprouter for the core API under /api/v1, a
+// dynamic table for application endpoints, the static UI for everything else, and the single
+// middleware chain every API request passes in this order: size and time limits, authentication
+// (before any handler and before the body is read), the pending-restart refusal, the JSON
+// content-type check. Every error it produces is the spec's JSON `{error}` body.
+//
+// Limits chosen where the spec is silent: request headers are capped at 8 KiB (431
+// `headers_too_large`; beyond 1 MiB Go's server answers 431 itself in plain text), a body must
+// arrive within 5 s of the request (408 `timeout`), a state-changing request with a body must say
+// how long it is (411 `length_required` for chunked uploads).
+package httpd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"devhost/host/api"
+)
+
+// Prefix is the API's versioned path prefix.
+const Prefix = "/api/v1"
+
+// Defaults of the limits in Options.
+const (
+	DefaultMaxBody     = 16 << 10 // HTTPD_MAX_BODY
+	DefaultMaxHeader   = 8 << 10
+	DefaultBodyTimeout = 5 * time.Second
+	DefaultWriteTimout = 30 * time.Second
+)
+
+// Authenticator is the central credential check (package auth implements it). Check returns an
+// *api.Error for a refused request; Challenge is the WWW-Authenticate value sent with a 401.
+type Authenticator interface {
+	Check(r *http.Request) error
+	Challenge() string
+}
+
+// RetryAfterer is implemented by errors that carry a Retry-After value in seconds.
+type RetryAfterer interface{ RetryAfter() int }
+
+// Options configures a Server. Zero values take the defaults above.
+type Options struct {
+	Logger      *slog.Logger
+	Auth        Authenticator // nil: every request is allowed
+	UI          http.Handler  // serves every path outside /api/; nil answers 404 not_found
+	MaxBody     int64
+	MaxHeader   int
+	BodyTimeout time.Duration
+}
+
+// Server is the device's HTTP face. Core routes are added with Handle before Serve; application
+// routes may come and go at any time with AddApp and RemoveApp.
+type Server struct {
+	opts       Options
+	log        *slog.Logger
+	core       *httprouter.Router
+	coreRoutes map[string]api.Route // "METHOD path" → route, for conflict checks
+
+	appMu     sync.Mutex
+	appRoutes map[string][]api.Route // owner → routes
+	app       atomic.Pointer[httprouter.Router]
+
+	restarting atomic.Bool
+}
+
+var _ api.Registrar = (*Server)(nil)
+
+// New builds a server with no routes.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxBody == 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.MaxHeader == 0 {
+		opts.MaxHeader = DefaultMaxHeader
+	}
+	if opts.BodyTimeout == 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
+	}
+	s := &Server{opts: opts, log: opts.Logger, coreRoutes: map[string]api.Route{}, appRoutes: map[string][]api.Route{}}
+	s.core = newRouter()
+	s.core.NotFound = http.HandlerFunc(s.notFound)
+	s.app.Store(newRouter())
+	return s
+}
+
+func newRouter() *httprouter.Router {
+	r := httprouter.New()
+	// The spec wants 404 `not_found` for unknown API paths, never a redirect.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleOPTIONS = false
+	r.HandleMethodNotAllowed = true
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		api.WriteError(w, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
+	})
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		api.WriteError(w, http.StatusNotFound, api.CodeNotFound)
+	})
+	return r
+}
+
+// Handle adds a core route. A route that conflicts with one already present is refused.
+func (s *Server) Handle(rt api.Route) error {
+	if err := checkRoute(rt); err != nil {
+		return err
+	}
+	id := rt.Method + " " + rt.Path
+	if _, dup := s.coreRoutes[id]; dup {
+		return fmt.Errorf("route %s: already registered", id)
+	}
+	if err := addRoute(s.core, rt, s.chain(rt)); err != nil {
+		return err
+	}
+	s.coreRoutes[id] = rt
+	return nil
+}
+
+// HandleAll adds every route and stops at the first refusal.
+func (s *Server) HandleAll(routes []api.Route) error {
+	for _, rt := range routes {
+		if err := s.Handle(rt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddApp adds an application's endpoints. They are protected unless marked Public, and may
+// never shadow a core route: a path the core router already answers for that method, or one
+// another owner holds, is refused and nothing of this call is added.
+func (s *Server) AddApp(owner string, routes ...api.Route) error {
+	s.appMu.Lock()
+	defer s.appMu.Unlock()
+	for _, rt := range routes {
+		if err := checkRoute(rt); err != nil {
+			return err
+		}
+		probe := samplePath(rt.Path)
+		if h, _, _ := s.core.Lookup(rt.Method, probe); h != nil {
+			return fmt.Errorf("route %s %s: shadows a core route", rt.Method, rt.Path)
+		}
+	}
+	next := map[string][]api.Route{}
+	for o, rs := range s.appRoutes {
+		next[o] = rs
+	}
+	next[owner] = append(append([]api.Route(nil), s.appRoutes[owner]...), routes...)
+	r, err := s.buildApp(next)
+	if err != nil {
+		return err
+	}
+	s.appRoutes = next
+	s.app.Store(r)
+	return nil
+}
+
+// RemoveApp drops every endpoint an owner added.
+func (s *Server) RemoveApp(owner string) {
+	s.appMu.Lock()
+	defer s.appMu.Unlock()
+	if _, ok := s.appRoutes[owner]; !ok {
+		return
+	}
+	next := map[string][]api.Route{}
+	for o, rs := range s.appRoutes {
+		if o != owner {
+			next[o] = rs
+		}
+	}
+	r, err := s.buildApp(next)
+	if err != nil { // cannot happen: a subset of a table that built before
+		s.log.Error("rebuild application routes", "err", err)
+		return
+	}
+	s.appRoutes = next
+	s.app.Store(r)
+}
+
+func (s *Server) buildApp(table map[string][]api.Route) (*httprouter.Router, error) {
+	r := newRouter()
+	for _, rs := range table {
+		for _, rt := range rs {
+			if err := addRoute(r, rt, s.chain(rt)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return r, nil
+}
+
+func checkRoute(rt api.Route) error {
+	switch rt.Method {
+	case http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete:
+	default:
+		return fmt.Errorf("route %s %s: method not supported", rt.Method, rt.Path)
+	}
+	if !strings.HasPrefix(rt.Path, "/") || rt.Handler == nil {
+		return fmt.Errorf("route %s %q: path must start with / and have a handler", rt.Method, rt.Path)
+	}
+	return nil
+}
+
+// addRoute registers with httprouter, which panics on conflicting wildcards; that becomes an error.
+func addRoute(r *httprouter.Router, rt api.Route, h http.Handler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("route %s %s: %v", rt.Method, rt.Path, p)
+		}
+	}()
+	r.Handler(rt.Method, Prefix+rt.Path, h)
+	return nil
+}
+
+// samplePath turns a pattern into a concrete path for a conflict lookup.
+func samplePath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		if strings.HasPrefix(s, ":") || strings.HasPrefix(s, "*") {
+			parts[i] = "x"
+		}
+	}
+	return Prefix + strings.Join(parts, "/")
+}
+
+// SetRestarting arms the refusal of writes while a reboot or factory reset is pending.
+func (s *Server) SetRestarting() { s.restarting.Store(true) }
+
+// ServeHTTP routes a request: API paths to the core router (then application routes), the rest
+// to the UI.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/api" {
+		if s.opts.UI == nil {
+			api.WriteError(w, http.StatusNotFound, api.CodeNotFound)
+			return
+		}
+		s.opts.UI.ServeHTTP(w, r)
+		return
+	}
+	if headerBytes(r) > s.opts.MaxHeader {
+		closeAfter(w)
+		api.WriteError(w, http.StatusRequestHeaderFieldsTooLarge, api.CodeHeadersTooLarge)
+		return
+	}
+	s.core.ServeHTTP(w, r)
+}
+
+// notFound is the core router's miss: application routes get their turn.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.app.Load().ServeHTTP(w, r)
+}
+
+// headerBytes approximates the size of the request head as it came off the wire.
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + len(r.RequestURI) + 12
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n + len(r.Host) + 8
+}
+
+// chain wraps a route's handler in the middleware every API request passes.
+func (s *Server) chain(rt api.Route) http.Handler {
+	write := rt.Method != http.MethodGet
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer s.recoverPanic(w, r)
+		rc := http.NewResponseController(w)
+		if !rt.Stream {
+			_ = rc.SetWriteDeadline(time.Now().Add(DefaultWriteTimout))
+		}
+		// Limits, before anything reads the body.
+		if write && !rt.NoBody {
+			if r.ContentLength < 0 {
+				closeAfter(w)
+				api.WriteError(w, http.StatusLengthRequired, api.CodeLengthRequired)
+				return
+			}
+		}
+		if r.ContentLength > s.opts.MaxBody {
+			closeAfter(w)
+			api.WriteError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
+		if r.ContentLength > 0 || r.ContentLength < 0 {
+			_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+		}
+		// Authentication, before any handler and before the body is read.
+		if !rt.Public && s.opts.Auth != nil {
+			if err := s.opts.Auth.Check(r); err != nil {
+				s.refuse(w, err)
+				return
+			}
+		}
+		if write && s.restarting.Load() {
+			api.WriteError(w, http.StatusServiceUnavailable, api.CodeRestarting)
+			return
+		}
+		if write && !isJSON(r.Header.Get("Content-Type")) {
+			api.WriteError(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedMedia)
+			return
+		}
+		if rt.Stream {
+			// Streams must outlive the server's idle limits; they end with the client or the hub.
+			_ = rc.SetWriteDeadline(time.Time{})
+		}
+		rt.Handler(w, r)
+	})
+}
+
+func (s *Server) refuse(w http.ResponseWriter, err error) {
+	var e *api.Error
+	if errors.As(err, &e) {
+		switch e.Status {
+		case http.StatusUnauthorized:
+			if s.opts.Auth != nil {
+				w.Header().Set("WWW-Authenticate", s.opts.Auth.Challenge())
+			}
+		case http.StatusTooManyRequests:
+			var ra RetryAfterer
+			if errors.As(err, &ra) {
+				w.Header().Set("Retry-After", strconv.Itoa(ra.RetryAfter()))
+			}
+		}
+	}
+	api.WriteErr(w, err)
+}
+
+func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if p == http.ErrAbortHandler {
+		panic(p)
+	}
+	s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	api.WriteError(w, http.StatusInternalServerError, api.CodeInternal)
+}
+
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+// closeAfter ends the connection after this answer: the rest of an over-long or unframed request
+// is not worth reading.
+func closeAfter(w http.ResponseWriter) { w.Header().Set("Connection", "close") }
+
+// Serve answers on ln until ctx ends, then shuts down gracefully (streams are cut by their owners
+// through ctx). ready, if set, is called once the listener accepts.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	<-errc
+	return nil
+}

@@ -1,0 +1,318 @@
+package httpd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"devhost/host/api"
+)
+
+type fakeAuth struct{ err error }
+
+func (f *fakeAuth) Check(*http.Request) error { return f.err }
+func (f *fakeAuth) Challenge() string         { return `Bearer realm="dev"` }
+
+type retryErr struct{ e *api.Error }
+
+func (r retryErr) Error() string { return r.e.Error() }
+func (r retryErr) Unwrap() error { return r.e }
+func (retryErr) RetryAfter() int { return 30 }
+
+func start(t *testing.T, s *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = s.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return "http://" + ln.Addr().String()
+}
+
+func echo(w http.ResponseWriter, r *http.Request) {
+	var v map[string]any
+	if err := api.DecodeJSON(r, &v); err != nil {
+		api.WriteErr(w, err)
+		return
+	}
+	api.WriteJSON(w, 200, v)
+}
+
+func newTestServer(t *testing.T, auth *fakeAuth) (*Server, string) {
+	opts := Options{BodyTimeout: 300 * time.Millisecond, UI: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ui:"+r.URL.Path)
+	})}
+	if auth != nil {
+		opts.Auth = auth
+	}
+	s := New(opts)
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Handle(api.Route{Method: "GET", Path: "/thing", Handler: func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, 200, map[string]int{"a": 1}) }}))
+	must(s.Handle(api.Route{Method: "PUT", Path: "/thing", Handler: echo}))
+	must(s.Handle(api.Route{Method: "POST", Path: "/act", NoBody: true, Handler: func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, 202, map[string]string{"status": "ok"}) }}))
+	must(s.Handle(api.Route{Method: "GET", Path: "/open", Public: true, Handler: func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, 200, "open") }}))
+	must(s.Handle(api.Route{Method: "GET", Path: "/boom", Handler: func(http.ResponseWriter, *http.Request) { panic("boom") }}))
+	return s, start(t, s)
+}
+
+func errCode(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("content type %q", ct)
+	}
+	var b struct{ Error string }
+	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Error
+}
+
+func do(t *testing.T, method, url, ct, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if body == "" {
+		req.Body = nil
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func TestChainErrors(t *testing.T) {
+	_, base := newTestServer(t, nil)
+	cases := []struct {
+		name, method, path, ct, body string
+		status                       int
+		code                         string
+	}{
+		{"unknown api path", "GET", "/api/v1/nope", "", "", 404, "not_found"},
+		{"trailing slash is not redirected", "GET", "/api/v1/thing/", "", "", 404, "not_found"},
+		{"case is not fixed", "GET", "/API/v1/Thing", "", "", 200, ""}, // not under /api/: the UI
+		{"unknown version", "GET", "/api/v2/thing", "", "", 404, "not_found"},
+		{"wrong method", "DELETE", "/api/v1/thing", "application/json", "", 405, "method_not_allowed"},
+		{"no content type", "PUT", "/api/v1/thing", "", `{"a":1}`, 415, "unsupported_media_type"},
+		{"wrong content type", "PUT", "/api/v1/thing", "text/plain", `{"a":1}`, 415, "unsupported_media_type"},
+		{"json with charset", "PUT", "/api/v1/thing", "application/json; charset=utf-8", `{"a":1}`, 200, ""},
+		{"no-body POST still needs JSON type", "POST", "/api/v1/act", "", "", 415, "unsupported_media_type"},
+		{"no-body POST", "POST", "/api/v1/act", "application/json", "", 202, ""},
+		{"too large", "PUT", "/api/v1/thing", "application/json", `{"a":"` + strings.Repeat("x", 16<<10) + `"}`, 413, "too_large"},
+		{"trailing data", "PUT", "/api/v1/thing", "application/json", `{"a":1} x`, 400, "validation"},
+		{"handler panic", "GET", "/api/v1/boom", "", "", 500, "internal"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp := do(t, c.method, base+c.path, c.ct, c.body)
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, c.status)
+			}
+			if c.code != "" {
+				if got := errCode(t, resp); got != c.code {
+					t.Fatalf("error %q, want %q", got, c.code)
+				}
+			} else {
+				resp.Body.Close()
+			}
+		})
+	}
+}
+
+func TestMethodNotAllowedCarriesAllow(t *testing.T) {
+	_, base := newTestServer(t, nil)
+	resp := do(t, "POST", base+"/api/v1/thing", "application/json", "{}")
+	if resp.StatusCode != 405 || !strings.Contains(resp.Header.Get("Allow"), "GET") || !strings.Contains(resp.Header.Get("Allow"), "PUT") {
+		t.Fatalf("status %d allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	resp.Body.Close()
+}
+
+// raw sends bytes on a fresh connection and returns the parsed response.
+func raw(t *testing.T, base, req string, pause time.Duration, rest string) *http.Response {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	if pause > 0 {
+		time.Sleep(pause)
+		_, _ = io.WriteString(c, rest)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func TestLengthRequired(t *testing.T) {
+	_, base := newTestServer(t, nil)
+	resp := raw(t, base, "PUT /api/v1/thing HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 0, "")
+	if resp.StatusCode != 411 || errCode(t, resp) != "length_required" {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+func TestSlowBodyTimesOut(t *testing.T) {
+	_, base := newTestServer(t, nil)
+	// The body timeout is an option (300 ms here); the spec names no value for it.
+	resp := raw(t, base, "PUT /api/v1/thing HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{\"a\":", 0, "")
+	if resp.StatusCode != 408 || errCode(t, resp) != "timeout" {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+func TestHeadersTooLarge(t *testing.T) {
+	_, base := newTestServer(t, nil)
+	req, _ := http.NewRequest("GET", base+"/api/v1/thing", nil)
+	req.Header.Set("X-Big", strings.Repeat("a", 9<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 431 || errCode(t, resp) != "headers_too_large" {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+func TestRestartingRefusesWritesOnly(t *testing.T) {
+	s, base := newTestServer(t, nil)
+	s.SetRestarting()
+	resp := do(t, "PUT", base+"/api/v1/thing", "application/json", `{"a":1}`)
+	if resp.StatusCode != 503 || errCode(t, resp) != "restarting" {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	resp = do(t, "GET", base+"/api/v1/thing", "", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET while restarting: %d", resp.StatusCode)
+	}
+	resp.Body.Close()
+}
+
+func TestAuthRefusals(t *testing.T) {
+	a := &fakeAuth{}
+	_, base := newTestServer(t, a)
+	a.err = &api.Error{Status: 401, Code: api.CodeUnauthorized}
+	resp := do(t, "GET", base+"/api/v1/thing", "", "")
+	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Bearer realm="dev"` || errCode(t, resp) != "unauthorized" {
+		t.Fatalf("401: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	// Authentication comes before the content-type check and before the body is read.
+	resp = do(t, "PUT", base+"/api/v1/thing", "text/plain", "junk")
+	if resp.StatusCode != 401 {
+		t.Fatalf("unauthenticated bad write: %d", resp.StatusCode)
+	}
+	resp.Body.Close()
+	resp = do(t, "GET", base+"/api/v1/open", "", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("public route: %d", resp.StatusCode)
+	}
+	resp.Body.Close()
+	a.err = retryErr{e: &api.Error{Status: 429, Code: api.CodeTooManyAttempts}}
+	resp = do(t, "GET", base+"/api/v1/thing", "", "")
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "30" || errCode(t, resp) != "too_many_attempts" {
+		t.Fatalf("429: %d %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+func TestUIGetsEverythingOutsideAPI(t *testing.T) {
+	_, base := newTestServer(t, nil)
+	for _, p := range []string{"/", "/index.html", "/apix", "/settings/wifi"} {
+		resp := do(t, "GET", base+p, "", "")
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "ui:"+p {
+			t.Fatalf("%s: %q", p, b)
+		}
+	}
+}
+
+func TestAppRoutes(t *testing.T) {
+	s, base := newTestServer(t, &fakeAuth{})
+	h := func(msg string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, 200, msg) }
+	}
+	if err := s.AddApp("n2k", api.Route{Method: "GET", Path: "/thing", Handler: h("x")}); err == nil {
+		t.Fatal("an application route shadowed a core route")
+	}
+	if err := s.AddApp("n2k", api.Route{Method: "GET", Path: "/n2k/status", Handler: h("n2k")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddApp("ble", api.Route{Method: "GET", Path: "/n2k/status", Handler: h("ble")}); err == nil {
+		t.Fatal("two owners share a route")
+	}
+	if err := s.AddApp("ble", api.Route{Method: "GET", Path: "/ble/status", Handler: h("ble"), Public: true}); err != nil {
+		t.Fatal(err)
+	}
+	get := func(p string) (int, string) {
+		resp := do(t, "GET", base+p, "", "")
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	if st, b := get("/api/v1/n2k/status"); st != 200 || b != `"n2k"` {
+		t.Fatalf("n2k: %d %s", st, b)
+	}
+	s.RemoveApp("n2k")
+	if st, _ := get("/api/v1/n2k/status"); st != 404 {
+		t.Fatalf("removed route answers %d", st)
+	}
+	if st, b := get("/api/v1/ble/status"); st != 200 || b != `"ble"` {
+		t.Fatalf("ble: %d %s", st, b)
+	}
+}
+
+func TestAppRoutesAreProtectedUnlessPublic(t *testing.T) {
+	a := &fakeAuth{err: &api.Error{Status: 401, Code: api.CodeUnauthorized}}
+	s, base := newTestServer(t, a)
+	ok := func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, 200, "ok") }
+	if err := s.AddApp("app", api.Route{Method: "GET", Path: "/app/a", Handler: ok}, api.Route{Method: "GET", Path: "/app/b", Handler: ok, Public: true}); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]int{"/api/v1/app/a": 401, "/api/v1/app/b": 200} {
+		resp := do(t, "GET", base+p, "", "")
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("%s: %d, want %d", p, resp.StatusCode, want)
+		}
+	}
+}
+
+func TestConflictingCoreRouteIsAnError(t *testing.T) {
+	s := New(Options{})
+	ok := func(http.ResponseWriter, *http.Request) {}
+	if err := s.Handle(api.Route{Method: "GET", Path: "/config/schema", Handler: ok}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Handle(api.Route{Method: "GET", Path: "/config/:ns", Handler: ok}); err == nil {
+		t.Fatal("httprouter conflict did not surface as an error")
+	}
+	if err := s.Handle(api.Route{Method: "GET", Path: "/config/schema", Handler: ok}); err == nil {
+		t.Fatal("duplicate accepted")
+	}
+	if err := s.Handle(api.Route{Method: "PATCH", Path: "/x", Handler: ok}); err == nil {
+		t.Fatal("PATCH accepted")
+	}
+}
