@@ -12,14 +12,12 @@ package httpd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"mime"
 	"net"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,14 +40,12 @@ const (
 )
 
 // Authenticator is the central credential check (package auth implements it). Check returns an
-// *api.Error for a refused request; Challenge is the WWW-Authenticate value sent with a 401.
+// error for a refused request; WriteError answers it with the headers that belong to it
+// (WWW-Authenticate on a 401, Retry-After on a 429).
 type Authenticator interface {
 	Check(r *http.Request) error
-	Challenge() string
+	WriteError(w http.ResponseWriter, err error)
 }
-
-// RetryAfterer is implemented by errors that carry a Retry-After value in seconds.
-type RetryAfterer interface{ RetryAfter() int }
 
 // Options configures a Server. Zero values take the defaults above.
 type Options struct {
@@ -305,7 +301,7 @@ func (s *Server) chain(rt api.Route) http.Handler {
 		// Authentication, before any handler and before the body is read.
 		if !rt.Public && s.opts.Auth != nil {
 			if err := s.opts.Auth.Check(r); err != nil {
-				s.refuse(w, err)
+				s.opts.Auth.WriteError(w, err)
 				return
 			}
 		}
@@ -323,24 +319,6 @@ func (s *Server) chain(rt api.Route) http.Handler {
 		}
 		rt.Handler(w, r)
 	})
-}
-
-func (s *Server) refuse(w http.ResponseWriter, err error) {
-	var e *api.Error
-	if errors.As(err, &e) {
-		switch e.Status {
-		case http.StatusUnauthorized:
-			if s.opts.Auth != nil {
-				w.Header().Set("WWW-Authenticate", s.opts.Auth.Challenge())
-			}
-		case http.StatusTooManyRequests:
-			var ra RetryAfterer
-			if errors.As(err, &ra) {
-				w.Header().Set("Retry-After", strconv.Itoa(ra.RetryAfter()))
-			}
-		}
-	}
-	api.WriteErr(w, err)
 }
 
 func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request) {

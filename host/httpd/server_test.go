@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,15 @@ import (
 type fakeAuth struct{ err error }
 
 func (f *fakeAuth) Check(*http.Request) error { return f.err }
-func (f *fakeAuth) Challenge() string         { return `Bearer realm="dev"` }
+func (f *fakeAuth) WriteError(w http.ResponseWriter, err error) {
+	if e, ok := err.(retryErr); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter()))
+	}
+	if e, ok := err.(*api.Error); ok && e.Status == 401 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="dev"`)
+	}
+	api.WriteErr(w, err)
+}
 
 type retryErr struct{ e *api.Error }
 
