@@ -194,10 +194,14 @@ type Options struct {
 	Uptime func() time.Duration
 	// MaxConditions sizes the table; 0 means MaxConditions (HEALTH_MAX_CONDITIONS).
 	MaxConditions int
+	// Tick overrides the policy tick; 0 means TickInterval. Only black-box tests of the whole
+	// device shorten it, so a watchdog restart can be watched without waiting 30 s.
+	Tick time.Duration
 }
 
 // Registry is the health-condition table with its policy.
 type Registry struct {
+	tickEvery time.Duration
 	clock     clockwork.Clock
 	log       *slog.Logger
 	memory    Memory
@@ -242,6 +246,9 @@ type activeDrill struct {
 
 // New builds a registry. It samples Memory once and claims the memory conditions' slots.
 func New(opts Options) *Registry {
+	if opts.Tick <= 0 {
+		opts.Tick = TickInterval
+	}
 	r := &Registry{
 		clock:     opts.Clock,
 		log:       opts.Logger,
@@ -252,6 +259,7 @@ func New(opts Options) *Registry {
 		wallClock: opts.WallClock,
 		uptime:    opts.Uptime,
 		max:       opts.MaxConditions,
+		tickEvery: opts.Tick,
 		wake:      make(chan struct{}, 1),
 		index:     make(map[string]int),
 	}

@@ -11,7 +11,7 @@ import (
 
 // Run drives the policy tick (every TickInterval) and the task watchdog until ctx ends.
 func (r *Registry) Run(ctx context.Context) {
-	ticker := r.clock.NewTicker(TickInterval)
+	ticker := r.clock.NewTicker(r.tickEvery)
 	defer ticker.Stop()
 	wd := r.clock.NewTimer(TaskWatchdogTimeout)
 	defer wd.Stop()
