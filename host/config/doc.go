@@ -1,0 +1,70 @@
+// Package config owns the device's configuration: namespace descriptors, the stored values
+// (in the store's `nvs` partition under cfg/<ns>/<key>, as JSON text), their validation, read
+// semantics, secrets, versioning and migrations, run-time namespaces, the generated JSON
+// Schema, and the endpoints GET /config, PUT /config and GET /config/schema. Everything is
+// driven by the descriptors; no key has code of its own.
+//
+// Choices where the spec is silent or leaves room:
+//
+//   - Device checks. PUT /config and Set check type, range (min/max), length (bytes) and enum,
+//     plus the shape of table keys and strict padded base64 for blobs. A descriptor's pattern
+//     is schema-only, as the descriptor table says: the UI checks it, the device does not (the
+//     hostname alphabet, the BSSID and IPv4 shapes). Go descriptors may add MinLength: a
+//     non-empty value shorter than it is refused on writes. httpd.api_key (empty or 8..64),
+//     wifi.pskN and wifi.portal_psk (empty or 8..63) use it, so a PUT never leaves the device
+//     with a key the authentication rules call invalid. Stored values are not re-checked
+//     against MinLength on read (a short stored key must not silently read as "no key"); the
+//     WiFi manager still skips a slot whose stored password is outside 8..63, as the spec says.
+//   - Ints are 32-bit. A JSON number is an int when its value is integral, so 80, 80.0 and 8e1
+//     are the same (JSON Schema's "integer"); the check is exact on the decimal digits.
+//     Floats must be finite; -0 is stored as 0.
+//   - Strings are measured in UTF-8 bytes; the schema's maxLength holds the same number, and
+//     the schema's $comment warns that a validator counts characters. MinLength appears in the
+//     schema as `not: {minLength: 1, maxLength: N-1}` beside the key's pattern.
+//   - readOnly members of a PUT document are ignored whatever they hold (the import rule), so
+//     an export from another device imports cleanly. Set (device-internal) may write them.
+//   - The secret sentinel `********` is ignored for secret keys in PUT and Set. A secret's
+//     default must be empty, and a secret's maxLength must leave room for the sentinel (8 for
+//     strings, 4 decoded bytes for blobs).
+//   - Writing a key's current effective value stores nothing and is not a change; null deletes
+//     the stored value (a change only when the effective value differed from the default).
+//   - A duplicated namespace or key inside one document is 400 validation with its path.
+//   - GET /config?ns= with an empty value is 404 unknown_namespace; any parameter other than a
+//     single `ns` is 400 validation with path "". GET /config?ns=x answers {"x": {...}}.
+//   - Schema: `x` presentation members are emitted as `x-dev-display` {displayMultiplier,
+//     displayOffset, format, columns}; table keys also carry contentMediaType application/json
+//     and a contentSchema describing the rows; blobs carry a base64 pattern and (unless
+//     secret) contentEncoding base64. Ints always carry minimum/maximum (the 32-bit range when
+//     the descriptor sets none). The deprecated wifi.hostname carries `deprecated: true` and
+//     `x-dev-movesTo`. The ETag is `"<content hash>-<generation>"`: the generation counts
+//     register/unregister calls, so each one yields a new ETag. Served with Cache-Control:
+//     no-cache (revalidate by ETag).
+//   - Table keys (`x.format: table`): the value is a JSON array of row objects; a row's
+//     members must be listed in `columns` and hold scalars; a missing member is allowed.
+//   - Key names: at most 15 characters of [A-Za-z0-9_], starting with a letter. A namespace
+//     has at most 256 keys, a table at most 16 columns, a JSON descriptor at most 64 KiB. A
+//     namespace descriptor needs a title.
+//   - Versioning: a failing step (or a failed write of its result) leaves the stored version
+//     at the last completed step and is retried at the next boot. A run-time namespace runs the
+//     same table when it is registered; JSON descriptors have no steps (additive only).
+//   - wifi.hostname: at every boot a non-empty stored value moves to net.hostname when that is
+//     empty; when net.hostname is already set the old value is dropped (the newer key wins).
+//     Either way wifi.hostname reads back empty, and a log line says what happened.
+//   - wifi.portal_ssid defaults to "" meaning dev-<id> (like net.hostname), so an exported
+//     document does not carry one device's id to another.
+//   - Values of an unregistered run-time namespace stay stored until Purge.
+//   - Key.MovesTo (Go descriptors only) marks a deprecated key and its successor; Migration
+//     steps see raw stored JSON (Raw, Set, Delete) and commit with the version stamp as one
+//     all-or-nothing batch.
+//   - Bounds chosen where the spec shows none: httpd.session_ttl_s 60..2592000 (30 days);
+//     wifi.ssidN at most 32 bytes; wifi.bssidN 17; wifi.ip/netmask/gateway/dns0/dns1 15 (IPv4
+//     dotted quad, empty allowed); wifi.backoff_max_s default 300, 1..3600; wifi.portal_after_s
+//     0..3600; wifi.portal_ssid 32; two added keys wifi.connect_tmo_s (15, 1..120 s) and
+//     wifi.dhcp_tmo_s (30, 1..300 s); ota.channel 32; ota.check_h 1..720; ota.confirm_tmo_s
+//     60..3600; time.server0/server1/tz 64; sk.server_host 253; sk.server_port 1..65535;
+//     sk.server_self 128; wifi.sta_enabled and wifi.portal_enabled default true;
+//     sk.permissions enum readonly/readwrite/admin, default readwrite; sk.ws_enabled default true; sk.server_pin default false; sk.ca_pem at most 4096 bytes;
+//     sk.batch_ms 0..10000; sk.buffer_msgs 0..4096; sk.buffer_kb 1..1024; sk.drain_per_s
+//     1..1000; sk.health_s 0..86400; sk.discover_s 5..3600; sk.check_s default 3600,
+//     60..86400; sk.stall_s 60..86400.
+package config

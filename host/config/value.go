@@ -1,0 +1,319 @@
+package config
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// fromJSON checks one JSON value (never null) against the key and returns it typed (bool,
+// int64, float64, string or []byte), or a message saying why it is refused. It is the single
+// check behind PUT, Set, descriptor defaults and the read semantics of stored values.
+func (k *keyDef) fromJSON(raw []byte) (any, string) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil, "empty value"
+	}
+	switch k.Type {
+	case TypeBool:
+		switch string(raw) {
+		case "true":
+			return true, ""
+		case "false":
+			return false, ""
+		}
+		return nil, "expected a boolean"
+	case TypeInt:
+		n, msg := parseInt(string(raw))
+		if msg != "" {
+			return nil, msg
+		}
+		if float64(n) < k.min || float64(n) > k.max {
+			return nil, fmt.Sprintf("%d out of range %s", n, k.rangeText())
+		}
+		return n, ""
+	case TypeFloat:
+		if !numberRE.Match(raw) {
+			return nil, "expected a number"
+		}
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil || math.IsInf(f, 0) {
+			return nil, "number out of range"
+		}
+		if (k.hasMin && f < k.min) || (k.hasMax && f > k.max) {
+			return nil, fmt.Sprintf("%v out of range %s", f, k.rangeText())
+		}
+		if f == 0 {
+			f = 0 // one zero: -0 and 0 are the same setting
+		}
+		return f, ""
+	}
+	if raw[0] != '"' {
+		return nil, "expected a string"
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, "expected a string"
+	}
+	if k.Type == TypeBlob {
+		b, ok := decodeBlob(s)
+		if !ok {
+			return nil, "expected padded base64"
+		}
+		if len(b) > k.maxLen {
+			return nil, fmt.Sprintf("%d bytes, at most %d", len(b), k.maxLen)
+		}
+		return b, ""
+	}
+	if len(s) > k.maxLen {
+		return nil, fmt.Sprintf("%d bytes, at most %d", len(s), k.maxLen)
+	}
+	if k.Enum != nil && !contains(k.Enum, s) {
+		return nil, fmt.Sprintf("%q is not one of %s", s, strings.Join(k.Enum, ", "))
+	}
+	if k.table {
+		if msg := checkTable(s, k.columns); msg != "" {
+			return nil, msg
+		}
+	}
+	return s, ""
+}
+
+// checkWrite holds the checks made on writes only (PUT, Set, defaults), not on reads.
+func (k *keyDef) checkWrite(v any) string {
+	if s, ok := v.(string); ok && k.MinLength > 0 && s != "" && len(s) < k.MinLength {
+		return fmt.Sprintf("%d bytes, empty or at least %d", len(s), k.MinLength)
+	}
+	return ""
+}
+
+func (k *keyDef) rangeText() string {
+	lo, hi := "-inf", "+inf"
+	if k.hasMin {
+		lo = strconv.FormatFloat(k.min, 'g', -1, 64)
+	}
+	if k.hasMax {
+		hi = strconv.FormatFloat(k.max, 'g', -1, 64)
+	}
+	return lo + ".." + hi
+}
+
+var numberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+// parseInt reads a JSON number that must be an exact 32-bit integer. Fractions and exponents
+// are allowed when the value is integral (80.0, 8e1), as JSON Schema's "integer" allows;
+// the check is done on the decimal digits, so no float rounding can turn 1.0000000001 into 1.
+func parseInt(s string) (int64, string) {
+	m := numberRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, "expected an integer"
+	}
+	neg := s[0] == '-'
+	frac := strings.TrimPrefix(m[2], ".")
+	digits := strings.TrimLeft(m[1]+frac, "0")
+	exp := -len(frac)
+	if e := m[3]; e != "" {
+		e = strings.TrimLeft(e[1:], "+")
+		eneg := strings.HasPrefix(e, "-")
+		e = strings.TrimLeft(strings.TrimPrefix(e, "-"), "0")
+		if len(e) > 6 {
+			// An exponent this large: zero stays zero, anything else is a fraction or huge.
+			switch {
+			case digits == "":
+				return 0, ""
+			case eneg:
+				return 0, "expected an integer"
+			default:
+				return 0, "integer out of range"
+			}
+		}
+		n, _ := strconv.Atoi("0" + e)
+		if eneg {
+			n = -n
+		}
+		exp += n
+	}
+	if digits == "" {
+		return 0, ""
+	}
+	for exp < 0 && strings.HasSuffix(digits, "0") {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	if exp < 0 {
+		return 0, "expected an integer"
+	}
+	if len(digits)+exp > 10 {
+		return 0, "integer out of range"
+	}
+	n, _ := strconv.ParseInt(digits+strings.Repeat("0", exp), 10, 64)
+	if neg {
+		n = -n
+	}
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		return 0, "integer out of range"
+	}
+	return n, ""
+}
+
+// decodeBlob accepts RFC 4648 standard base64 with padding, nothing else (Go's decoder
+// would skip line breaks; the spec's blobs have none).
+func decodeBlob(s string) ([]byte, bool) {
+	if strings.ContainsAny(s, "\r\n") {
+		return nil, false
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	return b, err == nil
+}
+
+func base64Len(n int) int { return (n + 2) / 3 * 4 }
+
+// checkTable checks the value of a `format: table` key: a JSON array of row objects whose
+// members are named columns holding scalars.
+func checkTable(s string, columns map[string]bool) string {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "[") {
+		return "a table value must be a JSON array of rows"
+	}
+	dec := json.NewDecoder(strings.NewReader(t))
+	dec.UseNumber()
+	var rows []any
+	if err := dec.Decode(&rows); err != nil || dec.More() {
+		return "a table value must be a JSON array of rows"
+	}
+	if _, err := dec.Token(); err == nil {
+		return "a table value must be a JSON array of rows"
+	}
+	for i, r := range rows {
+		row, ok := r.(map[string]any)
+		if !ok {
+			return fmt.Sprintf("table row %d is not an object", i)
+		}
+		for name, v := range row {
+			if !columns[name] {
+				return fmt.Sprintf("table row %d: unknown column %q", i, name)
+			}
+			switch v.(type) {
+			case map[string]any, []any:
+				return fmt.Sprintf("table row %d: column %q must hold a scalar", i, name)
+			}
+		}
+	}
+	return ""
+}
+
+// canonical is the stored and compared form of a typed value: its JSON text.
+func canonical(v any) string {
+	switch x := v.(type) {
+	case bool:
+		return strconv.FormatBool(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case []byte:
+		return `"` + base64.StdEncoding.EncodeToString(x) + `"`
+	}
+	return string(marshal(v))
+}
+
+// marshal encodes v as JSON without HTML escaping (values and descriptions are shown as
+// typed, "<id>" included).
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only finite numbers, strings, bools and ordered objects reach here.
+		return []byte("null")
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// public converts an internal value to what Get returns: int for int keys.
+func public(v any) any {
+	if n, ok := v.(int64); ok {
+		return int(n)
+	}
+	if b, ok := v.([]byte); ok {
+		return bytes.Clone(b)
+	}
+	return v
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// member is one member of a JSON object, in document order.
+type member struct {
+	name string
+	raw  json.RawMessage
+}
+
+// objectMembers splits a JSON object into its members in order; ok is false when raw is not
+// an object. raw is known to be well-formed JSON.
+func objectMembers(raw []byte) ([]member, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	var ms []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		name, ok := tok.(string)
+		if !ok {
+			return nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		ms = append(ms, member{name, v})
+	}
+	return ms, true
+}
+
+// obj is a JSON object that keeps its members in insertion order, so the document and the
+// schema list namespaces and keys in descriptor order.
+type obj struct {
+	names []string
+	vals  []any
+}
+
+func (o *obj) set(name string, v any) {
+	o.names = append(o.names, name)
+	o.vals = append(o.vals, v)
+}
+
+func (o *obj) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, n := range o.names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(marshal(n))
+		b.WriteByte(':')
+		if raw, ok := o.vals[i].(json.RawMessage); ok {
+			b.Write(raw)
+		} else {
+			b.Write(marshal(o.vals[i]))
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
