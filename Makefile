@@ -37,7 +37,8 @@ unit:
 test: lint unit
 
 bench: build
-	go run ./cmd/devbench
+	@command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk) || echo "bench: wrk could not be installed; devbench uses its Go client"
+	go run ./cmd/devbench -devhost $(BIN)/devhost $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BIN) $(DATA)

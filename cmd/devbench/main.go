@@ -1,0 +1,163 @@
+// Command devbench measures the device's HTTP speed side by side with an anchor in one run and
+// prints the ratios. It never judges a timing: besides the numbers it only says whether the ping
+// target (device at least 0.70 of the anchor's requests per second) was met, and it exits 0
+// whenever the measurement itself could be made.
+//
+//	go run ./cmd/devbench [-devhost bin/devhost] [-duration 3s] [-rounds 3] [-puts 300] ...
+//
+// What it does, in one run:
+//   - starts bin/devhost on a fresh data directory in a temporary folder with a factory document
+//     that sets a free loopback port and an API key, and waits for its listening line;
+//   - fetches GET /api/v1/system/ping, an authenticated GET /api/v1/config and one PUT
+//     /api/v1/config answer from it, and starts the anchor: a bare net/http server that answers
+//     the same requests with exactly those bytes;
+//   - loads each GET target over loopback with the same load generator settings, anchor and
+//     device alternating, several rounds, and prints the medians and the device/anchor ratios;
+//   - times sequential PUT /api/v1/config writes with changing values (each one a real, durable
+//     write) against the bare handler answering the same PUT and against a raw write+fsync of a
+//     small record in the same folder, and prints the ratios;
+//   - prints the resident memory of the anchor and of the device after the load.
+//
+// Choices where nothing else decides:
+//   - The anchor is a separate process (devbench re-executed with -serve-anchor), because the
+//     device is one too: both pay the same scheduling and loopback costs. It copies the device's
+//     status, headers (all but Date and the hop-by-hop ones) and body, and frames the body the
+//     same way (Content-Length when the device sent one, chunked otherwise), so both put the same
+//     bytes on the wire. It does no authentication: that cost is part of what is measured.
+//   - The load generator is Debian's wrk (`make bench` installs it); without it a closed-loop Go
+//     client with keep-alive connections stands in and the report says so. The Go client runs in
+//     this process, so its numbers are lower than wrk's for both sides; only ratios compare.
+//   - Rounds alternate which side goes first, so warm-up and drift do not favour one side; each
+//     target and side gets one unrecorded warm-up run first. The reported figure is the median
+//     over rounds; every round's req/s is printed too.
+//   - The PUT measurements are interleaved (device, bare handler, raw fsync, rotating the order
+//     each iteration) on one keep-alive connection per server. The fsync file lives beside the
+//     device's data directory, and the report names that folder's file system, since fsync on a
+//     tmpfs costs nothing.
+//   - The device's log goes to a file in the temporary folder (printed when it fails to start);
+//     the device is stopped with SIGTERM and, in any case, its process group is killed at the end.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the command-line settings.
+type options struct {
+	devhost      string
+	duration     time.Duration
+	warmup       time.Duration
+	rounds       int
+	threads      int
+	conns        int
+	puts         int
+	key          string
+	loadgen      string
+	tmp          string
+	keep         bool
+	startTimeout time.Duration
+	serveAnchor  string
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("devbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: devbench [options]  (measures bin/devhost against a bare net/http anchor)")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.devhost, "devhost", "bin/devhost", "device binary to measure")
+	fs.DurationVar(&o.duration, "duration", 3*time.Second, "length of one load run (wrk: whole seconds)")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "unrecorded warm-up run per target and side (0: none)")
+	fs.IntVar(&o.rounds, "rounds", 3, "load rounds per target and side; the median is reported")
+	fs.IntVar(&o.threads, "threads", 2, "load generator threads")
+	fs.IntVar(&o.conns, "connections", 16, "keep-alive connections held open by the load generator")
+	fs.IntVar(&o.puts, "puts", 300, "sequential PUT /config writes per measured side")
+	fs.StringVar(&o.key, "key", "bench-key-123", "API key given to the device in its factory document")
+	fs.StringVar(&o.loadgen, "loadgen", "auto", "load generator: auto (wrk if installed), wrk, go")
+	fs.StringVar(&o.tmp, "tmp", "", "folder for the temporary data directory (default: the system's)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temporary folder (device log and data) at the end")
+	fs.DurationVar(&o.startTimeout, "start-timeout", time.Minute, "how long the device may take to answer")
+	fs.StringVar(&o.serveAnchor, "serve-anchor", "", "internal: serve the anchor from this answers file")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.serveAnchor != "" {
+		return o, nil
+	}
+	switch {
+	case o.duration <= 0:
+		return o, errors.New("-duration must be positive")
+	case o.warmup < 0:
+		return o, errors.New("-warmup must not be negative")
+	case o.rounds < 1:
+		return o, errors.New("-rounds must be at least 1")
+	case o.threads < 1:
+		return o, errors.New("-threads must be at least 1")
+	case o.conns < o.threads:
+		return o, errors.New("-connections must be at least -threads")
+	case o.puts < 1:
+		return o, errors.New("-puts must be at least 1")
+	case o.key == "":
+		return o, errors.New("-key must not be empty")
+	case o.startTimeout <= 0:
+		return o, errors.New("-start-timeout must be positive")
+	}
+	switch o.loadgen {
+	case "auto", "wrk", "go":
+	default:
+		return o, fmt.Errorf("-loadgen %q: want auto, wrk or go", o.loadgen)
+	}
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	opts, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "devbench:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	if opts.serveAnchor != "" {
+		if err := serveAnchor(ctx, opts.serveAnchor, os.Stdin, stdout); err != nil {
+			fmt.Fprintln(stderr, "devbench anchor:", err)
+			return 1
+		}
+		return 0
+	}
+	b := &bench{
+		opts: opts,
+		clk:  clockwork.NewRealClock(),
+		out:  stdout,
+		log:  slog.New(slog.NewTextHandler(stderr, nil)).With("component", "devbench"),
+	}
+	if err := b.run(ctx); err != nil {
+		fmt.Fprintln(stderr, "devbench:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// cpuModel is the first "model name" of /proc/cpuinfo, or "cpu unknown".
+func cpuModel() string {
+	raw, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "cpu unknown"
+	}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "model name" {
+			return strings.Join(strings.Fields(v), " ")
+		}
+	}
+	return "cpu unknown"
+}
+
+// fsMagic names the file systems a data folder is likely to be on (statfs f_type).
+var fsMagic = map[int64]string{
+	0xEF53:     "ext4",
+	0x01021994: "tmpfs",
+	0x858458f6: "ramfs",
+	0x794c7630: "overlay",
+	0x58465342: "xfs",
+	0x9123683e: "btrfs",
+	0x2fc12fc1: "zfs",
+	0x6969:     "nfs",
+	0x65735546: "fuse",
+	0xf2f52010: "f2fs",
+}
+
+// fsName names the file system holding path.
+func fsName(path string) string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	if name, ok := fsMagic[int64(st.Type)]; ok {
+		return name
+	}
+	return fmt.Sprintf("type 0x%x", st.Type)
+}
+
+// rssKiB reads VmRSS of a process from /proc.
+func rssKiB(pid int) (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the memory of pid %d: %w", pid, err)
+	}
+	return parseVmRSS(raw)
+}
+
+// parseVmRSS finds "VmRSS:   1234 kB" in a /proc/PID/status text.
+func parseVmRSS(status []byte) (int64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("VmRSS line %q", sc.Text())
+		}
+		return parseCount(f[0])
+	}
+	return 0, fmt.Errorf("no VmRSS line")
+}
+
+// childRSS is the memory of the one child of pid (the device app under its boot supervisor). A
+// child is listed under the thread that started it, so every thread of pid is looked at.
+func childRSS(pid int) (int64, int, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, 0, fmt.Errorf("finding the device app: no threads listed for pid %d", pid)
+	}
+	var children []string
+	for _, t := range tasks {
+		raw, err := os.ReadFile(t)
+		if err != nil {
+			return 0, 0, fmt.Errorf("finding the device app: %w", err)
+		}
+		children = append(children, strings.Fields(string(raw))...)
+	}
+	if len(children) != 1 {
+		return 0, 0, fmt.Errorf("the device supervisor (pid %d) has %d children, want 1", pid, len(children))
+	}
+	cpid, err := strconv.Atoi(children[0])
+	if err != nil {
+		return 0, 0, fmt.Errorf("child pid %q: %w", children[0], err)
+	}
+	kib, err := rssKiB(cpid)
+	return kib, cpid, err
+}
