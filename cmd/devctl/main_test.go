@@ -1,0 +1,500 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"devhost/host/board"
+)
+
+// syncBuffer collects output written from more than one goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type harness struct {
+	app            *app
+	clock          *clockwork.FakeClock
+	stdout, stderr *syncBuffer
+	env            map[string]string
+}
+
+func newHarness() *harness {
+	h := &harness{clock: clockwork.NewFakeClock(), stdout: &syncBuffer{}, stderr: &syncBuffer{}, env: map[string]string{}}
+	h.app = &app{stdout: h.stdout, stderr: h.stderr, clock: h.clock, getenv: func(k string) string { return h.env[k] },
+		http: &http.Client{Timeout: 10 * time.Second}}
+	return h
+}
+
+func (h *harness) run(args ...string) int {
+	return h.app.run(context.Background(), args)
+}
+
+func TestUsageErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{nil, "no command"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"board"}, "no subcommand"},
+		{[]string{"board", "--data", "d", "dance"}, `unknown subcommand "dance"`},
+		{[]string{"board", "state"}, "--data DIR is required"},
+		{[]string{"board", "--data", "d", "--socket", "s", "state"}, "not both"},
+		{[]string{"board", "--data", "d", "state", "extra"}, `unexpected argument "extra"`},
+		{[]string{"board", "--data", "d", "mem"}, "at least one of --free-heap"},
+		{[]string{"board", "--data", "d", "mem", "--free-heap", "lots"}, "invalid value"},
+		{[]string{"board", "--data", "d", "net"}, "want up or down"},
+		{[]string{"board", "--data", "d", "net", "sideways"}, "want up or down"},
+		{[]string{"board", "--data", "d", "net", "up", "down"}, "want up or down"},
+		{[]string{"board", "--data", "d", "route"}, "at least one of --iface"},
+		{[]string{"board", "--data", "d", "button", "--seconds", "-1"}, "must not be negative"},
+		{[]string{"board", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"logs"}, "--url is required"},
+		{[]string{"logs", "--url", "127.0.0.1:8080"}, "want http://HOST:PORT"},
+		{[]string{"logs", "--url", "http://x", "--limit", "0"}, "--limit must be 1..1000"},
+		{[]string{"logs", "--url", "http://x", "now"}, `unexpected argument "now"`},
+		{[]string{"events"}, "--url is required"},
+		{[]string{"events", "--url", "http://x", "--follow"}, "flag provided but not defined: -follow"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			h := newHarness()
+			if code := h.run(c.args...); code != exitUsage {
+				t.Fatalf("exit %d, want %d; stderr %s", code, exitUsage, h.stderr.String())
+			}
+			if !strings.Contains(h.stderr.String(), c.want) || !strings.Contains(h.stderr.String(), "usage:") {
+				t.Fatalf("stderr %q, want %q and the usage", h.stderr.String(), c.want)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"board", "-h"}, {"logs", "--help"}} {
+		h := newHarness()
+		if code := h.run(args...); code != exitOK || !strings.Contains(h.stdout.String(), "devctl board") {
+			t.Fatalf("%v: exit %d, stdout %q", args, code, h.stdout.String())
+		}
+	}
+}
+
+func TestAPIBase(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:8080":         "http://127.0.0.1:8080/api/v1",
+		"http://127.0.0.1:8080/":        "http://127.0.0.1:8080/api/v1",
+		"http://127.0.0.1:8080/api/v1/": "http://127.0.0.1:8080/api/v1",
+		"https://dev.local":             "https://dev.local/api/v1",
+	} {
+		if got, err := apiBase(in); err != nil || got != want {
+			t.Errorf("apiBase(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+// serveBoard runs a simulated board's control channel in a temporary data directory.
+func serveBoard(t *testing.T) (*board.Sim, string) {
+	t.Helper()
+	sim, err := board.LoadSim("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sim.Serve(ctx, filepath.Join(data, "board.sock")) }()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := board.Dial(filepath.Join(data, "board.sock")).State(ctx); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("control channel did not come up")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return sim, data
+}
+
+func TestBoardCommands(t *testing.T) {
+	sim, data := serveBoard(t)
+	cases := []struct {
+		args  []string
+		check func(st board.State) bool
+		after func() bool
+	}{
+		{[]string{"board", "--data", data, "state"}, func(st board.State) bool { return st.ID == "abcd" && st.Link.Up }, nil},
+		{[]string{"board", "state", "--data", data}, func(st board.State) bool { return st.Hardware.Chip == "esp32s3" }, nil},
+		{[]string{"board", "--socket", filepath.Join(data, "board.sock"), "state"}, func(st board.State) bool { return st.ID == "abcd" }, nil},
+		{[]string{"board", "--data", data, "mem", "--free-internal", "4096"},
+			func(st board.State) bool { return st.Memory.FreeInternal == 4096 && st.Memory.LargestBlock == 4096 },
+			func() bool { return sim.Memory().MinFreeInternal == 4096 }},
+		{[]string{"board", "--data", data, "mem", "--free-heap", "100000", "--free-internal", "90000", "--largest-block", "1000"},
+			func(st board.State) bool { return st.Memory.FreeHeap == 100000 && st.Memory.LargestBlock == 1000 }, nil},
+		{[]string{"board", "--data", data, "net", "down"}, func(st board.State) bool { return !st.Link.Up && st.Link.Iface == "none" },
+			func() bool { return !sim.Link().Up }},
+		{[]string{"board", "net", "up", "--data", data}, func(st board.State) bool { return st.Link.Up }, func() bool { return sim.Link().Up }},
+		{[]string{"board", "--data", data, "route", "--iface", "eth", "--ip", "127.0.0.8"},
+			func(st board.State) bool {
+				return st.Link.Iface == "eth" && st.Link.IP == "127.0.0.8" && st.Link.RSSI == nil
+			}, nil},
+		{[]string{"board", "--data", data, "route", "--iface", "wifi_sta", "--rssi", "0"},
+			func(st board.State) bool { return st.Link.RSSI != nil && *st.Link.RSSI == 0 }, nil},
+		{[]string{"board", "--data", data, "button", "--seconds", "30"}, func(st board.State) bool { return true }, nil},
+	}
+	for _, c := range cases {
+		h := newHarness()
+		if code := h.run(c.args...); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", c.args, code, h.stderr.String())
+		}
+		var st board.State
+		if err := json.Unmarshal([]byte(h.stdout.String()), &st); err != nil {
+			t.Fatalf("%v: output %q: %v", c.args, h.stdout.String(), err)
+		}
+		if !c.check(st) {
+			t.Fatalf("%v: state %+v", c.args, st)
+		}
+		if c.after != nil && !c.after() {
+			t.Fatalf("%v: the board did not change", c.args)
+		}
+	}
+}
+
+func TestBoardButtonReachesSubscribers(t *testing.T) {
+	sim, data := serveBoard(t)
+	events := sim.Subscribe(t.Context())
+	<-events // current link
+	h := newHarness()
+	if code := h.run("board", "--data", data, "button", "--seconds", "45"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, h.stderr.String())
+	}
+	select {
+	case ev := <-events:
+		if ev.Presence != 45 {
+			t.Fatalf("event %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no presence event")
+	}
+}
+
+func TestBoardFailures(t *testing.T) {
+	_, data := serveBoard(t)
+	h := newHarness()
+	if code := h.run("board", "--data", data, "mem", "--largest-block", "999999999"); code != exitFail ||
+		!strings.Contains(h.stderr.String(), "largest_block") || h.stdout.String() != "" {
+		t.Fatalf("refused change: exit %d, stderr %q", code, h.stderr.String())
+	}
+	h = newHarness()
+	if code := h.run("board", "--data", t.TempDir(), "state"); code != exitFail || !strings.Contains(h.stderr.String(), "is the device running") {
+		t.Fatalf("no device: exit %d, stderr %q", code, h.stderr.String())
+	}
+}
+
+// logDevice serves GET /api/v1/logs from a slice of lines with sequence numbers from
+// base, the way the device pages its ring.
+type logDevice struct {
+	mu    sync.Mutex
+	base  int64
+	lines []string
+	keep  int // lines the ring still holds (0: all)
+	key   string
+	fail  int // answer this many requests 503 first
+	seen  []string
+}
+
+func (d *logDevice) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.seen = append(d.seen, r.URL.RawQuery)
+	if r.URL.Path != "/api/v1/logs" {
+		http.NotFound(w, r)
+		return
+	}
+	if d.key != "" && r.Header.Get("Authorization") != "Bearer "+d.key {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"error":"unauthorized"}`)
+		return
+	}
+	if d.fail > 0 {
+		d.fail--
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"error":"restarting"}`)
+		return
+	}
+	first := d.base
+	if d.keep > 0 && len(d.lines) > d.keep {
+		first = d.base + int64(len(d.lines)-d.keep)
+	}
+	next := d.base + int64(len(d.lines))
+	from, gap := first, false
+	if a := r.URL.Query().Get("after"); a != "" {
+		n, _ := strconv.ParseInt(a, 10, 64)
+		from = min(n+1, next) // as the device does: an after beyond the end reads nothing
+		if from < first {
+			from, gap = first, true
+		}
+	}
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	var out []string
+	for s := from; s < next && len(out) < limit; s++ {
+		out = append(out, d.lines[s-d.base])
+	}
+	if out == nil {
+		out = []string{}
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"first": first, "next": from + int64(len(out)), "dropped": first - d.base,
+		"size": 16384, "used": 100, "gap": gap, "from": from, "lines": out})
+}
+
+func (d *logDevice) add(lines ...string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lines = append(d.lines, lines...)
+}
+
+func (d *logDevice) restart(lines ...string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.base, d.lines = 0, lines
+}
+
+func (d *logDevice) queries() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.seen...)
+}
+
+func lines(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s %d", prefix, i)
+	}
+	return out
+}
+
+func TestLogsPrintsEveryKeptLine(t *testing.T) {
+	dev := &logDevice{lines: lines("I (1) main: line", 5), key: "secret-key"}
+	srv := httptest.NewServer(dev)
+	defer srv.Close()
+	h := newHarness()
+	h.env["DEVCTL_KEY"] = "secret-key"
+	if code := h.run("logs", "--url", srv.URL, "--limit", "2"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, h.stderr.String())
+	}
+	if got := h.stdout.String(); got != strings.Join(lines("I (1) main: line", 5), "\n")+"\n" {
+		t.Fatalf("output %q", got)
+	}
+	// Pages follow each other with after = next - 1.
+	want := []string{"limit=2", "limit=2&after=1", "limit=2&after=3"}
+	if got := dev.queries(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("queries %v, want %v", got, want)
+	}
+}
+
+func TestLogsNeedsTheKey(t *testing.T) {
+	dev := &logDevice{lines: lines("x", 1), key: "secret-key"}
+	srv := httptest.NewServer(dev)
+	defer srv.Close()
+	h := newHarness()
+	if code := h.run("logs", "--url", srv.URL, "--follow"); code != exitFail || !strings.Contains(h.stderr.String(), "401 unauthorized") ||
+		!strings.Contains(h.stderr.String(), "--key") {
+		t.Fatalf("exit %d, stderr %q", code, h.stderr.String())
+	}
+	h = newHarness()
+	if code := h.run("logs", "--url", srv.URL, "--key", "secret-key"); code != exitOK || h.stdout.String() != "x 0\n" {
+		t.Fatalf("with --key: exit %d, %q %q", code, h.stdout.String(), h.stderr.String())
+	}
+}
+
+func TestLogsFollow(t *testing.T) {
+	dev := &logDevice{base: 10, lines: lines("boot1", 3), keep: 4}
+	srv := httptest.NewServer(dev)
+	defer srv.Close()
+	h := newHarness()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- h.app.run(ctx, []string{"logs", "--url", srv.URL, "--follow"}) }()
+
+	waitOutput := func(buf *syncBuffer, want string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(buf.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("output %q never contained %q", buf.String(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	tick := func() {
+		t.Helper()
+		if err := h.clock.BlockUntilContext(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Advance(pollEvery)
+	}
+	waitOutput(h.stdout, "boot1 2\n")
+
+	// New lines arrive at the next poll, and only the new ones are printed.
+	dev.add("boot1 3")
+	tick()
+	waitOutput(h.stdout, "boot1 3\n")
+
+	// More lines than the ring keeps: the loss is reported.
+	dev.add(lines("burst", 6)...)
+	tick()
+	waitOutput(h.stdout, "burst 5\n")
+	waitOutput(h.stderr, "2 log lines were overwritten")
+	if strings.Contains(h.stdout.String(), "burst 1\n") {
+		t.Fatal("printed a line the ring no longer held")
+	}
+
+	// The device reboots: 503 while it restarts, then a new ring from sequence 0.
+	dev.mu.Lock()
+	dev.fail = 1
+	dev.mu.Unlock()
+	tick()
+	waitOutput(h.stderr, "503 restarting; retrying")
+	dev.restart("boot2 0", "boot2 1")
+	tick()
+	waitOutput(h.stderr, "the device restarted")
+	waitOutput(h.stdout, "boot2 1\n")
+
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d after an interrupt: %s", code, h.stderr.String())
+	}
+	out := h.stdout.String()
+	for _, l := range append(lines("boot1", 4), "burst 2", "burst 5", "boot2 0") {
+		if strings.Count(out, l+"\n") != 1 {
+			t.Fatalf("line %q printed %d times in\n%s", l, strings.Count(out, l+"\n"), out)
+		}
+	}
+}
+
+func TestEvents(t *testing.T) {
+	var mu sync.Mutex
+	conns := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/events" || r.Header.Get("Accept") != "text/event-stream" || r.Header.Get("Authorization") != "Bearer k3y-k3y-k3y" {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"error":"unauthorized"}`)
+			return
+		}
+		mu.Lock()
+		conns++
+		n := conns
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "retry: 2500\n\nevent: net\ndata: {\"up\":true,\"conn\":%d}\n\n: ping\n\nevent: logs\ndata: {\"next\":7}\n\ndata: line one\ndata: line two\n\n", n)
+		// The stream ends here: the device evicted us, or rebooted.
+	}))
+	defer srv.Close()
+
+	h := newHarness()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- h.app.run(ctx, []string{"events", "--url", srv.URL, "--key", "k3y-k3y-k3y"}) }()
+
+	waitOutput := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(h.stdout.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("output %q never contained %q", h.stdout.String(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitOutput("message line one\\nline two\n")
+	if got := h.stdout.String(); got != "net {\"up\":true,\"conn\":1}\nlogs {\"next\":7}\nmessage line one\\nline two\n" {
+		t.Fatalf("output %q", got)
+	}
+	// It reconnects after the stream's own retry delay.
+	if err := h.clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.stderr.String(), "reconnecting in 2.5s") {
+		t.Fatalf("stderr %q", h.stderr.String())
+	}
+	h.clock.Advance(2500 * time.Millisecond)
+	waitOutput(`{"up":true,"conn":2}`)
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+
+	// A refused key is final.
+	h = newHarness()
+	if code := h.run("events", "--url", srv.URL, "--key", "wrong-key"); code != exitFail || !strings.Contains(h.stderr.String(), "401") {
+		t.Fatalf("wrong key: exit %d, stderr %q", code, h.stderr.String())
+	}
+}
+
+func TestEventsRaw(t *testing.T) {
+	stream := "retry: 3000\n\nevent: net\ndata: {}\n\n: ping\n\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, stream)
+	}))
+	defer srv.Close()
+	h := newHarness()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- h.app.run(ctx, []string{"events", "--url", srv.URL, "--raw"}) }()
+	if err := h.clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	if h.stdout.String() != stream {
+		t.Fatalf("raw output %q", h.stdout.String())
+	}
+}
+
+func FuzzSSEParse(f *testing.F) {
+	f.Add([]byte("retry: 10\n\nevent: a\ndata: b\n\n"))
+	f.Add([]byte("data\n\n:\n\nevent:\n\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var out bytes.Buffer
+		s := &sseReader{a: &app{stdout: &out}, retry: defaultRetry}
+		if err := s.parse(bytes.NewReader(b)); err != nil {
+			return
+		}
+		// One event, one line: every printed line has a name.
+		for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+			if out.Len() > 0 && !strings.Contains(l, " ") {
+				t.Fatalf("line %q has no name", l)
+			}
+		}
+		if s.retry < 0 {
+			t.Fatalf("retry %v", s.retry)
+		}
+	})
+}

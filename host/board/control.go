@@ -1,0 +1,289 @@
+package board
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"devhost/host/api"
+)
+
+// maxControlBody caps a control request body; every request is a few numbers.
+const maxControlBody = 4 << 10
+
+// maxSocketPath is the longest path a unix socket address can hold on Linux (sun_path less
+// its terminating NUL).
+const maxSocketPath = 107
+
+// Serve runs the control channel on a unix socket until ctx ends, then removes the socket.
+// A stale socket file left by a power cut is removed first; a socket another process still
+// answers on, or a path that is not a socket, is an error. The socket is owner-only because
+// it can press the presence button.
+func (s *Sim) Serve(ctx context.Context, socketPath string) error {
+	if len(socketPath) > maxSocketPath {
+		return fmt.Errorf("control socket path %q is %d bytes; unix sockets allow %d", socketPath, len(socketPath), maxSocketPath)
+	}
+	if err := removeStaleSocket(socketPath); err != nil {
+		return err
+	}
+	ln, err := net.Listen("unix", socketPath)
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	// The listener removes the socket file when closed.
+	ln.(*net.UnixListener).SetUnlinkOnClose(true)
+	if err := os.Chmod(socketPath, 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("control socket: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("control channel: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	<-errc
+	return nil
+}
+
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("control socket %s: exists and is not a socket", path)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("control socket %s: another process is serving on it", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove stale control socket: %w", err)
+	}
+	return nil
+}
+
+// Handler is the control channel's HTTP API:
+//
+//	GET  /state       the State document
+//	PUT  /memory      MemoryUpdate
+//	POST /net/down    take the link down
+//	POST /net/up      bring the link up on its route
+//	PUT  /net/route   RouteUpdate (a route move while up)
+//	POST /button      {"seconds": N}: a presence event (N defaults to 600)
+//
+// Every answer is the State document after the change, or the device's JSON error body
+// (400 `validation` for bad input, 404 `not_found`, 405 `method_not_allowed`).
+func (s *Sim) Handler() http.Handler {
+	type route struct {
+		method string
+		fn     func(*http.Request) error
+	}
+	routes := map[string]route{
+		"/state":     {http.MethodGet, func(*http.Request) error { return nil }},
+		"/memory":    {http.MethodPut, s.putMemory},
+		"/net/down":  {http.MethodPost, func(*http.Request) error { s.SetUp(false); return nil }},
+		"/net/up":    {http.MethodPost, func(*http.Request) error { s.SetUp(true); return nil }},
+		"/net/route": {http.MethodPut, s.putRoute},
+		"/button":    {http.MethodPost, s.postButton},
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rt, ok := routes[r.URL.Path]
+		if !ok {
+			api.WriteErr(w, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no control endpoint %s", r.URL.Path))
+			return
+		}
+		if r.Method != rt.method {
+			w.Header().Set("Allow", rt.method)
+			api.WriteErr(w, api.Errorf(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "%s wants %s", r.URL.Path, rt.method))
+			return
+		}
+		if err := rt.fn(r); err != nil {
+			api.WriteErr(w, err)
+			return
+		}
+		api.WriteJSON(w, http.StatusOK, s.State())
+	})
+}
+
+// decodeBody decodes a control request strictly. An empty body is an empty update.
+func decodeBody(r *http.Request, v any) error {
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxControlBody+1))
+	if err != nil {
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read body: %v", err)
+	}
+	if len(b) > maxControlBody {
+		return api.Errorf(http.StatusRequestEntityTooLarge, api.CodeTooLarge, "body over %d bytes", maxControlBody)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	if err := decodeStrict(b, v); err != nil {
+		return api.Validation("", "%v", err)
+	}
+	return nil
+}
+
+func (s *Sim) putMemory(r *http.Request) error {
+	var u MemoryUpdate
+	if err := decodeBody(r, &u); err != nil {
+		return err
+	}
+	if _, err := s.SetMemory(u); err != nil {
+		return api.Validation("", "%v", err)
+	}
+	return nil
+}
+
+func (s *Sim) putRoute(r *http.Request) error {
+	var u RouteUpdate
+	if err := decodeBody(r, &u); err != nil {
+		return err
+	}
+	if _, err := s.SetRoute(u); err != nil {
+		return api.Validation("", "%v", err)
+	}
+	return nil
+}
+
+type buttonRequest struct {
+	Seconds int `json:"seconds"`
+}
+
+func (s *Sim) postButton(r *http.Request) error {
+	var b buttonRequest
+	if err := decodeBody(r, &b); err != nil {
+		return err
+	}
+	if err := s.Press(b.Seconds); err != nil {
+		return api.Validation("seconds", "%v", err)
+	}
+	return nil
+}
+
+// Client drives a simulated board's control channel.
+type Client struct {
+	socket string
+	hc     *http.Client
+}
+
+// Dial returns a client for the control channel at socketPath. It connects per request, so a
+// device that restarts between two calls is fine.
+func Dial(socketPath string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socketPath)
+		},
+		DisableKeepAlives: true,
+	}
+	return &Client{socket: socketPath, hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+}
+
+// ControlError is an error answer of the control channel.
+type ControlError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *ControlError) Error() string {
+	if e.Message != "" {
+		return fmt.Sprintf("board: %s (%d %s)", e.Message, e.Status, e.Code)
+	}
+	return fmt.Sprintf("board: %d %s", e.Status, e.Code)
+}
+
+// State reads the whole board.
+func (c *Client) State(ctx context.Context) (State, error) {
+	return c.do(ctx, http.MethodGet, "/state", nil)
+}
+
+// SetMemory changes the heap figures.
+func (c *Client) SetMemory(ctx context.Context, u MemoryUpdate) (State, error) {
+	return c.do(ctx, http.MethodPut, "/memory", u)
+}
+
+// NetUp brings the link up.
+func (c *Client) NetUp(ctx context.Context) (State, error) {
+	return c.do(ctx, http.MethodPost, "/net/up", nil)
+}
+
+// NetDown takes the link down.
+func (c *Client) NetDown(ctx context.Context) (State, error) {
+	return c.do(ctx, http.MethodPost, "/net/down", nil)
+}
+
+// SetRoute moves the route.
+func (c *Client) SetRoute(ctx context.Context, u RouteUpdate) (State, error) {
+	return c.do(ctx, http.MethodPut, "/net/route", u)
+}
+
+// Button presses the presence button for a window of seconds (0: the default window).
+func (c *Client) Button(ctx context.Context, seconds int) (State, error) {
+	return c.do(ctx, http.MethodPost, "/button", buttonRequest{Seconds: seconds})
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body any) (State, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return State{}, fmt.Errorf("board: encode request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://board"+path, rd)
+	if err != nil {
+		return State{}, fmt.Errorf("board: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return State{}, fmt.Errorf("board control channel %s (is the device running?): %w", c.socket, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return State{}, fmt.Errorf("board: read answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error   string `json:"error"`
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(b, &e)
+		return State{}, &ControlError{Status: resp.StatusCode, Code: e.Error, Message: e.Message}
+	}
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return State{}, fmt.Errorf("board: decode state: %w", err)
+	}
+	return st, nil
+}

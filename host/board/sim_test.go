@@ -1,0 +1,438 @@
+package board
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestDefaultBoard(t *testing.T) {
+	s, err := LoadSim("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := s.Hardware()
+	if hw.MAC != "02:00:00:12:ab:cd" || hw.DeviceID() != "abcd" || hw.Chip != "esp32s3" || hw.Cores != 2 ||
+		hw.CPUMHz != 240 || hw.FlashBytes != 8<<20 || hw.PortalIP != "127.4.1.1" ||
+		!reflect.DeepEqual(hw.Features, []string{"wifi", "ble"}) {
+		t.Fatalf("default hardware %+v", hw)
+	}
+	l := s.Link()
+	if !l.Up || l.Iface != "wifi_sta" || l.IP != "127.0.0.1" || l.RSSI == nil || *l.RSSI != DefaultRSSI {
+		t.Fatalf("default link %+v", l)
+	}
+	m := s.Memory()
+	if m.FreeHeap <= 0 || m.MinFreeHeap != m.FreeHeap || m.MinFreeInternal != m.FreeInternal {
+		t.Fatalf("default memory %+v", m)
+	}
+	// The hardware copy is the caller's to change.
+	hw.Features[0] = "x"
+	if s.Hardware().Features[0] != "wifi" {
+		t.Fatal("Hardware shares its features slice")
+	}
+}
+
+func TestExampleFileIsTheDefault(t *testing.T) {
+	s, err := LoadSim("board.example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := LoadSim("")
+	if !reflect.DeepEqual(s.State(), d.State()) {
+		t.Fatalf("board.example.json differs from the defaults:\n%+v\n%+v", s.State(), d.State())
+	}
+}
+
+func TestDeviceID(t *testing.T) {
+	for mac, want := range map[string]string{
+		"02:00:00:12:AB:CD": "abcd",
+		"24:6f:28:01:00:0f": "000f",
+		"nonsense":          "",
+		"":                  "",
+	} {
+		if got := (Hardware{MAC: mac}).DeviceID(); got != want {
+			t.Errorf("DeviceID(%q) = %q, want %q", mac, got, want)
+		}
+	}
+}
+
+func TestParseFile(t *testing.T) {
+	cases := []struct {
+		name, doc, err string
+		check          func(File) bool
+	}{
+		{"empty object", `{}`, "", func(f File) bool { return f.Chip == "esp32s3" }},
+		{"mac normalised", `{"mac":"AA-BB-CC-DD-EE-0F"}`, "", func(f File) bool { return f.MAC == "aa:bb:cc:dd:ee:0f" }},
+		{"eth link has no rssi", `{"link":{"iface":"eth","ip":"127.0.0.2"}}`, "", func(f File) bool { return f.Link.RSSI == nil && f.Link.Up }},
+		{"wifi link gets the default rssi", `{"link":{"up":false}}`, "", func(f File) bool { return *f.Link.RSSI == DefaultRSSI && !f.Link.Up }},
+		{"psram feature", `{"ram_psram_bytes":2097152,"features":["wifi","embedded-psram"]}`, "", func(f File) bool { return f.RAMPSRAMBytes == 2<<20 }},
+		{"no features", `{"features":[]}`, "", func(f File) bool { return f.Features != nil && len(f.Features) == 0 }},
+		{"unknown member", `{"flash":1}`, `unknown field "flash"`, nil},
+		{"unknown nested member", `{"memory":{"free":1}}`, `unknown field "free"`, nil},
+		{"trailing data", `{} {}`, "trailing data", nil},
+		{"not JSON", `board`, "malformed JSON", nil},
+		{"empty", ``, "empty document", nil},
+		{"bad mac", `{"mac":"02:00:00:12:ab"}`, "mac", nil},
+		{"eui64 mac", `{"mac":"02:00:00:ff:fe:12:ab:cd"}`, "six bytes", nil},
+		{"no chip", `{"chip":""}`, "chip", nil},
+		{"zero cores", `{"cores":0}`, "cores", nil},
+		{"negative psram", `{"ram_psram_bytes":-1}`, "ram_psram_bytes", nil},
+		{"unknown feature", `{"features":["wifi","lora"]}`, `features[1] "lora"`, nil},
+		{"duplicate feature", `{"features":["wifi","wifi"]}`, "listed twice", nil},
+		{"portal not loopback", `{"portal_ip":"192.168.4.1"}`, "portal_ip", nil},
+		{"portal not an address", `{"portal_ip":"portal"}`, "portal_ip", nil},
+		{"internal above heap", `{"memory":{"free_heap":1000,"free_internal":2000,"largest_block":10}}`, "free_internal 2000 exceeds free_heap", nil},
+		{"block above internal", `{"memory":{"largest_block":300000}}`, "largest_block", nil},
+		{"heap above ram", `{"memory":{"free_heap":600000}}`, "exceeds the board's RAM", nil},
+		{"iface none", `{"link":{"iface":"none"}}`, "iface", nil},
+		{"bad ip", `{"link":{"ip":"::1"}}`, "ip", nil},
+		{"bad netmask", `{"link":{"netmask":"255.0.255.0"}}`, "contiguous", nil},
+		{"bad gateway", `{"link":{"gateway":"gw"}}`, "gateway", nil},
+		{"rssi on eth", `{"link":{"iface":"eth","rssi":-40}}`, "rssi", nil},
+		{"rssi out of range", `{"link":{"rssi":5}}`, "rssi 5", nil},
+		{"wrong type", `{"cores":"two"}`, "malformed JSON", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := ParseFile([]byte(c.doc))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want one containing %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.check(f) {
+				t.Fatalf("unexpected result %+v", f)
+			}
+		})
+	}
+}
+
+func TestLoadSimNamesTheFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "b.json")
+	if err := os.WriteFile(p, []byte(`{"cpu":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadSim(p)
+	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), `"cpu"`) {
+		t.Fatalf("error %v", err)
+	}
+	if _, err := LoadSim(filepath.Join(t.TempDir(), "missing.json")); err == nil {
+		t.Fatal("a missing board file loaded")
+	}
+}
+
+func TestMemoryLowWater(t *testing.T) {
+	s, _ := LoadSim("")
+	steps := []struct {
+		name    string
+		u       MemoryUpdate
+		want    Memory
+		wantErr string
+	}{
+		{"drop internal: block follows", MemoryUpdate{FreeInternal: ptr[int64](4096)},
+			Memory{FreeHeap: 262144, FreeInternal: 4096, LargestBlock: 4096, MinFreeHeap: 262144, MinFreeInternal: 4096}, ""},
+		{"recover: minima stay", MemoryUpdate{FreeInternal: ptr[int64](200000), LargestBlock: ptr[int64](100000)},
+			Memory{FreeHeap: 262144, FreeInternal: 200000, LargestBlock: 100000, MinFreeHeap: 262144, MinFreeInternal: 4096}, ""},
+		{"drop heap: internal and block follow", MemoryUpdate{FreeHeap: ptr[int64](50000)},
+			Memory{FreeHeap: 50000, FreeInternal: 50000, LargestBlock: 50000, MinFreeHeap: 50000, MinFreeInternal: 4096}, ""},
+		{"raise internal: heap follows", MemoryUpdate{FreeInternal: ptr[int64](60000)},
+			Memory{FreeHeap: 60000, FreeInternal: 60000, LargestBlock: 50000, MinFreeHeap: 50000, MinFreeInternal: 4096}, ""},
+		{"named block above internal", MemoryUpdate{LargestBlock: ptr[int64](70000)}, Memory{}, "largest_block 70000 exceeds"},
+		{"named internal above named heap", MemoryUpdate{FreeHeap: ptr[int64](10), FreeInternal: ptr[int64](20)}, Memory{}, "free_internal 20 exceeds"},
+		{"negative", MemoryUpdate{FreeHeap: ptr[int64](-1)}, Memory{}, "negative"},
+		{"above RAM", MemoryUpdate{FreeHeap: ptr[int64](1 << 30)}, Memory{}, "RAM"},
+		{"one-byte dip counts", MemoryUpdate{FreeHeap: ptr[int64](1), FreeInternal: ptr[int64](1), LargestBlock: ptr[int64](1)},
+			Memory{FreeHeap: 1, FreeInternal: 1, LargestBlock: 1, MinFreeHeap: 1, MinFreeInternal: 1}, ""},
+		{"and is remembered", MemoryUpdate{FreeHeap: ptr[int64](90000), FreeInternal: ptr[int64](80000), LargestBlock: ptr[int64](70000)},
+			Memory{FreeHeap: 90000, FreeInternal: 80000, LargestBlock: 70000, MinFreeHeap: 1, MinFreeInternal: 1}, ""},
+	}
+	for _, st := range steps {
+		before := s.Memory()
+		got, err := s.SetMemory(st.u)
+		if st.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), st.wantErr) {
+				t.Fatalf("%s: error %v, want %q", st.name, err, st.wantErr)
+			}
+			if s.Memory() != before {
+				t.Fatalf("%s: a refused update changed the figures", st.name)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got != st.want || s.Memory() != st.want {
+			t.Fatalf("%s: got %+v, want %+v", st.name, got, st.want)
+		}
+	}
+}
+
+func recv(t *testing.T, ch <-chan Event) Event {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatal("event channel closed")
+		}
+		return ev
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event")
+	}
+	return Event{}
+}
+
+func noEvent(t *testing.T, ch <-chan Event) {
+	t.Helper()
+	select {
+	case ev := <-ch:
+		t.Fatalf("unexpected event %+v (link %+v)", ev, ev.Link)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func TestLinkTransitions(t *testing.T) {
+	s, _ := LoadSim("")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := s.Subscribe(ctx)
+	if ev := recv(t, ch); ev.Link == nil || !ev.Link.Up {
+		t.Fatalf("first event %+v: want the current link", ev)
+	}
+
+	steps := []struct {
+		name  string
+		do    func() error
+		event bool
+		want  Link
+	}{
+		{"down", func() error { s.SetUp(false); return nil }, true, Link{Iface: "none"}},
+		{"down again: no change", func() error { s.SetUp(false); return nil }, false, Link{Iface: "none"}},
+		{"route while down: kept quietly", func() error {
+			_, err := s.SetRoute(RouteUpdate{Iface: ptr("eth"), IP: ptr("127.0.0.9")})
+			return err
+		}, false, Link{Iface: "none"}},
+		{"up on the new route, no rssi on eth", func() error { s.SetUp(true); return nil }, true,
+			Link{Up: true, Iface: "eth", IP: "127.0.0.9", Netmask: "255.0.0.0", Gateway: "127.0.0.1"}},
+		{"up again: no change", func() error { s.SetUp(true); return nil }, false,
+			Link{Up: true, Iface: "eth", IP: "127.0.0.9", Netmask: "255.0.0.0", Gateway: "127.0.0.1"}},
+		{"move to wifi: default rssi", func() error {
+			_, err := s.SetRoute(RouteUpdate{Iface: ptr("wifi_sta")})
+			return err
+		}, true, Link{Up: true, Iface: "wifi_sta", IP: "127.0.0.9", Netmask: "255.0.0.0", Gateway: "127.0.0.1", RSSI: ptr(DefaultRSSI)}},
+		{"rssi refresh", func() error {
+			_, err := s.SetRoute(RouteUpdate{RSSI: ptr(-70)})
+			return err
+		}, true, Link{Up: true, Iface: "wifi_sta", IP: "127.0.0.9", Netmask: "255.0.0.0", Gateway: "127.0.0.1", RSSI: ptr(-70)}},
+		{"same values: no event", func() error {
+			_, err := s.SetRoute(RouteUpdate{RSSI: ptr(-70), IP: ptr("127.0.0.9")})
+			return err
+		}, false, Link{Up: true, Iface: "wifi_sta", IP: "127.0.0.9", Netmask: "255.0.0.0", Gateway: "127.0.0.1", RSSI: ptr(-70)}},
+		{"bad route refused", func() error {
+			if _, err := s.SetRoute(RouteUpdate{Iface: ptr("eth"), RSSI: ptr(-50)}); err == nil {
+				t.Fatal("rssi on eth accepted")
+			}
+			return nil
+		}, false, Link{Up: true, Iface: "wifi_sta", IP: "127.0.0.9", Netmask: "255.0.0.0", Gateway: "127.0.0.1", RSSI: ptr(-70)}},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := s.Link(); !linkEqual(got, st.want) {
+			t.Fatalf("%s: link %+v, want %+v", st.name, got, st.want)
+		}
+		if st.event {
+			ev := recv(t, ch)
+			if ev.Link == nil || !linkEqual(*ev.Link, st.want) {
+				t.Fatalf("%s: event %+v", st.name, ev.Link)
+			}
+		} else {
+			noEvent(t, ch)
+		}
+	}
+}
+
+func TestSlowSubscriberEndsWithLatestLink(t *testing.T) {
+	s, _ := LoadSim("")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := s.Subscribe(ctx)
+	// Nobody reads while the board changes many times: the board must not block.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 1000 {
+			s.SetUp(i%2 == 0)
+			if i == 500 {
+				_ = s.Press(30)
+			}
+		}
+		_, _ = s.SetRoute(RouteUpdate{IP: ptr("127.0.0.77")})
+		s.SetUp(true)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the board blocked on a subscriber that does not read")
+	}
+	var got []Event
+	for {
+		select {
+		case ev := <-ch:
+			got = append(got, ev)
+			continue
+		case <-time.After(100 * time.Millisecond):
+		}
+		break
+	}
+	if len(got) == 0 || len(got) > 3 {
+		t.Fatalf("%d events delivered: intermediate link states should have been dropped", len(got))
+	}
+	last := got[len(got)-1]
+	if last.Link == nil || !last.Link.Up || last.Link.IP != "127.0.0.77" {
+		t.Fatalf("last event %+v: want the latest link", last.Link)
+	}
+	presence := 0
+	for _, ev := range got {
+		if ev.Presence == 30 {
+			presence++
+		}
+	}
+	if presence != 1 {
+		t.Fatalf("presence event delivered %d times: %+v", presence, got)
+	}
+}
+
+func TestPresenceQueueBounded(t *testing.T) {
+	s, _ := LoadSim("")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := s.Subscribe(ctx)
+	for i := 1; i <= presenceQueue+5; i++ {
+		if err := s.Press(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var presses []int
+	for {
+		select {
+		case ev := <-ch:
+			if ev.Presence > 0 {
+				presses = append(presses, ev.Presence)
+			}
+			continue
+		case <-time.After(100 * time.Millisecond):
+		}
+		break
+	}
+	// The reader goroutine may already hold one event in hand, so up to one more than the
+	// queue arrives; the newest press always does.
+	if len(presses) < presenceQueue || len(presses) > presenceQueue+1 || presses[len(presses)-1] != presenceQueue+5 {
+		t.Fatalf("presses delivered %v", presses)
+	}
+}
+
+func TestPress(t *testing.T) {
+	s, _ := LoadSim("")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := s.Subscribe(ctx)
+	recv(t, ch) // current link
+	for _, c := range []struct {
+		in, want int
+		ok       bool
+	}{{0, DefaultPresenceSeconds, true}, {1, 1, true}, {MaxPresenceSeconds, MaxPresenceSeconds, true}, {-1, 0, false}, {MaxPresenceSeconds + 1, 0, false}} {
+		err := s.Press(c.in)
+		if !c.ok {
+			if err == nil {
+				t.Fatalf("Press(%d) accepted", c.in)
+			}
+			noEvent(t, ch)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev := recv(t, ch); ev.Presence != c.want {
+			t.Fatalf("Press(%d): event %+v", c.in, ev)
+		}
+	}
+}
+
+func TestSubscribeEndsWithContext(t *testing.T) {
+	s, _ := LoadSim("")
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := s.Subscribe(ctx)
+	cancel()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				s.mu.Lock()
+				n := len(s.subs)
+				s.mu.Unlock()
+				if n != 0 {
+					t.Fatalf("%d subscribers left after their context ended", n)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("channel not closed after the context ended")
+		}
+	}
+}
+
+func TestStateJSON(t *testing.T) {
+	s, _ := LoadSim("")
+	s.SetUp(false)
+	b, err := json.Marshal(s.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	link := m["link"].(map[string]any)
+	route := m["route"].(map[string]any)
+	if m["id"] != "abcd" || link["iface"] != "none" || link["ip"] != "" || link["rssi"] != nil || route["ip"] != "127.0.0.1" {
+		t.Fatalf("state %s", b)
+	}
+}
+
+func FuzzParseFile(f *testing.F) {
+	b, _ := os.ReadFile("board.example.json")
+	f.Add(b)
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"link":{"iface":"eth","rssi":null}}`))
+	f.Add([]byte(`{"memory":{"free_heap":1,"free_internal":1,"largest_block":1}}`))
+	f.Add([]byte(`{"features":["wifi","wifi"]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		file, err := ParseFile(b)
+		if err != nil {
+			return
+		}
+		// Whatever parses builds a board whose state is consistent.
+		s, err := NewSim(file)
+		if err != nil {
+			t.Fatalf("parsed file refused by NewSim: %v", err)
+		}
+		m := s.Memory()
+		if m.LargestBlock > m.FreeInternal || m.FreeInternal > m.FreeHeap {
+			t.Fatalf("inconsistent memory %+v", m)
+		}
+		if l := s.Link(); l.Up && l.Iface != "wifi_sta" && l.RSSI != nil {
+			t.Fatalf("rssi on %s", l.Iface)
+		}
+	})
+}
