@@ -23,27 +23,43 @@ const maxControlBody = 4 << 10
 // its terminating NUL).
 const maxSocketPath = 107
 
-// Serve runs the control channel on a unix socket until ctx ends, then removes the socket.
-// A stale socket file left by a power cut is removed first; a socket another process still
-// answers on, or a path that is not a socket, is an error. The socket is owner-only because
-// it can press the presence button.
-func (s *Sim) Serve(ctx context.Context, socketPath string) error {
+// Listen opens the control channel's unix socket. A stale socket file left by a power cut is
+// removed first; a socket another process still answers on, or a path that is not a socket,
+// is an error. The socket is owner-only because it can press the presence button. Opening it
+// before the device announces itself means a test that saw the listening line can drive the
+// board at once.
+func Listen(socketPath string) (net.Listener, error) {
 	if len(socketPath) > maxSocketPath {
-		return fmt.Errorf("control socket path %q is %d bytes; unix sockets allow %d", socketPath, len(socketPath), maxSocketPath)
+		return nil, fmt.Errorf("control socket path %q is %d bytes; unix sockets allow %d", socketPath, len(socketPath), maxSocketPath)
 	}
 	if err := removeStaleSocket(socketPath); err != nil {
-		return err
+		return nil, err
 	}
 	ln, err := net.Listen("unix", socketPath)
 	if err != nil {
-		return fmt.Errorf("control socket: %w", err)
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	// The listener removes the socket file when closed.
 	ln.(*net.UnixListener).SetUnlinkOnClose(true)
 	if err := os.Chmod(socketPath, 0o600); err != nil {
 		ln.Close()
-		return fmt.Errorf("control socket: %w", err)
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
+	return ln, nil
+}
+
+// Serve runs the control channel on a unix socket (see Listen) until ctx ends, then removes
+// the socket.
+func (s *Sim) Serve(ctx context.Context, socketPath string) error {
+	ln, err := Listen(socketPath)
+	if err != nil {
+		return err
+	}
+	return s.ServeListener(ctx, ln)
+}
+
+// ServeListener runs the control channel on ln until ctx ends, and closes ln.
+func (s *Sim) ServeListener(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,

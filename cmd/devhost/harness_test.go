@@ -1,0 +1,291 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The black-box tests build cmd/devhost once, start it as an operator would (the boot
+// supervisor with a throwaway data directory on a free loopback port) and speak HTTP to it.
+// `kill -9` of the supervisor is a power cut.
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "devhost-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "devhost")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build devhost: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// lines collects a process's output and lets a test wait for a line.
+type lines struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	all  []string
+	cond *sync.Cond
+}
+
+func newLines() *lines { l := &lines{}; l.cond = sync.NewCond(&l.mu); return l }
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	for {
+		i := bytes.IndexByte(l.buf.Bytes(), '\n')
+		if i < 0 {
+			break
+		}
+		l.all = append(l.all, string(l.buf.Next(i + 1)[:i]))
+	}
+	l.cond.Broadcast()
+	return len(p), nil
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.all, "\n")
+}
+
+var listenRE = regexp.MustCompile(`^devhost: listening on (http://\S+)$`)
+
+// waitListening waits for the n-th listening line (one per boot of the app).
+func (l *lines) waitListening(t *testing.T, n int, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	timer := time.AfterFunc(timeout, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
+	defer timer.Stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		seen := 0
+		for _, s := range l.all {
+			if m := listenRE.FindStringSubmatch(s); m != nil {
+				seen++
+				if seen == n {
+					return m[1]
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no listening line #%d within %v; output:\n%s", n, timeout, strings.Join(l.all, "\n"))
+		}
+		l.cond.Wait()
+	}
+}
+
+type dev struct {
+	t      *testing.T
+	data   string
+	port   int
+	args   []string
+	cmd    *exec.Cmd
+	out    *lines
+	base   string
+	boots  int // listening lines seen by this supervisor
+	key    string
+	exited chan error
+}
+
+type devOpt func(*dev)
+
+func withArgs(a ...string) devOpt { return func(d *dev) { d.args = append(d.args, a...) } }
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// newDev prepares a device with a fresh data directory and a factory document picking a free
+// port, and powers it on.
+func newDev(t *testing.T, opts ...devOpt) *dev {
+	t.Helper()
+	d := &dev{t: t, data: t.TempDir(), port: freePort(t)}
+	for _, o := range opts {
+		o(d)
+	}
+	factory := filepath.Join(d.data, "..", fmt.Sprintf("factory-%d.json", d.port))
+	if err := os.WriteFile(factory, []byte(fmt.Sprintf(`{"httpd":{"port":%d}}`, d.port)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.args = append([]string{"--data", filepath.Join(d.data, "flash"), "--factory", factory, "--listen", "127.0.0.1"}, d.args...)
+	d.powerOn()
+	t.Cleanup(d.cleanup)
+	return d
+}
+
+func (d *dev) powerOn() {
+	d.t.Helper()
+	d.out = newLines()
+	d.cmd = exec.Command(binary, d.args...)
+	d.cmd.Stdout = d.out
+	d.cmd.Stderr = d.out
+	// An app that outlived its supervisor would hold the output pipe; do not wait for it
+	// forever (waitPortFree then reports it).
+	d.cmd.WaitDelay = 2 * time.Second
+	if err := d.cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.exited = make(chan error, 1)
+	go func(c *exec.Cmd, ch chan error) { ch <- c.Wait() }(d.cmd, d.exited)
+	d.boots = 0
+	d.waitBoot()
+}
+
+// waitBoot waits for the app's next boot to answer requests.
+func (d *dev) waitBoot() {
+	d.t.Helper()
+	d.boots++
+	d.base = d.out.waitListening(d.t, d.boots, 30*time.Second)
+}
+
+// powerCut is `kill -9` of the supervisor; the app dies with it.
+func (d *dev) powerCut() {
+	d.t.Helper()
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.exited
+	d.waitPortFree()
+}
+
+func (d *dev) waitPortFree() {
+	d.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", d.port))
+		if err == nil {
+			ln.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.t.Fatalf("port %d still busy after power cut: the app outlived its supervisor", d.port)
+}
+
+func (d *dev) cleanup() {
+	if d.cmd != nil && d.cmd.ProcessState == nil {
+		_ = d.cmd.Process.Signal(syscall.SIGKILL)
+		select {
+		case <-d.exited:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	if d.t.Failed() {
+		d.t.Logf("device output:\n%s", d.out.String())
+	}
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("status %d, body %q: %v", r.status, r.body, err)
+	}
+	return m
+}
+
+var client = &http.Client{Timeout: 10 * time.Second}
+
+// call makes a request with the device's key (if one is set in the test) as Bearer.
+func (d *dev) call(method, path, body string, hdr ...string) reply {
+	d.t.Helper()
+	r, err := d.try(method, path, body, hdr...)
+	if err != nil {
+		d.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+func (d *dev) try(method, path, body string, hdr ...string) (reply, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, d.base+path, rd)
+	if err != nil {
+		return reply{}, err
+	}
+	if method != "GET" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if d.key != "" {
+		req.Header.Set("Authorization", "Bearer "+d.key)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}, err
+}
+
+// info is GET /system/info decoded.
+func (d *dev) info() map[string]any {
+	d.t.Helper()
+	r := d.call("GET", "/api/v1/system/info", "")
+	if r.status != 200 {
+		d.t.Fatalf("info: %d %s", r.status, r.body)
+	}
+	return r.json(d.t)
+}
+
+// boardCtl drives the simulated board's control channel.
+func (d *dev) boardCtl(method, path, body string) {
+	d.t.Helper()
+	sock := filepath.Join(d.data, "flash", "board.sock")
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		d.t.Fatalf("board control channel: %v", err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: board\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", method, path, len(body), body)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		d.t.Fatalf("board control %s %s: %v", method, path, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		d.t.Fatalf("board control %s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+}

@@ -1,0 +1,114 @@
+// Command devhost is the device. Started by an operator it is the boot supervisor (a power-on):
+// it owns the data directory and runs the app, the same executable, as its child, restarting
+// it after a reboot, a factory reset, a panic or a watchdog restart.
+//
+//	devhost --data DIR [--factory FILE] [--board FILE] [--listen HOST]
+//
+// The app prints `devhost: listening on http://HOST:PORT` once it answers requests.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"devhost/host/boot"
+	"devhost/host/build"
+	"devhost/host/device"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type flags struct {
+	data, factory, board, listen string
+	authRequired, debugCrash     bool
+	noWatchdog, noRecovery       bool
+	healthTick                   time.Duration
+}
+
+func parse(args []string, stderr io.Writer) (flags, []string, error) {
+	var f flags
+	fs := flag.NewFlagSet("devhost", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: devhost --data DIR [--factory FILE] [--board FILE] [--listen HOST] [options]")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&f.data, "data", "", "data directory: the device's flash (created if missing)")
+	fs.StringVar(&f.factory, "factory", "", "configuration document (PUT /config shape) applied to an empty store")
+	fs.StringVar(&f.board, "board", "", "simulated board file (JSON); empty means the default board")
+	fs.StringVar(&f.listen, "listen", "", "station-side bind address (default: all addresses)")
+	fs.BoolVar(&f.authRequired, "auth-required", build.On(build.AuthRequired), "HTTPD_AUTH_REQUIRED: refuse protected endpoints until a key is set")
+	fs.BoolVar(&f.debugCrash, "debug-crash", build.On(build.DebugCrash), "HTTPD_DEBUG_CRASH: enable POST /system/crash")
+	fs.BoolVar(&f.noWatchdog, "no-health-watchdog", !build.On(build.HealthWatchdog), "disable the health watchdog policy (conditions still reported)")
+	fs.BoolVar(&f.noRecovery, "no-portal-recovery", !build.On(build.PortalRecovery), "HTTPD_PORTAL_RECOVERY=n: no lost-key power-cycle recovery")
+	fs.DurationVar(&f.healthTick, "health-tick", 0, "health policy tick (default 10s; for tests of the watchdog)")
+	if err := fs.Parse(args); err != nil {
+		return f, nil, err
+	}
+	if fs.NArg() > 0 {
+		return f, nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if f.data == "" {
+		return f, nil, errors.New("--data is required")
+	}
+	return f, args, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	f, childArgs, err := parse(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "devhost:", err)
+		}
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	if h, ok := boot.Child(); ok {
+		return runApp(ctx, f, h, stdout, stderr)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "boot")
+	err = boot.Supervise(ctx, boot.Options{DataDir: f.data, Args: childArgs, Stdout: stdout, Stderr: stderr, Logger: logger})
+	if err != nil {
+		fmt.Fprintln(stderr, "devhost:", err)
+		return 1
+	}
+	return 0
+}
+
+func runApp(ctx context.Context, f flags, h boot.Handoff, stdout, stderr io.Writer) int {
+	exit, err := device.Run(ctx, device.Options{
+		DataDir: f.data, FactoryFile: f.factory, BoardFile: f.board, Listen: f.listen,
+		Stdout: stdout, Stderr: stderr, Handoff: h,
+		AuthRequired: f.authRequired, DebugCrash: f.debugCrash,
+		HealthWatchdog: !f.noWatchdog, PortalRecovery: !f.noRecovery, HealthTick: f.healthTick,
+	})
+	if err != nil {
+		// A restart cannot fix a device that cannot boot (a port in use, a broken board
+		// file): stop the supervisor instead of crash-looping.
+		fmt.Fprintln(stderr, "devhost:", err)
+		err = boot.Halt(err.Error())
+	} else {
+		switch exit {
+		case device.ExitReboot:
+			err = boot.Reboot()
+		case device.ExitWatchdog:
+			err = boot.WatchdogReset()
+		default:
+			return 0
+		}
+	}
+	fmt.Fprintln(stderr, "devhost: hand control back to the supervisor:", err)
+	return 1
+}

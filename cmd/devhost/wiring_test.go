@@ -1,0 +1,167 @@
+package main_test
+
+import (
+	"bufio"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests check the wiring between capabilities: each capability is tested on its own in
+// its package; here the device must connect them.
+
+func TestConfigChangeReachesTheEventStream(t *testing.T) {
+	d := newDev(t)
+	req, _ := http.NewRequest("GET", d.base+"/api/v1/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("content type %q", resp.Header.Get("Content-Type"))
+	}
+	events := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		var ev string
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				ev = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				events <- ev + " " + strings.TrimPrefix(line, "data: ")
+			}
+		}
+		close(events)
+	}()
+	if r := d.call("PUT", "/api/v1/config", `{"sk":{"batch_ms":333}}`); r.status != 200 {
+		t.Fatalf("put: %d", r.status)
+	}
+	want := map[string]bool{`config {"key":"batch_ms","ns":"sk"}`: false}
+	logs := false
+	deadline := time.After(5 * time.Second)
+	for !want[`config {"key":"batch_ms","ns":"sk"}`] || !logs {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatal("stream ended")
+			}
+			if _, ok := want[e]; ok {
+				want[e] = true
+			}
+			if strings.HasPrefix(e, "logs {\"next\":") {
+				logs = true
+			}
+		case <-deadline:
+			t.Fatalf("events seen: config %v, logs %v", want, logs)
+		}
+	}
+}
+
+func TestBoardDrivesMemoryNetworkAndPresence(t *testing.T) {
+	d := newDev(t, withArgs("--no-health-watchdog"))
+	d.boardCtl("PUT", "/memory", `{"free_heap":30000,"free_internal":15000}`)
+	d.boardCtl("PUT", "/memory", `{"free_heap":200000,"free_internal":150000}`)
+	info := d.info()
+	if info["free_heap"] != 200000.0 || info["min_free_heap"] != 30000.0 || info["min_internal_free"] != 15000.0 {
+		t.Fatalf("memory figures: %v %v %v", info["free_heap"], info["min_free_heap"], info["min_internal_free"])
+	}
+	d.boardCtl("POST", "/net/down", "")
+	cond := func(key string) map[string]any {
+		h := d.call("GET", "/api/v1/health", "").json(t)
+		for _, c := range h["conditions"].([]any) {
+			if m := c.(map[string]any); m["key"] == key {
+				return m
+			}
+		}
+		return nil
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c := cond("netDown"); c == nil || c["state"] != "warn"; c = cond("netDown") {
+		if time.Now().After(deadline) {
+			t.Fatalf("netDown after the link went down: %v", c)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.boardCtl("POST", "/net/up", "")
+	for c := cond("netDown"); c["state"] != "normal"; c = cond("netDown") {
+		if time.Now().After(deadline) {
+			t.Fatalf("netDown after the link came back: %v", c)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// The presence button opens a recovery window; a network request never can.
+	if r := d.call("PUT", "/api/v1/config", `{"httpd":{"api_key":"presence-key"}}`); r.status != 200 {
+		t.Fatal("set key")
+	}
+	d.boardCtl("POST", "/button", `{"seconds":120}`)
+	for {
+		rs := d.call("GET", "/api/v1/auth/status", "").json(t)["recovery_s"].(float64)
+		if rs > 110 && rs <= 120 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("recovery_s %v after the presence button", rs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestUIPartitionAndPlaceholder(t *testing.T) {
+	d := newDev(t)
+	r := d.call("GET", "/", "")
+	if r.status != 200 || !strings.Contains(strings.ToLower(string(r.body)), "<html") {
+		t.Fatalf("placeholder: %d %q", r.status, r.body)
+	}
+	if r := d.call("GET", "/missing.js", ""); r.status != 404 || r.json(t)["error"] != "not_found" {
+		t.Fatalf("missing file: %d", r.status)
+	}
+	if r := d.call("GET", "/api/v1/unknown", ""); r.status != 404 || r.json(t)["error"] != "not_found" {
+		t.Fatalf("unknown api path: %d", r.status)
+	}
+	ui := filepath.Join(d.data, "flash", "ui")
+	if err := os.MkdirAll(filepath.Join(ui, "assets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ui, "index.html"), []byte("<!doctype html><title>ui</title>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ui, "assets", "app.js"), []byte("console.log(1)"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d.info()["ui_storage"] != true {
+		t.Fatal("ui_storage false with index.html installed")
+	}
+	if r := d.call("GET", "/settings/wifi", ""); r.status != 200 || string(r.body) != "<!doctype html><title>ui</title>" || r.header.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("SPA fallback: %d %q %q", r.status, r.body, r.header.Get("Cache-Control"))
+	}
+	if r := d.call("GET", "/assets/app.js", ""); r.status != 200 || r.header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
+		t.Fatalf("asset: %d %q", r.status, r.header.Get("Cache-Control"))
+	}
+}
+
+func TestLogLinesCarryUTCOnceTheClockIsSet(t *testing.T) {
+	d := newDev(t)
+	if r := d.call("PUT", "/api/v1/time", `{"now":1795000000000}`); r.status != 200 {
+		t.Fatalf("put time: %d %s", r.status, r.body)
+	}
+	if r := d.call("PUT", "/api/v1/config", `{"sk":{"batch_ms":150}}`); r.status != 200 {
+		t.Fatal("put config")
+	}
+	page := d.call("GET", "/api/v1/logs?limit=1000", "").json(t)
+	lines := page["lines"].([]any)
+	stamped := regexp.MustCompile(`^[EWIDV] \(\d+ 2026-\d\d-\d\dT[\d:.]+Z\) `)
+	if !stamped.MatchString(lines[len(lines)-1].(string)) {
+		t.Fatalf("last line %q carries no UTC time", lines[len(lines)-1])
+	}
+	if stamped.MatchString(lines[0].(string)) {
+		t.Fatalf("first line %q was rewritten", lines[0])
+	}
+}

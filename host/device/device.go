@@ -1,0 +1,390 @@
+// Package device builds the app (the firmware image the boot supervisor runs) from its
+// capabilities and runs it: it opens the flash, applies the factory document to an empty store,
+// wires every capability to the others through narrow functions and notifications, serves HTTP,
+// and turns reboot, factory-reset and watchdog requests into the exits the supervisor
+// understands. It owns no behaviour of its own beyond that wiring.
+package device
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"golang.org/x/sync/errgroup"
+
+	"devhost/host/api"
+	"devhost/host/auth"
+	"devhost/host/board"
+	"devhost/host/boot"
+	"devhost/host/build"
+	"devhost/host/clock"
+	"devhost/host/config"
+	"devhost/host/events"
+	"devhost/host/health"
+	"devhost/host/httpd"
+	"devhost/host/logs"
+	"devhost/host/store"
+	"devhost/host/system"
+	"devhost/host/ui"
+	runtimens "devhost/runtime-ns"
+)
+
+// Options are the device command's flags and start options.
+type Options struct {
+	DataDir     string
+	FactoryFile string
+	BoardFile   string
+	Listen      string // station-side bind address; "" = all addresses
+	Stdout      io.Writer
+	Stderr      io.Writer
+
+	Handoff boot.Handoff
+
+	AuthRequired   bool
+	DebugCrash     bool
+	HealthWatchdog bool
+	PortalRecovery bool
+	// HealthTick overrides the health policy tick (tests of the watchdog restart only).
+	HealthTick time.Duration
+}
+
+// Exit is how a run of the app ended.
+type Exit int
+
+// The ways the app hands control back to the supervisor.
+const (
+	ExitShutdown Exit = iota // asked to stop (SIGTERM): the supervisor stops too
+	ExitReboot               // software reset (POST /system/reboot, factory reset)
+	ExitWatchdog             // the health policy restarts the device
+)
+
+// Device is one boot of the app.
+type Device struct {
+	opts  Options
+	clk   clockwork.Clock
+	ring  *logs.Ring
+	log   *slog.Logger
+	store *store.Store
+	cfg   *config.Config
+	sim   *board.Sim
+	hub   *events.Hub
+	hlth  *health.Registry
+	auth  *auth.Auth
+	clock *clock.Clock
+	ui    *ui.UI
+	rtns  *runtimens.Registry
+	sys   *system.System
+	srv   *httpd.Server
+
+	exitOnce sync.Once
+	exit     Exit
+	stop     context.CancelFunc
+	erase    bool
+}
+
+// Keys in the store that are device state rather than configuration.
+const (
+	keyResetRecord = "state/reset_record"
+	keyRecovery    = "state/recovery_cycles"
+)
+
+// Run boots the app and serves until ctx ends or the device asks to restart.
+func Run(ctx context.Context, opts Options) (Exit, error) {
+	d, err := open(opts)
+	if err != nil {
+		return ExitShutdown, err
+	}
+	return d.run(ctx)
+}
+
+func open(opts Options) (*Device, error) {
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = os.Stderr
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	d := &Device{opts: opts, clk: clockwork.NewRealClock()}
+	d.ring = logs.New(logs.Options{Clock: d.clk, Console: opts.Stderr})
+	d.log = d.ring.Logger("main")
+	d.log.Info("boot", "reset_reason", opts.Handoff.ResetReason, "version", build.Version)
+
+	st, err := store.Open(filepath.Join(opts.DataDir, "nvs"))
+	if err != nil {
+		return nil, fmt.Errorf("open the configuration store: %w", err)
+	}
+	d.store = st
+	empty, err := storeEmpty(st)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.New(st, d.ring.Logger("config"), config.Builtin()...)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	d.cfg = cfg
+	if empty && opts.FactoryFile != "" {
+		if err := d.applyFactory(); err != nil {
+			return nil, err
+		}
+	}
+
+	d.sim, err = board.LoadSim(opts.BoardFile)
+	if err != nil {
+		return nil, fmt.Errorf("board: %w", err)
+	}
+	return d, nil
+}
+
+func storeEmpty(st *store.Store) (bool, error) {
+	empty := true
+	err := st.Scan("", func(string, string) bool { empty = false; return false })
+	if err != nil {
+		return false, fmt.Errorf("scan the store: %w", err)
+	}
+	return empty, nil
+}
+
+func (d *Device) applyFactory() error {
+	b, err := os.ReadFile(d.opts.FactoryFile)
+	if err != nil {
+		return fmt.Errorf("factory document: %w", err)
+	}
+	if _, err := d.cfg.Apply(b); err != nil {
+		return fmt.Errorf("factory document %s: %w", d.opts.FactoryFile, err)
+	}
+	d.log.Info("factory configuration applied", "file", d.opts.FactoryFile)
+	return nil
+}
+
+func (d *Device) run(parent context.Context) (Exit, error) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	d.stop = cancel
+	opts := d.opts
+
+	d.hub = events.New(events.Options{Clock: d.clk, Logger: d.ring.Logger("events")})
+	var rtc *clock.RTCValue
+	if opts.Handoff.ResetReason == "deepsleep" && len(opts.Handoff.RTC) > 0 {
+		if v, err := clock.DecodeRTC(opts.Handoff.RTC); err == nil {
+			rtc = v
+		} else {
+			d.log.Warn("RTC memory ignored", "err", err)
+		}
+	}
+	d.clock = clock.New(clock.Options{Clock: d.clk, Logger: d.ring.Logger("time"), RTC: rtc,
+		StaleAfter: clock.DefaultStaleAfter, TZ: tzStore{d.cfg}, SNTP: d.sntpConfig})
+	d.ring.SetWallClock(d.clock.WallClock)
+
+	lastReset := d.takeResetRecord()
+	started := d.clk.Now()
+	d.hlth = health.New(health.Options{Clock: d.clk, Logger: d.ring.Logger("health"), Memory: d.sim.Memory,
+		Policy: opts.HealthWatchdog, Restart: d.watchdogRestart, WallClock: d.clock.WallClock,
+		Uptime: func() time.Duration { return d.clk.Since(started) }, Tick: opts.HealthTick})
+	d.auth = auth.New(auth.Options{Clock: d.clk, Logger: d.ring.Logger("auth"),
+		Key:        func() string { return d.cfg.String("httpd", "api_key") },
+		SessionTTL: func() time.Duration { return time.Duration(d.cfg.Int("httpd", "session_ttl_s")) * time.Second },
+		Required:   opts.AuthRequired, PortalIP: func() string { return "" }, Recovery: opts.PortalRecovery,
+		Counter: counterStore{d.store}, PowerOn: opts.Handoff.ResetReason == "poweron"})
+	d.ui = ui.New(filepath.Join(opts.DataDir, "ui"), d.ring.Logger("ui"))
+	d.rtns = runtimens.New(d.cfg, healthReporter{d.hlth})
+	d.sys = system.New(system.Options{Clock: d.clk, Logger: d.ring.Logger("system"), Board: d.sim,
+		ResetReason: opts.Handoff.ResetReason, StorageReset: d.store.ErasedAtBoot(),
+		SchemaETag: func() string { _, etag := d.cfg.Schema(); return etag },
+		UIStorage:  d.ui.Available,
+		Time: func() system.TimeInfo {
+			t, src, synced := d.clock.Now()
+			ti := system.TimeInfo{Synced: synced, Source: src.String()}
+			if !t.IsZero() {
+				ti.Now = t.UnixMilli()
+			}
+			return ti
+		},
+		LastReset:     lastReset,
+		AuthWanted:    func() bool { return opts.AuthRequired || d.cfg.String("httpd", "api_key") != "" },
+		CoreDump:      func() (any, []byte, error) { return boot.ReadCoreDump(opts.DataDir) },
+		EraseCoreDump: func() error { return boot.EraseCoreDump(opts.DataDir) },
+		Restart:       func(factory bool) { d.restart(ExitReboot, factory) },
+		Crash:         opts.DebugCrash,
+	})
+	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.ui})
+	for _, rs := range [][]api.Route{d.sys.Routes(), d.cfg.Routes(), d.auth.Routes(), d.ring.Routes(),
+		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes()} {
+		if err := d.srv.HandleAll(rs); err != nil {
+			return ExitShutdown, fmt.Errorf("routes: %w", err)
+		}
+	}
+	d.cfg.OnChange(func(ns, key string) {
+		d.hub.Publish("config", map[string]string{"ns": ns, "key": key})
+		if ns == "httpd" && key == "api_key" {
+			d.auth.KeyChanged()
+		}
+	})
+
+	ctl, err := board.Listen(filepath.Join(opts.DataDir, "board.sock"))
+	if err != nil {
+		return ExitShutdown, fmt.Errorf("board control channel: %w", err)
+	}
+	port := d.cfg.Int("httpd", "port")
+	ln, err := net.Listen("tcp", net.JoinHostPort(opts.Listen, strconv.Itoa(int(port))))
+	if err != nil {
+		ctl.Close()
+		return ExitShutdown, fmt.Errorf("listen on port %d: %w", port, err)
+	}
+	fmt.Fprintf(opts.Stdout, "devhost: listening on http://%s\n", displayAddr(ln.Addr()))
+	d.log.Info("listening", "addr", ln.Addr().String())
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return d.srv.Serve(gctx, ln) })
+	g.Go(func() error { d.hlth.Run(gctx); return nil })
+	g.Go(func() error { return d.auth.Run(gctx) })
+	g.Go(func() error { d.ring.Notify(gctx, d.hub.Publish); return nil })
+	g.Go(func() error { <-gctx.Done(); d.hub.Close(); return nil })
+	g.Go(func() error {
+		if err := d.sim.ServeListener(gctx, ctl); err != nil && gctx.Err() == nil {
+			return fmt.Errorf("board control channel: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error { d.boardEvents(gctx); return nil })
+	runErr := g.Wait()
+
+	if d.erase {
+		if err := d.store.EraseAll(); err != nil {
+			d.log.Error("factory reset: erase the store", "err", err)
+		} else {
+			d.log.Warn("factory reset: configuration erased")
+		}
+	}
+	if err := d.store.Close(); err != nil {
+		d.log.Error("close the store", "err", err)
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return ExitShutdown, runErr
+	}
+	return d.exit, nil
+}
+
+// restart arms a reset: writes are refused from now on, and about 500 ms later the app stops
+// serving and hands control back to the supervisor.
+func (d *Device) restart(why Exit, erase bool) {
+	d.exitOnce.Do(func() {
+		d.srv.SetRestarting()
+		d.exit, d.erase = why, erase
+		d.clk.AfterFunc(500*time.Millisecond, d.stop)
+	})
+}
+
+// watchdogRestart is the health policy's restart: the reset record is written first.
+func (d *Device) watchdogRestart(rec health.ResetRecord) {
+	b, err := json.Marshal(rec)
+	if err == nil {
+		err = d.store.Set(keyResetRecord, string(b))
+	}
+	if err != nil {
+		d.log.Error("write the reset record", "err", err)
+	}
+	d.log.Error("health watchdog restart", "condition", rec.HealthKey, "message", rec.Message)
+	d.restart(ExitWatchdog, false)
+}
+
+// takeResetRecord reads and removes the watchdog's record so it is shown for one boot only.
+func (d *Device) takeResetRecord() any {
+	v, ok, err := d.store.Get(keyResetRecord)
+	if err != nil || !ok {
+		return nil
+	}
+	if err := d.store.Delete(keyResetRecord); err != nil {
+		d.log.Warn("remove the reset record", "err", err)
+	}
+	return json.RawMessage(v)
+}
+
+func (d *Device) boardEvents(ctx context.Context) {
+	for ev := range d.sim.Subscribe(ctx) {
+		switch {
+		case ev.Presence > 0:
+			d.log.Warn("presence button: recovery window opened", "seconds", ev.Presence)
+			d.auth.OpenWindow(ev.Presence)
+		case ev.Link != nil:
+			if ev.Link.Up {
+				_ = d.hlth.Report("netDown", health.Normal, "")
+			} else {
+				_ = d.hlth.Report("netDown", health.Warn, "network down")
+			}
+		}
+	}
+}
+
+func (d *Device) sntpConfig() clock.SNTPConfig {
+	var servers []string
+	for _, k := range []string{"server0", "server1"} {
+		if s := d.cfg.String("time", k); s != "" {
+			servers = append(servers, s)
+		}
+	}
+	return clock.SNTPConfig{Enabled: d.cfg.Bool("time", "sntp"), FromDHCP: d.cfg.Bool("time", "from_dhcp"), Servers: servers}
+}
+
+// displayAddr is the URL host an operator can open: the loopback address when bound to all.
+func displayAddr(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	ip := ta.IP
+	if ip == nil || ip.IsUnspecified() {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	return net.JoinHostPort(ip.String(), strconv.Itoa(ta.Port))
+}
+
+// tzStore keeps the clock's time zone in time.tz.
+type tzStore struct{ cfg *config.Config }
+
+func (t tzStore) TZ() string            { return t.cfg.String("time", "tz") }
+func (t tzStore) SetTZ(tz string) error { return t.cfg.Set("time", "tz", tz) }
+
+// counterStore keeps the recovery power-cycle count in the store.
+type counterStore struct{ st *store.Store }
+
+func (c counterStore) Load() (int, error) {
+	v, ok, err := c.st.Get(keyRecovery)
+	if err != nil || !ok {
+		return 0, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, nil // a damaged count reads as none
+	}
+	return n, nil
+}
+
+func (c counterStore) Save(n int) error { return c.st.Set(keyRecovery, strconv.Itoa(n)) }
+
+// healthReporter adapts the health registry to the run-time namespace registry's reporter.
+type healthReporter struct{ r *health.Registry }
+
+func (h healthReporter) Report(key, state, message string) error {
+	return h.r.Report(key, health.State(state), message)
+}
+
+// authCheck adapts auth to the HTTP server's Authenticator.
+type authCheck struct{ a *auth.Auth }
+
+func (c authCheck) Check(r *http.Request) error                 { _, err := c.a.Check(r); return err }
+func (c authCheck) WriteError(w http.ResponseWriter, err error) { c.a.WriteError(w, err) }
