@@ -22,7 +22,7 @@
 //   - Subscribers are called synchronously in the goroutine that called Set, after the clock's
 //     lock is released, in slot order. They must not block.
 //   - PUT /time: `now` is an integer literal (no fraction or exponent, so 1.0 and 1e12 are
-//     refused) in unix milliseconds within [Floor, Ceiling). `tz` is a string of 1..63 bytes
+//     refused) in unix milliseconds within [Floor, Ceiling). `tz` is a string of 1..64 bytes
 //     (the config key's maxLength) of printable ASCII without spaces; its POSIX syntax is not
 //     checked further, since it is display only. An empty object, unknown or duplicated
 //     members, null values and trailing data are 400 `validation`. `tz` alone is always

@@ -17,7 +17,7 @@ import (
 const isoLayout = "2006-01-02T15:04:05.000Z"
 
 // MaxTZLen is the longest accepted `tz`, in bytes (the `time.tz` key's maxLength).
-const MaxTZLen = 63
+const MaxTZLen = 64
 
 // Document is the time document of GET /time.
 type Document struct {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"devhost/host/api"
 	"devhost/host/store"
@@ -36,8 +37,15 @@ type Result struct {
 
 // Config is the device's configuration: descriptors, stored values and the schema.
 type Config struct {
-	st  *store.Store
+	st  *docStore
 	log *slog.Logger
+
+	// docs caches rendered GET /config documents by namespace ("" for all). Every write
+	// through st and every register or unregister empties it, so a cached document is
+	// always what the store holds.
+	docs   sync.Map
+	docMu  sync.Mutex
+	docGen atomic.Uint64
 
 	wmu sync.Mutex // serializes writes, so "changed" is computed against what is stored
 
@@ -56,7 +64,8 @@ func New(st *store.Store, log *slog.Logger, namespaces ...Namespace) (*Config, e
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Config{st: st, log: log, nss: map[string]*nsDef{}}
+	c := &Config{log: log, nss: map[string]*nsDef{}}
+	c.st = &docStore{Store: st, flush: c.dropDocs}
 	for _, ns := range namespaces {
 		d, err := compile(ns)
 		if err != nil {
@@ -353,6 +362,10 @@ func (c *Config) notify(changed []*keyDef) {
 // Document returns the configuration document of effective values (secrets redacted) for
 // one namespace, or all when ns is "".
 func (c *Config) Document(ns string) ([]byte, error) {
+	if b, ok := c.docs.Load(ns); ok {
+		return b.([]byte), nil
+	}
+	gen := c.docGen.Load()
 	c.mu.RLock()
 	names := c.order
 	if ns != "" {
@@ -379,7 +392,47 @@ func (c *Config) Document(ns string) ([]byte, error) {
 		}
 		doc.set(d.Name, o)
 	}
-	return marshal(doc), nil
+	b := marshal(doc)
+	// A write that landed while this document was built has emptied the cache after gen
+	// was read; caching the older rendering then would outlive it.
+	c.docMu.Lock()
+	if c.docGen.Load() == gen {
+		c.docs.Store(ns, b)
+	}
+	c.docMu.Unlock()
+	return b, nil
+}
+
+// dropDocs empties the document cache; it runs before and after every store write.
+func (c *Config) dropDocs() {
+	c.docMu.Lock()
+	c.docGen.Add(1)
+	c.docs.Clear()
+	c.docMu.Unlock()
+}
+
+// docStore is the store as config writes it: every write empties the document cache.
+type docStore struct {
+	*store.Store
+	flush func()
+}
+
+func (s *docStore) Apply(sets map[string]string, deletes []string) error {
+	s.flush()
+	defer s.flush()
+	return s.Store.Apply(sets, deletes)
+}
+
+func (s *docStore) Set(key, value string) error {
+	s.flush()
+	defer s.flush()
+	return s.Store.Set(key, value)
+}
+
+func (s *docStore) Delete(key string) error {
+	s.flush()
+	defer s.flush()
+	return s.Store.Delete(key)
 }
 
 // redact is how a secret reads back: the sentinel when set, "" when unset.
@@ -594,7 +647,7 @@ func runStep(step Step, m *Migration) (err error) {
 // version stamp as one batch, only if the step returns nil.
 type Migration struct {
 	ns      string
-	st      *store.Store
+	st      *docStore
 	sets    map[string]string
 	deletes map[string]bool
 }

@@ -37,6 +37,8 @@ func (c *Config) SchemaETag() string {
 // content hash plus a generation counter, so every register and unregister yields a new ETag
 // even when the content returns to an earlier state.
 func (c *Config) rebuildSchema() {
+	// The set of namespaces changed: cached documents no longer list the right ones.
+	c.dropDocs()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	props := &obj{}

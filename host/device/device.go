@@ -228,7 +228,10 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 			return ExitShutdown, fmt.Errorf("routes: %w", err)
 		}
 	}
+	cfgLog := d.ring.Logger("config")
 	d.cfg.OnChange(func(ns, key string) {
+		// The key only: a secret's value never reaches the log.
+		cfgLog.Info("changed", "key", ns+"."+key)
 		d.hub.Publish("config", map[string]string{"ns": ns, "key": key})
 		if ns == "httpd" && key == "api_key" {
 			d.auth.KeyChanged()
@@ -261,6 +264,7 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		return nil
 	})
 	g.Go(func() error { d.boardEvents(gctx); return nil })
+	g.Go(func() error { d.compactStore(gctx); return nil })
 	runErr := g.Wait()
 
 	if d.erase {
@@ -325,6 +329,23 @@ func (d *Device) boardEvents(ctx context.Context) {
 				_ = d.hlth.Report("netDown", health.Normal, "")
 			} else {
 				_ = d.hlth.Report("netDown", health.Warn, "network down")
+			}
+		}
+	}
+}
+
+// compactStore rewrites the store's log without dead records now and then: buntdb shrinks on
+// its own only past 32 MiB, and the flash is small.
+func (d *Device) compactStore(ctx context.Context) {
+	t := d.clk.NewTicker(6 * time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.Chan():
+			if err := d.store.Compact(); err != nil {
+				d.log.Warn("compact the store", "err", err)
 			}
 		}
 	}
