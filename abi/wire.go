@@ -1,0 +1,408 @@
+package abi
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"unicode/utf8"
+)
+
+// The wire format: integers little-endian; a "str" is a u32 byte count followed by the bytes.
+// Every decoder checks every length against the bytes present, refuses trailing bytes, and
+// never panics, whatever it is given.
+
+// errShort is the decode error for a message that ends early.
+var errShort = errors.New("abi: message truncated")
+
+func appendU32(b []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(b, v) }
+
+func appendStr(b []byte, s string) []byte {
+	b = appendU32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b []byte, s []byte) []byte {
+	b = appendU32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
+// reader walks a message; the first error sticks.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *reader) u8() uint8 {
+	if r.err != nil || len(r.b) < 1 {
+		r.fail(errShort)
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+func (r *reader) u32() uint32 {
+	if r.err != nil || len(r.b) < 4 {
+		r.fail(errShort)
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(r.b)
+	r.b = r.b[4:]
+	return v
+}
+
+func (r *reader) u64() uint64 {
+	if r.err != nil || len(r.b) < 8 {
+		r.fail(errShort)
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.b)
+	r.b = r.b[8:]
+	return v
+}
+
+// bytes returns the next str's bytes (aliasing the message), refusing more than max.
+func (r *reader) bytes(max int, what string) []byte {
+	n := r.u32()
+	if r.err != nil {
+		return nil
+	}
+	if uint64(n) > uint64(max) {
+		r.fail(fmt.Errorf("abi: %s of %d bytes, at most %d", what, n, max))
+		return nil
+	}
+	if uint64(n) > uint64(len(r.b)) {
+		r.fail(errShort)
+		return nil
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) str(max int, what string) string {
+	b := r.bytes(max, what)
+	if r.err == nil && !utf8.Valid(b) {
+		r.fail(fmt.Errorf("abi: %s is not UTF-8", what))
+	}
+	return string(b)
+}
+
+func (r *reader) end() error {
+	if r.err == nil && len(r.b) > 0 {
+		r.fail(fmt.Errorf("abi: %d trailing bytes", len(r.b)))
+	}
+	return r.err
+}
+
+// ValueKind is the type of a Signal K value.
+type ValueKind uint8
+
+// Value kinds.
+const (
+	KindNull   ValueKind = 0
+	KindNumber ValueKind = 1
+	KindString ValueKind = 2
+	KindBool   ValueKind = 3
+	KindJSON   ValueKind = 4 // any JSON value (an object for positions, attitudes...)
+)
+
+// Value is a Signal K value.
+type Value struct {
+	Kind ValueKind
+	Num  float64 // KindNumber
+	Str  string  // KindString; the JSON text for KindJSON
+	Bool bool    // KindBool
+}
+
+// Number, String, Bool, JSON and Null build values.
+func Number(f float64) Value   { return Value{Kind: KindNumber, Num: f} }
+func String(s string) Value    { return Value{Kind: KindString, Str: s} }
+func Bool(b bool) Value        { return Value{Kind: KindBool, Bool: b} }
+func JSON(text []byte) Value   { return Value{Kind: KindJSON, Str: string(text)} }
+func Null() Value              { return Value{Kind: KindNull} }
+func (v Value) String() string { return string(v.AppendJSON(nil)) }
+
+// AppendJSON appends the value's JSON text (as it goes into a Signal K delta).
+func (v Value) AppendJSON(b []byte) []byte {
+	switch v.Kind {
+	case KindNumber:
+		t, err := json.Marshal(v.Num)
+		if err != nil {
+			return append(b, "null"...)
+		}
+		return append(b, t...)
+	case KindString:
+		t, _ := json.Marshal(v.Str)
+		return append(b, t...)
+	case KindBool:
+		if v.Bool {
+			return append(b, "true"...)
+		}
+		return append(b, "false"...)
+	case KindJSON:
+		return append(b, v.Str...)
+	}
+	return append(b, "null"...)
+}
+
+// Validate checks the value against the ABI's rules: a known kind, a finite number, a string
+// or JSON text of at most MaxValue UTF-8 bytes, well-formed JSON.
+func (v Value) Validate() error {
+	switch v.Kind {
+	case KindNull, KindBool:
+		return nil
+	case KindNumber:
+		if math.IsNaN(v.Num) || math.IsInf(v.Num, 0) {
+			return errors.New("abi: a number must be finite")
+		}
+		return nil
+	case KindString, KindJSON:
+		if len(v.Str) > MaxValue {
+			return fmt.Errorf("abi: value of %d bytes, at most %d", len(v.Str), MaxValue)
+		}
+		if !utf8.ValidString(v.Str) {
+			return errors.New("abi: value is not UTF-8")
+		}
+		if v.Kind == KindJSON && !json.Valid([]byte(v.Str)) {
+			return errors.New("abi: JSON value is not well-formed")
+		}
+		return nil
+	}
+	return fmt.Errorf("abi: unknown value kind %d", v.Kind)
+}
+
+// PathValue is one value at a Signal K path of vessels.self.
+type PathValue struct {
+	Path  string
+	Value Value
+}
+
+// ValidPath reports whether p is a Signal K path: 1 to MaxPath bytes of dot-separated
+// non-empty segments of letters, digits, '_' and '-'.
+func ValidPath(p string) bool {
+	if len(p) == 0 || len(p) > MaxPath {
+		return false
+	}
+	seg := 0
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '.':
+			if seg == 0 {
+				return false
+			}
+			seg = 0
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+			seg++
+		default:
+			return false
+		}
+	}
+	return seg > 0
+}
+
+// ValidPattern reports whether p is a subscription or PUT handler pattern: an exact path, a
+// family `prefix.*` or `prefix*` (the prefix itself a path or path prefix), or `*`.
+func ValidPattern(p string) bool {
+	switch {
+	case p == "*":
+		return true
+	case len(p) > 2 && p[len(p)-2:] == ".*":
+		return ValidPath(p[:len(p)-2])
+	case len(p) > 1 && p[len(p)-1] == '*':
+		q := p[:len(p)-1]
+		if q[len(q)-1] == '.' {
+			q = q[:len(q)-1]
+		}
+		return ValidPath(q) && len(p) <= MaxPath
+	}
+	return ValidPath(p)
+}
+
+// MatchPattern reports whether path is covered by pattern (ValidPattern syntax).
+func MatchPattern(pattern, path string) bool {
+	if pattern == "*" {
+		return true
+	}
+	if n := len(pattern); n > 0 && pattern[n-1] == '*' {
+		prefix := pattern[:n-1]
+		return len(path) >= len(prefix) && path[:len(prefix)] == prefix
+	}
+	return pattern == path
+}
+
+// AppendValue appends one value record: str path, u8 kind, then per kind nothing (null), f64
+// bits as u64 (number), str (string, JSON), u8 0 or 1 (bool).
+func AppendValue(b []byte, path string, v Value) []byte {
+	b = appendStr(b, path)
+	b = append(b, byte(v.Kind))
+	switch v.Kind {
+	case KindNumber:
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Num))
+	case KindString, KindJSON:
+		b = appendStr(b, v.Str)
+	case KindBool:
+		if v.Bool {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	}
+	return b
+}
+
+// AppendValues appends value records (the sk_publish input and the delta event payload).
+func AppendValues(b []byte, vs []PathValue) []byte {
+	for _, pv := range vs {
+		b = AppendValue(b, pv.Path, pv.Value)
+	}
+	return b
+}
+
+func (r *reader) value() PathValue {
+	var pv PathValue
+	pv.Path = r.str(MaxPath, "path")
+	kind := ValueKind(r.u8())
+	if r.err != nil {
+		return pv
+	}
+	if !ValidPath(pv.Path) {
+		r.fail(fmt.Errorf("abi: invalid Signal K path %q", pv.Path))
+		return pv
+	}
+	pv.Value.Kind = kind
+	switch kind {
+	case KindNull:
+	case KindNumber:
+		pv.Value.Num = math.Float64frombits(r.u64())
+	case KindString, KindJSON:
+		pv.Value.Str = r.str(MaxValue, "value")
+	case KindBool:
+		switch r.u8() {
+		case 0:
+		case 1:
+			pv.Value.Bool = true
+		default:
+			r.fail(errors.New("abi: a bool is 0 or 1"))
+		}
+	default:
+		r.fail(fmt.Errorf("abi: unknown value kind %d", kind))
+	}
+	if r.err == nil {
+		if err := pv.Value.Validate(); err != nil {
+			r.fail(fmt.Errorf("abi: path %s: %w", pv.Path, err))
+		}
+	}
+	return pv
+}
+
+// DecodeValues decodes value records; every record is checked (path, kind, finiteness, JSON),
+// and one bad record fails the whole message. At most max records (0: MaxValuesPerCall).
+func DecodeValues(b []byte, max int) ([]PathValue, error) {
+	if max <= 0 {
+		max = MaxValuesPerCall
+	}
+	r := reader{b: b}
+	var out []PathValue
+	for len(r.b) > 0 && r.err == nil {
+		if len(out) == max {
+			return nil, fmt.Errorf("abi: more than %d values", max)
+		}
+		out = append(out, r.value())
+	}
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AppendStrings appends a list of str (subscription and PUT handler patterns).
+func AppendStrings(b []byte, ss []string) []byte {
+	for _, s := range ss {
+		b = appendStr(b, s)
+	}
+	return b
+}
+
+// DecodePatterns decodes a list of patterns, each ValidPattern, at most max of them.
+func DecodePatterns(b []byte, max int) ([]string, error) {
+	r := reader{b: b}
+	var out []string
+	for len(r.b) > 0 && r.err == nil {
+		if len(out) == max {
+			return nil, fmt.Errorf("abi: more than %d patterns", max)
+		}
+		p := r.str(MaxPath, "pattern")
+		if r.err == nil && !ValidPattern(p) {
+			return nil, fmt.Errorf("abi: invalid pattern %q", p)
+		}
+		out = append(out, p)
+	}
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, errors.New("abi: no patterns")
+	}
+	return out, nil
+}
+
+// Meta is a Signal K metadata object declared for a non-standard path.
+type Meta struct {
+	Path string
+	JSON []byte // a JSON object: units, description, displayName, zones, ...
+}
+
+// AppendMeta appends sk_meta records: str path, str JSON object.
+func AppendMeta(b []byte, ms []Meta) []byte {
+	for _, m := range ms {
+		b = appendStr(b, m.Path)
+		b = appendBytes(b, m.JSON)
+	}
+	return b
+}
+
+// DecodeMeta decodes sk_meta records: 1 to MaxMetaPerCall valid paths, each with a JSON object.
+func DecodeMeta(b []byte) ([]Meta, error) {
+	r := reader{b: b}
+	var out []Meta
+	for len(r.b) > 0 && r.err == nil {
+		if len(out) == MaxMetaPerCall {
+			return nil, fmt.Errorf("abi: more than %d meta records", MaxMetaPerCall)
+		}
+		m := Meta{Path: r.str(MaxPath, "path")}
+		m.JSON = r.bytes(MaxMetaBytes, "meta")
+		if r.err != nil {
+			break
+		}
+		if !ValidPath(m.Path) {
+			return nil, fmt.Errorf("abi: invalid Signal K path %q", m.Path)
+		}
+		if !isJSONObject(m.JSON) {
+			return nil, fmt.Errorf("abi: meta of %s is not a JSON object", m.Path)
+		}
+		out = append(out, m)
+	}
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, errors.New("abi: no meta records")
+	}
+	return out, nil
+}
+
+func isJSONObject(b []byte) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(b, &m) == nil && m != nil
+}

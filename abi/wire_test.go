@@ -1,0 +1,484 @@
+package abi
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestValuesRoundTrip(t *testing.T) {
+	in := []PathValue{
+		{"electrical.switches.pump.state", Bool(true)},
+		{"electrical.switches.deck.state", Bool(false)},
+		{"environment.outside.temperature", Number(293.15)},
+		{"navigation.position", JSON([]byte(`{"latitude":60.1,"longitude":24.9}`))},
+		{"design.name", String("Ilmatar ⛵")},
+		{"notifications.x", Null()},
+		{"a-b_c.D9", Number(-0.5)},
+	}
+	b := AppendValues(nil, in)
+	out, err := DecodeValues(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip:\n%+v\n%+v", in, out)
+	}
+	// Layout of one number record: str path, kind 1, 8 bytes of f64 bits.
+	one := AppendValue(nil, "a.b", Number(1.5))
+	want := binary.LittleEndian.AppendUint32(nil, 3)
+	want = append(want, "a.b"...)
+	want = append(want, 1)
+	want = binary.LittleEndian.AppendUint64(want, math.Float64bits(1.5))
+	if !bytes.Equal(one, want) {
+		t.Fatalf("number record % x, want % x", one, want)
+	}
+	if s := JSON([]byte(`{"a":1}`)).String() + Number(2).String() + String(`q"`).String() + Bool(true).String() + Null().String(); s != `{"a":1}2"q\""truenull` {
+		t.Fatalf("JSON texts %s", s)
+	}
+}
+
+func TestDecodeValuesRefuses(t *testing.T) {
+	good := AppendValue(nil, "a.b", Number(1))
+	cases := map[string][]byte{
+		"truncated":     good[:len(good)-1],
+		"nan":           AppendValue(nil, "a.b", Number(math.NaN())),
+		"inf":           AppendValue(nil, "a.b", Number(math.Inf(-1))),
+		"empty path":    AppendValue(nil, "", Number(1)),
+		"double dot":    AppendValue(nil, "a..b", Number(1)),
+		"leading dot":   AppendValue(nil, ".a", Number(1)),
+		"trailing dot":  AppendValue(nil, "a.", Number(1)),
+		"space in path": AppendValue(nil, "a b", Number(1)),
+		"wildcard":      AppendValue(nil, "a.*", Number(1)),
+		"long path":     AppendValue(nil, strings.Repeat("a", MaxPath+1), Number(1)),
+		"bad json":      AppendValue(nil, "a.b", JSON([]byte(`{"a":`))),
+		"two json":      AppendValue(nil, "a.b", JSON([]byte(`1 2`))),
+		"long string":   AppendValue(nil, "a.b", String(strings.Repeat("s", MaxValue+1))),
+		"bad utf8":      AppendValue(nil, "a.b", String("\xff")),
+		"bool 2":        append(AppendValue(nil, "a.b", Bool(true))[:8], 2),
+		"kind 9":        append(appendStr(nil, "a.b"), 9),
+		"length lies":   append(binary.LittleEndian.AppendUint32(nil, 0xffffffff), "a.b"...),
+	}
+	for name, b := range cases {
+		if _, err := DecodeValues(b, 0); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+	// One bad record fails the whole batch.
+	batch := append(AppendValue(nil, "a.b", Number(1)), cases["nan"]...)
+	if _, err := DecodeValues(batch, 0); err == nil {
+		t.Error("batch with a bad record decoded")
+	}
+	var many []byte
+	for i := 0; i < 5; i++ {
+		many = AppendValue(many, "a.b", Number(float64(i)))
+	}
+	if _, err := DecodeValues(many, 4); err == nil {
+		t.Error("5 values accepted with a limit of 4")
+	}
+	if vs, err := DecodeValues(nil, 0); err != nil || len(vs) != 0 {
+		t.Errorf("empty: %v %v", vs, err)
+	}
+}
+
+func TestPatterns(t *testing.T) {
+	for _, c := range []struct {
+		p     string
+		valid bool
+		match []string
+		miss  []string
+	}{
+		{"*", true, []string{"a", "a.b.c"}, nil},
+		{"electrical.*", true, []string{"electrical.x", "electrical.a.b"}, []string{"electrical", "electricalx.y"}},
+		{"electrical*", true, []string{"electrical", "electricalx", "electrical.a"}, []string{"electric"}},
+		{"a.b.c", true, []string{"a.b.c"}, []string{"a.b", "a.b.c.d"}},
+		{"a.b.*", true, []string{"a.b.c"}, []string{"a.b"}},
+		{"", false, nil, nil},
+		{"a.**", false, nil, nil},
+		{"*.a", false, nil, nil},
+		{"a*b", false, nil, nil},
+		{".*", false, nil, nil},
+	} {
+		if ValidPattern(c.p) != c.valid {
+			t.Errorf("ValidPattern(%q) = %v", c.p, !c.valid)
+		}
+		for _, p := range c.match {
+			if !MatchPattern(c.p, p) {
+				t.Errorf("%q does not match %q", c.p, p)
+			}
+		}
+		for _, p := range c.miss {
+			if MatchPattern(c.p, p) {
+				t.Errorf("%q matches %q", c.p, p)
+			}
+		}
+	}
+	b := AppendStrings(nil, []string{"a.*", "b.c"})
+	ps, err := DecodePatterns(b, MaxPatterns)
+	if err != nil || !reflect.DeepEqual(ps, []string{"a.*", "b.c"}) {
+		t.Fatalf("patterns %v %v", ps, err)
+	}
+	if _, err := DecodePatterns(nil, MaxPatterns); err == nil {
+		t.Error("no patterns accepted")
+	}
+	if _, err := DecodePatterns(AppendStrings(nil, []string{"a b"}), MaxPatterns); err == nil {
+		t.Error("bad pattern accepted")
+	}
+	if _, err := DecodePatterns(AppendStrings(nil, []string{"a", "b", "c"}), 2); err == nil {
+		t.Error("too many patterns accepted")
+	}
+}
+
+func TestMeta(t *testing.T) {
+	in := []Meta{{"electrical.switches.pump.state", []byte(`{"description":"Bilge pump","units":"bool"}`)}}
+	out, err := DecodeMeta(AppendMeta(nil, in))
+	if err != nil || !reflect.DeepEqual(in, out) {
+		t.Fatalf("meta %v %v", out, err)
+	}
+	for name, m := range map[string][]Meta{
+		"array":    {{"a.b", []byte(`[]`)}},
+		"null":     {{"a.b", []byte(`null`)}},
+		"bad path": {{"a..b", []byte(`{}`)}},
+		"big":      {{"a.b", []byte(`{"d":"` + strings.Repeat("x", MaxMetaBytes) + `"}`)}},
+	} {
+		if _, err := DecodeMeta(AppendMeta(nil, m)); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+	if _, err := DecodeMeta(nil); err == nil {
+		t.Error("empty meta decoded")
+	}
+}
+
+func TestEventsRoundTrip(t *testing.T) {
+	var b []byte
+	b = AppendEvent(b, EvTimer, AppendTimer(nil, 7))
+	b = AppendEvent(b, EvStop, nil)
+	b = AppendEvent(b, EventKind(200), []byte("future"))
+	evs, err := DecodeEvents(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 3 || evs[0].Kind != EvTimer || evs[1].Kind != EvStop || len(evs[1].Data) != 0 || evs[2].Kind != 200 {
+		t.Fatalf("events %+v", evs)
+	}
+	if id, err := DecodeTimer(evs[0].Data); err != nil || id != 7 {
+		t.Fatalf("timer %d %v", id, err)
+	}
+	if EvPut.String() != "put" || EventKind(99).String() != "event(99)" {
+		t.Fatal("kind names")
+	}
+	for name, bad := range map[string][]byte{
+		"header only": {byte(EvTimer), 4, 0},
+		"length lies": {byte(EvTimer), 9, 0, 0, 0, 1},
+	} {
+		if _, err := DecodeEvents(bad); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+	if _, err := DecodeEvents(make([]byte, MaxEventBatch+1)); err == nil {
+		t.Error("oversized batch decoded")
+	}
+}
+
+func TestInit(t *testing.T) {
+	in := Init{ABI: 1, ID: "app", Version: "1.0.0", Capabilities: []Capability{CapLog}, DeviceID: "beef"}
+	b, err := MarshalInit(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"config":null`) {
+		t.Fatalf("init without config: %s", b)
+	}
+	out, err := UnmarshalInit(b)
+	if err != nil || out.ID != "app" || string(out.Config) != "null" || out.Capabilities[0] != CapLog {
+		t.Fatalf("init %+v %v", out, err)
+	}
+	if _, err := UnmarshalInit([]byte(`{"abi":"x"}`)); err == nil {
+		t.Fatal("bad init decoded")
+	}
+	// A later minor's members are ignored.
+	if _, err := UnmarshalInit([]byte(`{"abi":1,"new":true}`)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMessagesRoundTrip(t *testing.T) {
+	pr := PutRequest{ID: 9, Path: "electrical.switches.pump.state", Value: Bool(true)}
+	if got, err := DecodePutRequest(AppendPutRequest(nil, pr)); err != nil || !reflect.DeepEqual(got, pr) {
+		t.Errorf("put request %+v %v", got, err)
+	}
+	rep := PutReply{ID: 9, Result: PutDeferred, Message: "later"}
+	if got, err := DecodePutReply(AppendPutReply(nil, rep)); err != nil || got != rep {
+		t.Errorf("put reply %+v %v", got, err)
+	}
+	ans := PutAnswer{ID: 3, Status: 200, State: "COMPLETED", Message: "ok"}
+	if got, err := DecodePutAnswer(AppendPutAnswer(nil, ans)); err != nil || got != ans {
+		t.Errorf("put answer %+v %v", got, err)
+	}
+	if got, err := DecodePutSend(AppendPutSend(nil, "a.b", Number(3))); err != nil || got.Path != "a.b" || got.Value.Num != 3 {
+		t.Errorf("put send %+v %v", got, err)
+	}
+	hr := HTTPRequest{ID: 1, Method: "POST", Route: "/app/:n", Path: "/app/pump", Query: "x=1", Body: []byte(`{"on":true}`)}
+	if got, err := DecodeHTTPRequest(AppendHTTPRequest(nil, hr)); err != nil || !reflect.DeepEqual(got, hr) {
+		t.Errorf("http request %+v %v", got, err)
+	}
+	hs := HTTPResponse{ID: 1, Status: 404, ContentType: "", Body: []byte(`{"error":"not_found"}`)}
+	if got, err := DecodeHTTPResponse(AppendHTTPResponse(nil, hs)); err != nil || !reflect.DeepEqual(got, hs) {
+		t.Errorf("http response %+v %v", got, err)
+	}
+	h := HealthReport{Name: "pinFault", State: HealthAlarm, Reboot: true, Message: "pin 5 stuck"}
+	if got, err := DecodeHealthReport(AppendHealthReport(nil, h)); err != nil || got != h {
+		t.Errorf("health %+v %v", got, err)
+	}
+	e := SSEEvent{Event: "app", Retain: true, Data: []byte(`{"a":1}`)}
+	if got, err := DecodeSSEEvent(AppendSSEEvent(nil, e)); err != nil || !reflect.DeepEqual(got, e) {
+		t.Errorf("sse %+v %v", got, err)
+	}
+	c := Clock{UnixMs: 1700000000000, UptimeMs: 5, Synced: true, Source: ClockSNTP}
+	cb := AppendClock(nil, c)
+	if len(cb) != ClockSize {
+		t.Errorf("clock record of %d bytes", len(cb))
+	}
+	if got, err := DecodeClock(cb); err != nil || got != c {
+		t.Errorf("clock %+v %v", got, err)
+	}
+	g := GPIOEdge{Pin: 5, Level: 1}
+	if got, err := DecodeGPIOEdge(AppendGPIOEdge(nil, g)); err != nil || got != g {
+		t.Errorf("gpio %+v %v", got, err)
+	}
+	for _, f := range []CANFrame{
+		{ID: 0x7ff, Data: []byte{1, 2, 3}},
+		{ID: 0x1fffffff, Extended: true, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}},
+		{ID: 0x10, Remote: true},
+	} {
+		got, err := DecodeCANFrame(AppendCANFrame(nil, f))
+		if err != nil || got.ID != f.ID || got.Extended != f.Extended || got.Remote != f.Remote || !bytes.Equal(got.Data, f.Data) {
+			t.Errorf("can %+v: %+v %v", f, got, err)
+		}
+	}
+	fs := []CANFilter{{ID: 0x100, Mask: 0x700}}
+	if got, err := DecodeCANFilters(AppendCANFilters(nil, fs)); err != nil || !reflect.DeepEqual(got, fs) {
+		t.Errorf("filters %+v %v", got, err)
+	}
+	a := BLEAdvert{Addr: "aa:bb:cc:dd:ee:ff", RSSI: -71, Data: []byte{2, 1, 6}}
+	if got, err := DecodeBLEAdvert(AppendBLEAdvert(nil, a)); err != nil || !reflect.DeepEqual(got, a) {
+		t.Errorf("ble %+v %v", got, err)
+	}
+}
+
+func TestMessagesRefuse(t *testing.T) {
+	check := func(name string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+	_, err := DecodePutReply(AppendPutReply(nil, PutReply{ID: 1, Result: 4}))
+	check("put result 4", err)
+	_, err = DecodePutReply(append(AppendPutReply(nil, PutReply{ID: 1}), 0))
+	check("put reply trailing", err)
+	_, err = DecodeHTTPResponse(AppendHTTPResponse(nil, HTTPResponse{ID: 1, Status: 99}))
+	check("status 99", err)
+	_, err = DecodeHTTPResponse(AppendHTTPResponse(nil, HTTPResponse{ID: 1, Status: 200, ContentType: "a\r\nb"}))
+	check("header injection", err)
+	_, err = DecodeHTTPResponse(AppendHTTPResponse(nil, HTTPResponse{ID: 1, Status: 200, Body: make([]byte, MaxHTTPResponse+1)}))
+	check("big body", err)
+	_, err = DecodeHealthReport(AppendHealthReport(nil, HealthReport{Name: "x", State: 3}))
+	check("state 3", err)
+	_, err = DecodeHealthReport(AppendHealthReport(nil, HealthReport{Name: "1x"}))
+	check("name digit", err)
+	_, err = DecodeHealthReport(AppendHealthReport(nil, HealthReport{Name: strings.Repeat("a", MaxHealthName+1)}))
+	check("name long", err)
+	_, err = DecodeHealthReport(AppendHealthReport(nil, HealthReport{Name: "a", Message: strings.Repeat("m", MaxHealthMessage+1)}))
+	check("message long", err)
+	hb := AppendHealthReport(nil, HealthReport{Name: "a"})
+	hb[5+1] = 2 // flags byte after "a" and the state
+	_, err = DecodeHealthReport(hb)
+	check("health flags", err)
+	_, err = DecodeSSEEvent(AppendSSEEvent(nil, SSEEvent{Event: "a", Data: []byte("{")}))
+	check("sse json", err)
+	_, err = DecodeClock(make([]byte, ClockSize-1))
+	check("clock short", err)
+	cb := AppendClock(nil, Clock{})
+	cb[17] = 9
+	_, err = DecodeClock(cb)
+	check("clock source", err)
+	_, err = DecodeGPIOEdge(AppendGPIOEdge(nil, GPIOEdge{Level: 2}))
+	check("gpio level", err)
+	_, err = DecodeCANFrame(AppendCANFrame(nil, CANFrame{ID: 0x800}))
+	check("can std id", err)
+	_, err = DecodeCANFrame(append(AppendCANFrame(nil, CANFrame{ID: 1}), 0))
+	check("can trailing", err)
+	cf := AppendCANFrame(nil, CANFrame{ID: 1})
+	cf[4] = 9
+	_, err = DecodeCANFrame(append(cf, make([]byte, 9)...))
+	check("can 9 bytes", err)
+	_, err = DecodeCANFilters(make([]byte, 7))
+	check("filters short", err)
+	_, err = DecodeCANFilters(make([]byte, 8*(MaxCANFilters+1)))
+	check("filters many", err)
+	_, err = DecodeBLEAdvert(AppendBLEAdvert(nil, BLEAdvert{Addr: strings.Repeat("a", 18)}))
+	check("ble addr", err)
+	_, err = DecodeTimer([]byte{1, 2, 3})
+	check("timer short", err)
+}
+
+func TestErrno(t *testing.T) {
+	if ErrPermission.Error() != "permission denied" || Errno(-99).Error() != "abi error -99" {
+		t.Fatal("texts")
+	}
+	if v, err := Result(5); v != 5 || err != nil {
+		t.Fatal("Result(5)")
+	}
+	_, err := Result(-1)
+	if !errors.Is(err, ErrPermission) {
+		t.Fatalf("Result(-1) = %v", err)
+	}
+}
+
+// FuzzHostInputs feeds arbitrary bytes to every decoder the host runs on plugin input; a
+// decoded message must re-encode to the same bytes (the encodings are canonical).
+func FuzzHostInputs(f *testing.F) {
+	f.Add(uint8(0), AppendValues(nil, []PathValue{{"a.b", Number(1)}, {"c", JSON([]byte(`[1]`))}}))
+	f.Add(uint8(1), AppendPutReply(nil, PutReply{ID: 1, Result: PutInvalid, Message: "no"}))
+	f.Add(uint8(2), AppendHTTPResponse(nil, HTTPResponse{ID: 1, Status: 200, Body: []byte("{}")}))
+	f.Add(uint8(3), AppendHealthReport(nil, HealthReport{Name: "x", State: HealthWarn, Message: "m"}))
+	f.Add(uint8(4), AppendSSEEvent(nil, SSEEvent{Event: "app", Data: []byte(`{"a":1}`)}))
+	f.Add(uint8(5), AppendMeta(nil, []Meta{{"a.b", []byte(`{"units":"m"}`)}}))
+	f.Add(uint8(6), AppendStrings(nil, []string{"a.*", "*"}))
+	f.Add(uint8(7), AppendCANFrame(nil, CANFrame{ID: 5, Data: []byte{1}}))
+	f.Add(uint8(8), AppendCANFilters(nil, []CANFilter{{1, 2}}))
+	f.Add(uint8(9), AppendPutSend(nil, "a.b", Bool(true)))
+	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
+		var again []byte
+		switch which % 10 {
+		case 0:
+			v, err := DecodeValues(b, 0)
+			if err != nil {
+				return
+			}
+			for _, pv := range v {
+				if !ValidPath(pv.Path) || pv.Value.Validate() != nil {
+					t.Fatalf("decoded an invalid value %+v", pv)
+				}
+			}
+			again = AppendValues(nil, v)
+		case 1:
+			v, err := DecodePutReply(b)
+			if err != nil {
+				return
+			}
+			again = AppendPutReply(nil, v)
+		case 2:
+			v, err := DecodeHTTPResponse(b)
+			if err != nil {
+				return
+			}
+			again = AppendHTTPResponse(nil, v)
+		case 3:
+			v, err := DecodeHealthReport(b)
+			if err != nil {
+				return
+			}
+			again = AppendHealthReport(nil, v)
+		case 4:
+			v, err := DecodeSSEEvent(b)
+			if err != nil {
+				return
+			}
+			again = AppendSSEEvent(nil, v)
+		case 5:
+			v, err := DecodeMeta(b)
+			if err != nil {
+				return
+			}
+			again = AppendMeta(nil, v)
+		case 6:
+			v, err := DecodePatterns(b, MaxPatterns)
+			if err != nil {
+				return
+			}
+			again = AppendStrings(nil, v)
+		case 7:
+			v, err := DecodeCANFrame(b)
+			if err != nil {
+				return
+			}
+			again = AppendCANFrame(nil, v)
+		case 8:
+			v, err := DecodeCANFilters(b)
+			if err != nil {
+				return
+			}
+			again = AppendCANFilters(nil, v)
+		case 9:
+			v, err := DecodePutSend(b)
+			if err != nil {
+				return
+			}
+			again = AppendPutSend(nil, v.Path, v.Value)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("not canonical:\n% x\n% x", b, again)
+		}
+	})
+}
+
+// FuzzGuestInputs feeds arbitrary bytes to every decoder the plugin runs on host input.
+func FuzzGuestInputs(f *testing.F) {
+	var batch []byte
+	batch = AppendEvent(batch, EvDelta, AppendValues(nil, []PathValue{{"a.b", Number(1)}}))
+	batch = AppendEvent(batch, EvPut, AppendPutRequest(nil, PutRequest{ID: 1, Path: "a", Value: Bool(true)}))
+	batch = AppendEvent(batch, EvTimer, AppendTimer(nil, 3))
+	batch = AppendEvent(batch, EvHTTP, AppendHTTPRequest(nil, HTTPRequest{ID: 1, Method: "GET", Path: "/app"}))
+	batch = AppendEvent(batch, EvPutAnswer, AppendPutAnswer(nil, PutAnswer{ID: 1, State: "FAILED"}))
+	batch = AppendEvent(batch, EvGPIO, AppendGPIOEdge(nil, GPIOEdge{Pin: 1, Level: 1}))
+	batch = AppendEvent(batch, EvCAN, AppendCANFrame(nil, CANFrame{ID: 1}))
+	batch = AppendEvent(batch, EvBLE, AppendBLEAdvert(nil, BLEAdvert{Addr: "x", RSSI: -1}))
+	batch = AppendEvent(batch, EvInit, []byte(`{"abi":1,"id":"x","config":null}`))
+	f.Add(batch)
+	f.Add(AppendClock(nil, Clock{UnixMs: 1}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = DecodeClock(b)
+		evs, err := DecodeEvents(b)
+		if err != nil {
+			return
+		}
+		var again []byte
+		for _, e := range evs {
+			again = AppendEvent(again, e.Kind, e.Data)
+			switch e.Kind {
+			case EvInit:
+				_, _ = UnmarshalInit(e.Data)
+			case EvDelta:
+				_, _ = DecodeValues(e.Data, 0)
+			case EvPut:
+				if p, err := DecodePutRequest(e.Data); err == nil && !bytes.Equal(AppendPutRequest(nil, p), e.Data) {
+					t.Fatal("put request not canonical")
+				}
+			case EvPutAnswer:
+				_, _ = DecodePutAnswer(e.Data)
+			case EvTimer:
+				_, _ = DecodeTimer(e.Data)
+			case EvHTTP:
+				if h, err := DecodeHTTPRequest(e.Data); err == nil && !bytes.Equal(AppendHTTPRequest(nil, h), e.Data) {
+					t.Fatal("http request not canonical")
+				}
+			case EvGPIO:
+				_, _ = DecodeGPIOEdge(e.Data)
+			case EvCAN:
+				_, _ = DecodeCANFrame(e.Data)
+			case EvBLE:
+				_, _ = DecodeBLEAdvert(e.Data)
+			}
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatal("batch not canonical")
+		}
+	})
+}

@@ -1,0 +1,38 @@
+// Command memhog is a test plugin that allocates and keeps memory until the runtime dies in
+// every dev_event call: the host's memory cap must turn that into a trap (instance discarded,
+// failure counted, restart with backoff) without disturbing the host. Its init arms timer 1
+// (10 ms); GET /memhog/eat reaches it too.
+package main
+
+import (
+	"time"
+
+	"devhost/sdk"
+)
+
+var hoard [][]byte
+
+func eat() {
+	for {
+		b := make([]byte, 1<<20)
+		for i := range b {
+			b[i] = byte(i)
+		}
+		hoard = append(hoard, b)
+	}
+}
+
+func init() {
+	sdk.Register(&sdk.Plugin{
+		OnInit: func(sdk.Info) error {
+			if sdk.Granted("timer") {
+				return sdk.SetTimer(1, 10*time.Millisecond, 0)
+			}
+			return nil
+		},
+		OnTimer: func(uint32) { eat() },
+		OnHTTP:  func(*sdk.Request) sdk.Response { eat(); return sdk.Response{} },
+	})
+}
+
+func main() {}
