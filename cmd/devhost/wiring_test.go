@@ -89,12 +89,19 @@ func TestBoardDrivesMemoryNetworkAndPresence(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if st := d.call("GET", "/api/v1/net/status", "").json(t); st["up"] != false || st["iface"] != "none" || st["ip"] != "" {
+		t.Fatalf("net status while down: %v", st)
+	}
 	d.boardCtl("POST", "/net/up", "")
 	for c := cond("netDown"); c["state"] != "normal"; c = cond("netDown") {
 		if time.Now().After(deadline) {
 			t.Fatalf("netDown after the link came back: %v", c)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+
+	if st := d.call("GET", "/api/v1/net/status", "").json(t); st["up"] != true || st["up_count"] != 2.0 || st["hostname"] != "dev-abcd" {
+		t.Fatalf("net status after the link came back: %v", st)
 	}
 
 	// The presence button opens a recovery window; a network request never can.

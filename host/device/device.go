@@ -34,6 +34,7 @@ import (
 	"devhost/host/health"
 	"devhost/host/httpd"
 	"devhost/host/logs"
+	"devhost/host/netroute"
 	"devhost/host/store"
 	"devhost/host/system"
 	"devhost/host/ui"
@@ -83,6 +84,7 @@ type Device struct {
 	auth  *auth.Auth
 	clock *clock.Clock
 	ui    *ui.UI
+	net   *netroute.Route
 	rtns  *runtimens.Registry
 	sys   *system.System
 	srv   *httpd.Server
@@ -200,6 +202,11 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		SessionTTL: func() time.Duration { return time.Duration(d.cfg.Int("httpd", "session_ttl_s")) * time.Second },
 		Required:   opts.AuthRequired, PortalIP: func() string { return "" }, Recovery: opts.PortalRecovery,
 		Counter: counterStore{d.store}, PowerOn: opts.Handoff.ResetReason == "poweron"})
+	hw := d.sim.Hardware()
+	d.net = netroute.New(netroute.Options{Clock: d.clk, Logger: d.ring.Logger("net"), MAC: hw.MAC, ID: hw.DeviceID(),
+		Hostname: func() string { return d.cfg.String("net", "hostname") },
+		Publish:  d.hub.Publish, Health: healthReporter{d.hlth}})
+	d.hub.OnConnect(func() []events.Event { name, st := d.net.OnConnect(); return []events.Event{{Name: name, Data: st}} })
 	d.ui = ui.New(filepath.Join(opts.DataDir, "ui"), d.ring.Logger("ui"))
 	d.rtns = runtimens.New(d.cfg, healthReporter{d.hlth})
 	d.sys = system.New(system.Options{Clock: d.clk, Logger: d.ring.Logger("system"), Board: d.sim,
@@ -223,7 +230,7 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	})
 	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.ui})
 	for _, rs := range [][]api.Route{d.sys.Routes(), d.cfg.Routes(), d.auth.Routes(), d.ring.Routes(),
-		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes()} {
+		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes()} {
 		if err := d.srv.HandleAll(rs); err != nil {
 			return ExitShutdown, fmt.Errorf("routes: %w", err)
 		}
@@ -325,11 +332,7 @@ func (d *Device) boardEvents(ctx context.Context) {
 			d.log.Warn("presence button: recovery window opened", "seconds", ev.Presence)
 			d.auth.OpenWindow(ev.Presence)
 		case ev.Link != nil:
-			if ev.Link.Up {
-				_ = d.hlth.Report("netDown", health.Normal, "")
-			} else {
-				_ = d.hlth.Report("netDown", health.Warn, "network down")
-			}
+			d.net.Update(*ev.Link)
 		}
 	}
 }

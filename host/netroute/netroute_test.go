@@ -1,0 +1,126 @@
+package netroute
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"devhost/host/board"
+)
+
+type recorder struct {
+	edges  []Edge
+	events int
+	health []string
+}
+
+func (r *recorder) Report(key, state, _ string) error {
+	r.health = append(r.health, key+"="+state)
+	return nil
+}
+
+func rssi(v int) *int { return &v }
+
+func TestEdgesTransitionByTransition(t *testing.T) {
+	clk := clockwork.NewFakeClock()
+	rec := &recorder{}
+	r := New(Options{Clock: clk, MAC: "02:00:00:12:ab:cd", ID: "abcd", Health: rec,
+		Publish: func(name string, _ any) {
+			if name != "net" {
+				t.Errorf("event %q", name)
+			}
+			rec.events++
+		}})
+	r.Subscribe(func(e Edge) { rec.edges = append(rec.edges, e) })
+	wifi := board.Link{Up: true, Iface: "wifi_sta", IP: "127.0.0.1", Netmask: "255.0.0.0", Gateway: "127.0.0.254", RSSI: rssi(-60)}
+	steps := []struct {
+		name   string
+		link   board.Link
+		edge   Edge // 0: none
+		events int  // cumulative `net` events
+		health string
+	}{
+		{"first interface comes up", wifi, Up, 1, "netDown=normal"},
+		{"same data again", wifi, 0, 1, ""},
+		{"RSSI refresh: event, no edge", func() board.Link { l := wifi; l.RSSI = rssi(-70); return l }(), 0, 2, ""},
+		{"address changes", func() board.Link { l := wifi; l.IP = "127.0.0.2"; l.RSSI = rssi(-70); return l }(), Changed, 3, "netDown=normal"},
+		{"a preferred interface takes the route", board.Link{Up: true, Iface: "eth", IP: "127.0.0.3", Netmask: "255.0.0.0"}, Changed, 4, "netDown=normal"},
+		{"last interface goes down", board.Link{Iface: "none"}, Down, 5, "netDown=warn"},
+		{"down again", board.Link{Iface: "none"}, 0, 5, ""},
+		{"back up", wifi, Up, 6, "netDown=normal"},
+	}
+	for _, s := range steps {
+		nEdges, nHealth := len(rec.edges), len(rec.health)
+		r.Update(s.link)
+		var got Edge
+		if len(rec.edges) > nEdges {
+			got = rec.edges[len(rec.edges)-1]
+		}
+		if got != s.edge || len(rec.edges)-nEdges > 1 {
+			t.Fatalf("%s: edge %v (%d new), want %v", s.name, got, len(rec.edges)-nEdges, s.edge)
+		}
+		if rec.events != s.events {
+			t.Fatalf("%s: %d net events, want %d", s.name, rec.events, s.events)
+		}
+		h := ""
+		if len(rec.health) > nHealth {
+			h = rec.health[len(rec.health)-1]
+		}
+		if h != s.health {
+			t.Fatalf("%s: health %q, want %q", s.name, h, s.health)
+		}
+	}
+	if st := r.Status(); st.UpCount != 4 {
+		t.Fatalf("up_count %d, want 4 (UP and CHANGED edges)", st.UpCount)
+	}
+}
+
+func TestStatusDocument(t *testing.T) {
+	clk := clockwork.NewFakeClock()
+	host := ""
+	r := New(Options{Clock: clk, MAC: "02:00:00:12:ab:cd", ID: "abcd", Hostname: func() string { return host }})
+	get := func() map[string]any {
+		w := httptest.NewRecorder()
+		r.Routes()[0].Handler(w, httptest.NewRequest("GET", "/net/status", nil))
+		var m map[string]any
+		if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := get()
+	if m["up"] != false || m["iface"] != "none" || m["ip"] != "" || m["rssi"] != nil || m["up_s"] != 0.0 || m["hostname"] != "dev-abcd" || m["id"] != "abcd" || m["mac"] != "02:00:00:12:ab:cd" {
+		t.Fatalf("down: %v", m)
+	}
+	for _, k := range []string{"netmask", "gateway", "ip6_ll", "up_count"} {
+		if _, ok := m[k]; !ok {
+			t.Fatalf("%s missing", k)
+		}
+	}
+	r.Update(board.Link{Up: true, Iface: "wifi_sta", IP: "127.0.0.1", RSSI: rssi(-55)})
+	clk.Advance(42 * time.Second)
+	host = "boat"
+	m = get()
+	if m["up"] != true || m["iface"] != "wifi_sta" || m["rssi"] != -55.0 || m["up_s"] != 42.0 || m["hostname"] != "boat" || m["up_count"] != 1.0 {
+		t.Fatalf("up: %v", m)
+	}
+	r.Update(board.Link{Up: true, Iface: "eth", IP: "127.0.0.1", RSSI: rssi(-55)})
+	if m = get(); m["rssi"] != nil || m["up_s"] != 0.0 {
+		t.Fatalf("rssi must be null unless the route is the WiFi station: %v", m)
+	}
+}
+
+func TestCancelStopsNotifications(t *testing.T) {
+	r := New(Options{Clock: clockwork.NewFakeClock()})
+	n := 0
+	cancel := r.Subscribe(func(Edge) { n++ })
+	r.Update(board.Link{Up: true, Iface: "wifi_sta", IP: "127.0.0.1"})
+	cancel()
+	r.Update(board.Link{})
+	if n != 1 {
+		t.Fatalf("%d notifications", n)
+	}
+}
