@@ -32,7 +32,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "devhost")
-	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	// The race detector watches the real device through every black-box flow.
+	out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build devhost: %v\n%s", err, out)
 		os.Exit(1)
@@ -199,6 +200,9 @@ func (d *dev) cleanup() {
 		case <-d.exited:
 		case <-time.After(5 * time.Second):
 		}
+	}
+	if strings.Contains(d.out.String(), "WARNING: DATA RACE") {
+		d.t.Errorf("the device reported a data race")
 	}
 	if d.t.Failed() {
 		d.t.Logf("device output:\n%s", d.out.String())
