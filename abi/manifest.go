@@ -117,7 +117,7 @@ var SpecialRoutes = []Route{{Method: "GET", Path: "/prov"}, {Method: "GET", Path
 var SpecialEvents = []string{"ble"}
 
 // Methods a route may use.
-var Methods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
+var Methods = []string{"GET", "POST", "PUT", "DELETE"}
 
 // ValidID reports whether id is a well-formed plugin id (reserved ids included).
 func ValidID(id string) bool { return lowerName(id, MaxIDLen) }

@@ -68,6 +68,7 @@ const usage = `usage:
   devctl board [--data DIR | --socket PATH] button [--seconds N]
   devctl logs --url http://HOST:PORT [--key KEY] [--follow] [--limit N]
   devctl events --url http://HOST:PORT [--key KEY] [--raw]
+  devctl plugin keygen|pack|sign|install|list|start|stop|remove|keys ... (devctl plugin help)
 `
 
 // usageError is a command line that makes no sense; it exits 2 with the usage text.
@@ -110,6 +111,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.logs(ctx, args[1:])
 	case "events":
 		return a.events(ctx, args[1:])
+	case "plugin":
+		return a.plugin(ctx, args[1:])
 	case "help", "-h", "--help", "-help":
 		return flag.ErrHelp
 	default:

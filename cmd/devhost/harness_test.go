@@ -23,7 +23,7 @@ import (
 // supervisor with a throwaway data directory on a free loopback port) and speak HTTP to it.
 // `kill -9` of the supervisor is a power cut.
 
-var binary string
+var binary, devctl string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "devhost-bin")
@@ -36,6 +36,11 @@ func TestMain(m *testing.M) {
 	out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build devhost: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	devctl = filepath.Join(dir, "devctl")
+	if out, err := exec.Command("go", "build", "-o", devctl, "../devctl").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build devctl: %v\n%s", err, out)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -106,6 +111,7 @@ type dev struct {
 	data   string
 	port   int
 	args   []string
+	env    []string
 	cmd    *exec.Cmd
 	out    *lines
 	base   string
@@ -117,6 +123,8 @@ type dev struct {
 type devOpt func(*dev)
 
 func withArgs(a ...string) devOpt { return func(d *dev) { d.args = append(d.args, a...) } }
+
+func withEnv(kv ...string) devOpt { return func(d *dev) { d.env = append(d.env, kv...) } }
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -150,6 +158,7 @@ func (d *dev) powerOn() {
 	d.t.Helper()
 	d.out = newLines()
 	d.cmd = exec.Command(binary, d.args...)
+	d.cmd.Env = append(os.Environ(), d.env...)
 	d.cmd.Stdout = d.out
 	d.cmd.Stderr = d.out
 	// An app that outlived its supervisor would hold the output pipe; do not wait for it
@@ -271,6 +280,24 @@ func (d *dev) info() map[string]any {
 		d.t.Fatalf("info: %d %s", r.status, r.body)
 	}
 	return r.json(d.t)
+}
+
+// boardGet reads from the simulated board's control channel.
+func (d *dev) boardGet(path string) []byte {
+	d.t.Helper()
+	conn, err := net.Dial("unix", filepath.Join(d.data, "flash", "board.sock"))
+	if err != nil {
+		d.t.Fatalf("board control channel: %v", err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: board\r\nConnection: close\r\n\r\n", path)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		d.t.Fatalf("board control GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b
 }
 
 // boardCtl drives the simulated board's control channel.

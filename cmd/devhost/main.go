@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,6 +34,7 @@ type flags struct {
 	authRequired, debugCrash     bool
 	noWatchdog, noRecovery       bool
 	healthTick                   time.Duration
+	mdnsIfaces                   string
 }
 
 func parse(args []string, stderr io.Writer) (flags, []string, error) {
@@ -51,6 +53,7 @@ func parse(args []string, stderr io.Writer) (flags, []string, error) {
 	fs.BoolVar(&f.debugCrash, "debug-crash", build.On(build.DebugCrash), "HTTPD_DEBUG_CRASH: enable POST /system/crash")
 	fs.BoolVar(&f.noWatchdog, "no-health-watchdog", !build.On(build.HealthWatchdog), "disable the health watchdog policy (conditions still reported)")
 	fs.BoolVar(&f.noRecovery, "no-portal-recovery", !build.On(build.PortalRecovery), "HTTPD_PORTAL_RECOVERY=n: no lost-key power-cycle recovery")
+	fs.StringVar(&f.mdnsIfaces, "mdns-iface", "", "comma-separated interfaces for mDNS discovery of Signal K servers (default: none)")
 	fs.DurationVar(&f.healthTick, "health-tick", 0, "health policy tick (default 10s; for tests of the watchdog)")
 	if err := fs.Parse(args); err != nil {
 		return f, nil, err
@@ -93,6 +96,7 @@ func runApp(ctx context.Context, f flags, h boot.Handoff, stdout, stderr io.Writ
 		Stdout: stdout, Stderr: stderr, Handoff: h,
 		AuthRequired: f.authRequired, DebugCrash: f.debugCrash,
 		HealthWatchdog: !f.noWatchdog, PortalRecovery: !f.noRecovery, HealthTick: f.healthTick,
+		MDNSInterfaces: splitList(f.mdnsIfaces),
 	})
 	if err != nil {
 		// A restart cannot fix a device that cannot boot (a port in use, a broken board
@@ -111,4 +115,14 @@ func runApp(ctx context.Context, f flags, h boot.Handoff, stdout, stderr io.Writ
 	}
 	fmt.Fprintln(stderr, "devhost: hand control back to the supervisor:", err)
 	return 1
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

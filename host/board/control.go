@@ -111,6 +111,7 @@ func removeStaleSocket(path string) error {
 //	POST /net/up      bring the link up on its route
 //	PUT  /net/route   RouteUpdate (a route move while up)
 //	POST /button      {"seconds": N}: a presence event (N defaults to 600)
+//	PUT  /gpio        PinUpdate {"pin": N, "high"?: bool, "fault"?: bool}
 //
 // Every answer is the State document after the change, or the device's JSON error body
 // (400 `validation` for bad input, 404 `not_found`, 405 `method_not_allowed`).
@@ -126,6 +127,7 @@ func (s *Sim) Handler() http.Handler {
 		"/net/up":    {http.MethodPost, func(*http.Request) error { s.SetUp(true); return nil }},
 		"/net/route": {http.MethodPut, s.putRoute},
 		"/button":    {http.MethodPost, s.postButton},
+		"/gpio":      {http.MethodPut, s.putGPIO},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := routes[r.URL.Path]

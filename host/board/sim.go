@@ -37,11 +37,12 @@ type Route struct {
 
 // State is everything the simulated board is: the control channel's GET /state document.
 type State struct {
-	Hardware Hardware `json:"hardware"`
-	ID       string   `json:"id"`
-	Memory   Memory   `json:"memory"`
-	Link     Link     `json:"link"`
-	Route    Route    `json:"route"`
+	Hardware Hardware   `json:"hardware"`
+	ID       string     `json:"id"`
+	Memory   Memory     `json:"memory"`
+	Link     Link       `json:"link"`
+	Route    Route      `json:"route"`
+	GPIO     []PinState `json:"gpio"`
 }
 
 // MemoryUpdate changes the live heap figures; nil members keep their value.
@@ -79,6 +80,8 @@ type Sim struct {
 	up    bool
 	route Route
 	subs  map[*subscriber]struct{}
+
+	gpio gpio
 }
 
 var _ Board = (*Sim)(nil)
@@ -306,7 +309,7 @@ func (s *Sim) stateLocked() State {
 	r.RSSI = cloneInt(r.RSSI)
 	hw := s.hw
 	hw.Features = slices.Clone(s.hw.Features)
-	return State{Hardware: hw, ID: hw.DeviceID(), Memory: s.mem, Link: s.linkLocked(), Route: r}
+	return State{Hardware: hw, ID: hw.DeviceID(), Memory: s.mem, Link: s.linkLocked(), Route: r, GPIO: s.Pins()}
 }
 
 // SetMemory changes the live heap figures and lowers the low-water marks as needed. A value

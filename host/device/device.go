@@ -35,6 +35,7 @@ import (
 	"devhost/host/httpd"
 	"devhost/host/logs"
 	"devhost/host/netroute"
+	"devhost/host/signalk"
 	"devhost/host/store"
 	"devhost/host/system"
 	"devhost/host/ui"
@@ -56,6 +57,9 @@ type Options struct {
 	DebugCrash     bool
 	HealthWatchdog bool
 	PortalRecovery bool
+	// MDNSInterfaces are the interfaces mDNS discovery may use; none means no discovery
+	// (sk.server_host must be set).
+	MDNSInterfaces []string
 	// HealthTick overrides the health policy tick (tests of the watchdog restart only).
 	HealthTick time.Duration
 }
@@ -85,6 +89,7 @@ type Device struct {
 	clock *clock.Clock
 	ui    *ui.UI
 	net   *netroute.Route
+	sk    *signalk.Client
 	rtns  *runtimens.Registry
 	sys   *system.System
 	srv   *httpd.Server
@@ -235,6 +240,17 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 			return ExitShutdown, fmt.Errorf("routes: %w", err)
 		}
 	}
+	g, gctx := errgroup.WithContext(ctx)
+	if err := d.signalK(gctx, g); err != nil {
+		cancel()
+		_ = g.Wait()
+		return ExitShutdown, err
+	}
+	if err := d.plugins(gctx, g); err != nil {
+		cancel()
+		_ = g.Wait()
+		return ExitShutdown, err
+	}
 	cfgLog := d.ring.Logger("config")
 	d.cfg.OnChange(func(ns, key string) {
 		// The key only: a secret's value never reaches the log.
@@ -247,18 +263,21 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 
 	ctl, err := board.Listen(filepath.Join(opts.DataDir, "board.sock"))
 	if err != nil {
+		cancel()
+		_ = g.Wait()
 		return ExitShutdown, fmt.Errorf("board control channel: %w", err)
 	}
 	port := d.cfg.Int("httpd", "port")
 	ln, err := net.Listen("tcp", net.JoinHostPort(opts.Listen, strconv.Itoa(int(port))))
 	if err != nil {
 		ctl.Close()
+		cancel()
+		_ = g.Wait()
 		return ExitShutdown, fmt.Errorf("listen on port %d: %w", port, err)
 	}
 	fmt.Fprintf(opts.Stdout, "devhost: listening on http://%s\n", displayAddr(ln.Addr()))
 	d.log.Info("listening", "addr", ln.Addr().String())
 
-	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return d.srv.Serve(gctx, ln) })
 	g.Go(func() error { d.hlth.Run(gctx); return nil })
 	g.Go(func() error { return d.auth.Run(gctx) })

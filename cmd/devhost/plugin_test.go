@@ -1,0 +1,157 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"devhost/host/plugin/trust"
+	"devhost/host/signalk/sktest"
+	"devhost/plugins"
+)
+
+// The switch-bank plugin end to end: signed and installed with devctl, configured through
+// PUT /config, publishing to the real signalk-server, switched by a PUT from the server side,
+// driving the simulated board's GPIO, refusing with a failure on a pin fault.
+func TestAppPluginEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a Wasm plugin (about 15 s)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	keys := t.TempDir()
+	if _, _, err := trust.LoadOrCreateDevKey(keys); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	wasm := filepath.Join(work, "app.wasm")
+	if err := plugins.Build(ctx, "app", wasm); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(work, "app.devplug")
+	ctl := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, devctl, args...)
+		cmd.Env = append(os.Environ(), "DEVHOST_KEYS="+keys)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("devctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	ctl("plugin", "pack", "--manifest", filepath.Join(plugins.Dir(), "app", "manifest.json"), "--wasm", wasm, "--out", bundle)
+
+	s := sktest.Require(t, sktest.Options{})
+	d := newDev(t, withEnv("DEVHOST_KEYS="+keys))
+	if r := d.call("PUT", "/api/v1/config", fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d}}`, s.Host, s.Port)); r.status != 200 {
+		t.Fatalf("configure: %d %s", r.status, r.body)
+	}
+	eventually := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(45 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not happen", what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	var clientID string
+	eventually("access request", func() bool {
+		tok := d.call("GET", "/api/v1/sk/status", "").json(t)["token"].(map[string]any)
+		clientID, _ = tok["client_id"].(string)
+		return tok["state"] == "REQUESTED"
+	})
+	if _, err := s.WaitRequest(ctx, clientID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Approve(ctx, clientID, "readwrite"); err != nil {
+		t.Fatal(err)
+	}
+	eventually("stream connected", func() bool {
+		ws, _ := d.call("GET", "/api/v1/sk/status", "").json(t)["ws"].(map[string]any)
+		return ws != nil && ws["connected"] == true
+	})
+
+	out := ctl("plugin", "install", "--url", d.base, "--grant-all", bundle)
+	if !strings.Contains(out, "app") {
+		t.Fatalf("install said %q", out)
+	}
+	eventually("plugin running", func() bool {
+		r := d.call("GET", "/api/v1/plugins/app", "")
+		return r.status == 200 && r.json(t)["state"] == "running"
+	})
+	table := `[{\"name\":\"anchor\",\"pin\":4,\"default\":false},{\"name\":\"bilge\",\"pin\":5,\"default\":true}]`
+	if r := d.call("PUT", "/api/v1/config", `{"f_app":{"switches":"`+table+`"}}`); r.status != 200 {
+		t.Fatalf("configure switches: %d %s", r.status, r.body)
+	}
+	isBool := func(want string) func(json.RawMessage) bool {
+		return func(v json.RawMessage) bool { return string(v) == want }
+	}
+	if _, err := s.WaitValue(ctx, "electrical.switches.bilge.state", isBool("true")); err != nil {
+		t.Fatalf("bilge state on the server: %v", err)
+	}
+	if _, err := s.WaitValue(ctx, "electrical.switches.anchor.state", isBool("false")); err != nil {
+		t.Fatalf("anchor state on the server: %v", err)
+	}
+
+	// A PUT from the server's side reaches the plugin through the device and drives the pin.
+	put := func(value string) (int, []byte) {
+		st, body, err := s.Do(ctx, "PUT", "/signalk/v1/api/vessels/self/electrical/switches/anchor/state", s.AdminToken, json.RawMessage(`{"value":`+value+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, body
+	}
+	if st, body := put("true"); st != 202 && st != 200 {
+		t.Fatalf("PUT on the server: %d %s", st, body)
+	}
+	if _, err := s.WaitValue(ctx, "electrical.switches.anchor.state", isBool("true")); err != nil {
+		t.Fatalf("anchor after the PUT: %v", err)
+	}
+	pinHigh := func(pin int) bool {
+		d.t.Helper()
+		var st struct {
+			GPIO []struct {
+				Pin  int  `json:"pin"`
+				High bool `json:"high"`
+			} `json:"gpio"`
+		}
+		b := d.boardGet("/state")
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range st.GPIO {
+			if p.Pin == pin {
+				return p.High
+			}
+		}
+		return false
+	}
+	eventually("pin 4 high", func() bool { return pinHigh(4) })
+	sw := d.call("GET", "/api/v1/app/switches", "")
+	if sw.status != 200 || !strings.Contains(string(sw.body), "anchor") {
+		t.Fatalf("GET /app/switches: %d %s", sw.status, sw.body)
+	}
+
+	// A pin fault: the switch answers failure and the plugin raises its condition.
+	d.boardCtl("PUT", "/gpio", `{"pin":4,"fault":true}`)
+	put("false")
+	eventually("app.pinFault raised", func() bool {
+		for _, c := range d.call("GET", "/api/v1/health", "").json(t)["conditions"].([]any) {
+			if m := c.(map[string]any); m["key"] == "app.pinFault" && m["state"] != "normal" {
+				return true
+			}
+		}
+		return false
+	})
+	if !pinHigh(4) {
+		t.Fatal("a faulted pin changed level")
+	}
+}

@@ -1,0 +1,412 @@
+package mdns
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os/exec"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+
+	"devhost/host/mdns/mdnstest"
+)
+
+// The tests in this file send real multicast, only ever inside a network namespace that
+// mdnstest.Netns creates for them.
+
+type testWriter struct {
+	mu   sync.Mutex
+	t    *testing.T
+	done bool
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimSpace(string(p)))
+	}
+	return len(p), nil
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	w := &testWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func realResponder(t *testing.T, host string) *Responder {
+	t.Helper()
+	r, err := New(Config{Hostname: host, Interfaces: []string{"lo"}, Logger: testLogger(t).With("host", host)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(); err != nil {
+		t.Fatalf("start %s: %v (%s)", host, err, mdnstest.Describe())
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+type browser struct {
+	ch     chan Event
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func browse(t *testing.T, r *Responder, service string) *browser {
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &browser{ch: make(chan Event, 64), cancel: cancel, done: make(chan error, 1)}
+	go func() { b.done <- r.Browse(ctx, service, func(e Event) { b.ch <- e }) }()
+	t.Cleanup(func() {
+		cancel()
+		<-b.done
+	})
+	return b
+}
+
+func (b *browser) wait(t *testing.T, what string, match func(Event) bool) Event {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case e := <-b.ch:
+			if match(e) {
+				return e
+			}
+			t.Logf("while waiting for %s: %+v", what, e)
+		case <-deadline:
+			t.Fatalf("no event: %s", what)
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out: %s", what)
+}
+
+func serviceNamed(r *Responder, typ string) ServiceStatus {
+	for _, s := range r.Services() {
+		if s.Type == typ {
+			return s
+		}
+	}
+	return ServiceStatus{}
+}
+
+// legacyQuery asks one question as a plain DNS client would (from an ephemeral port) and
+// returns the unicast answer.
+func legacyQuery(t *testing.T, name string, typ dnsmessage.Type) message {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	q := message{ID: 4242, Questions: []question{{Name: name, Type: typ}}}
+	b, err := q.pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 9000)
+	for try := 0; try < 5; try++ {
+		if _, err := c.WriteTo(b, groupAddr); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		for {
+			n, _, err := c.ReadFrom(buf)
+			if err != nil {
+				break
+			}
+			m, err := parseMessage(buf[:n])
+			if err == nil && m.ID == q.ID && m.Response && len(m.Answers) > 0 {
+				return m
+			}
+		}
+	}
+	t.Fatalf("no answer to %s %v", name, typ)
+	return message{}
+}
+
+var loopback = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+
+func devTXT(version string) []string {
+	return []string{"v=" + version, "app=devhost", "dev=sim", "target=esp32s3", "id=1a2b", "api=/api/v1", "auth=0"}
+}
+
+func TestNetnsAdvertiseAndBrowse(t *testing.T) {
+	if !mdnstest.Netns(t) {
+		return
+	}
+	dev := realResponder(t, "dev")
+	for _, s := range []Service{
+		{Type: "_http", Proto: "_tcp", Port: 8080, TXT: []string{"path=/"}},
+		{Type: "_dev", Proto: "_tcp", Port: 8080, TXT: devTXT("1.0")},
+	} {
+		if err := dev.Register(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	viewer := realResponder(t, "viewer")
+	b := browse(t, viewer, "_dev._tcp")
+
+	e := b.wait(t, "dev added", func(e Event) bool { return e.Type == Added })
+	want := Event{Type: Added, Instance: "dev", Service: "_dev._tcp", Host: "dev.local", Port: 8080, Addrs: loopback, TXT: ParseTXT(devTXT("1.0"))}
+	if !reflect.DeepEqual(e, want) {
+		t.Fatalf("added %+v\nwant %+v", e, want)
+	}
+
+	// The plumbing answers for the host name.
+	a := legacyQuery(t, "dev.local.", dnsmessage.TypeA)
+	if a.Answers[0].Type != dnsmessage.TypeA || a.Answers[0].Addr != loopback[0] {
+		t.Fatalf("A answer %+v", a.Answers)
+	}
+	// And this package answers a legacy DNS-SD question.
+	p := legacyQuery(t, "_http._tcp.local.", dnsmessage.TypePTR)
+	if p.Answers[0].Target != "dev._http._tcp.local." || p.Answers[0].TTL > ttlLegacy {
+		t.Fatalf("PTR answer %+v", p.Answers)
+	}
+
+	if err := dev.UpdateTXT("", "_dev", "_tcp", devTXT("1.1")); err != nil {
+		t.Fatal(err)
+	}
+	b.wait(t, "TXT updated", func(e Event) bool { return e.Type == Updated && e.TXT["v"] == "1.1" })
+
+	// A second registration of the same instance elsewhere is renamed after its probe is
+	// answered.
+	if err := viewer.Register(Service{Instance: "dev", Type: "_dev", Proto: "_tcp", Port: 9999}); err != nil {
+		t.Fatal(err)
+	}
+	e = b.wait(t, "renamed instance added", func(e Event) bool { return e.Type == Added })
+	if e.Instance != "dev (2)" || e.Port != 9999 || e.Host != "viewer.local" {
+		t.Fatalf("renamed %+v", e)
+	}
+	if s := serviceNamed(viewer, "_dev"); s.Instance != "dev (2)" || s.Registered != "dev" {
+		t.Fatalf("viewer's service %+v", s)
+	}
+
+	if err := dev.Unregister("", "_dev", "_tcp"); err != nil {
+		t.Fatal(err)
+	}
+	e = b.wait(t, "dev removed", func(e Event) bool { return e.Type == Removed })
+	if e.Instance != "dev" {
+		t.Fatalf("removed %+v", e)
+	}
+	if err := viewer.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A responder finds its own services too.
+	b2 := browse(t, dev, "_http._tcp")
+	b2.wait(t, "own _http service", func(e Event) bool { return e.Type == Added && e.Instance == "dev" })
+}
+
+// zcPeer is a python3-zeroconf process.
+type zcPeer struct {
+	t     *testing.T
+	stdin io.WriteCloser
+	lines chan map[string]any
+}
+
+func startPeer(t *testing.T, python string, args ...string) *zcPeer {
+	t.Helper()
+	cmd := exec.Command(python, append([]string{"testdata/zeroconf_peer.py"}, args...)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &testWriter{t: t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &zcPeer{t: t, stdin: stdin, lines: make(chan map[string]any, 64)}
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				m = map[string]any{"event": "unparsed", "line": sc.Text()}
+			}
+			p.lines <- m
+		}
+	}()
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	return p
+}
+
+func (p *zcPeer) wait(event string) map[string]any {
+	p.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case m, ok := <-p.lines:
+			if !ok {
+				p.t.Fatalf("zeroconf peer ended while waiting for %q", event)
+			}
+			if m["event"] == event {
+				return m
+			}
+			p.t.Logf("zeroconf peer: %v", m)
+		case <-deadline:
+			p.t.Fatalf("zeroconf peer: no %q", event)
+		}
+	}
+}
+
+func (p *zcPeer) stop() {
+	_, _ = io.WriteString(p.stdin, "stop\n")
+}
+
+func TestNetnsInteropZeroconf(t *testing.T) {
+	if !mdnstest.Netns(t) {
+		return
+	}
+	python := mdnstest.Python(t)
+
+	t.Run("zeroconf browses ours", func(t *testing.T) {
+		pb := startPeer(t, python, "browse", "_dev._tcp")
+		pb.wait("browsing")
+		dev := realResponder(t, "dev")
+		if err := dev.Register(Service{Type: "_dev", Proto: "_tcp", Port: 8080, TXT: devTXT("1.0")}); err != nil {
+			t.Fatal(err)
+		}
+		m := pb.wait("added")
+		if m["name"] != "dev._dev._tcp.local." || m["server"] != "dev.local." || m["port"] != float64(8080) ||
+			!reflect.DeepEqual(m["addresses"], []any{"127.0.0.1"}) {
+			t.Fatalf("zeroconf resolved %v", m)
+		}
+		txt := map[string]string{}
+		for k, v := range m["txt"].(map[string]any) {
+			txt[k], _ = v.(string)
+		}
+		if !reflect.DeepEqual(txt, ParseTXT(devTXT("1.0"))) {
+			t.Fatalf("zeroconf TXT %v", txt)
+		}
+		if err := dev.Unregister("", "_dev", "_tcp"); err != nil {
+			t.Fatal(err)
+		}
+		if m := pb.wait("removed"); m["name"] != "dev._dev._tcp.local." {
+			t.Fatalf("removed %v", m)
+		}
+		pb.stop()
+	})
+
+	t.Run("ours browses zeroconf", func(t *testing.T) {
+		viewer := realResponder(t, "viewer")
+		b := browse(t, viewer, "_signalk-http._tcp")
+		pr := startPeer(t, python, "register", "_signalk-http._tcp", "boat", "3000", "pi", "127.0.0.1",
+			"txtvers=1", "swname=signalk-server", "swvers=2.32.0", "roles=master, main", "self=urn:mrn:signalk:uuid:1")
+		pr.wait("registered")
+		e := b.wait(t, "boat added", func(e Event) bool { return e.Type == Added })
+		want := Event{Type: Added, Instance: "boat", Service: "_signalk-http._tcp", Host: "pi.local", Port: 3000, Addrs: loopback,
+			TXT: map[string]string{"txtvers": "1", "swname": "signalk-server", "swvers": "2.32.0", "roles": "master, main", "self": "urn:mrn:signalk:uuid:1"}}
+		if !reflect.DeepEqual(e, want) {
+			t.Fatalf("added %+v\nwant %+v", e, want)
+		}
+		pr.stop()
+		pr.wait("unregistered")
+		b.wait(t, "boat removed by its goodbye", func(e Event) bool { return e.Type == Removed && e.Instance == "boat" })
+	})
+
+	t.Run("zeroconf defends its instance name", func(t *testing.T) {
+		pr := startPeer(t, python, "register", "_dev._tcp", "dev", "7000", "other", "127.0.0.1", "v=9")
+		pr.wait("registered")
+		dev := realResponder(t, "dev")
+		if err := dev.Register(Service{Type: "_dev", Proto: "_tcp", Port: 8080, TXT: devTXT("1.0")}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "renamed and announced", func() bool {
+			s := serviceNamed(dev, "_dev")
+			return s.Instance == "dev (2)" && s.State == "announced"
+		})
+		b := browse(t, dev, "_dev._tcp")
+		seen := map[string]int{}
+		for len(seen) < 2 {
+			e := b.wait(t, "both instances", func(e Event) bool { return e.Type == Added })
+			seen[e.Instance] = e.Port
+		}
+		if !reflect.DeepEqual(seen, map[string]int{"dev": 7000, "dev (2)": 8080}) {
+			t.Fatalf("instances %v", seen)
+		}
+		pr.stop()
+	})
+
+	t.Run("host name taken by another address", func(t *testing.T) {
+		dev := realResponder(t, "dev")
+		waitFor(t, "dev announced", func() bool { return dev.Hostname() == "dev" && dev.hostAnnounced() })
+		pr := startPeer(t, python, "register", "_ssh._tcp", "other", "22", "dev", "127.0.0.2")
+		pr.wait("registered")
+		waitFor(t, "host renamed", func() bool { return dev.Hostname() == "dev-2" && dev.hostAnnounced() })
+		a := legacyQuery(t, "dev-2.local.", dnsmessage.TypeA)
+		if a.Answers[0].Addr != loopback[0] {
+			t.Fatalf("A answer for the new name %+v", a.Answers)
+		}
+		pr.stop()
+	})
+}
+
+// TestNetnsGoodbyeOnClose checks that Close sends goodbyes another host acts on.
+func TestNetnsGoodbyeOnClose(t *testing.T) {
+	if !mdnstest.Netns(t) {
+		return
+	}
+	dev := realResponder(t, "dev")
+	if err := dev.RegisterApp(Service{Instance: "logger", Type: "_nmea-0183", Proto: "_udp", Port: 10110}); err != nil {
+		t.Fatal(err)
+	}
+	viewer := realResponder(t, "viewer")
+	b := browse(t, viewer, "_nmea-0183._udp")
+	b.wait(t, "added", func(e Event) bool { return e.Type == Added && e.Instance == "logger" && e.Port == 10110 })
+	start := time.Now()
+	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b.wait(t, "removed", func(e Event) bool { return e.Type == Removed && e.Instance == "logger" })
+	// Removed after the one-second grace, long before the records' TTL.
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("removal took %v", d)
+	}
+}
+
+func (r *Responder) hostAnnounced() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.host.state == stateAnnounced
+}

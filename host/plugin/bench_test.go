@@ -1,0 +1,436 @@
+package plugin
+
+import (
+	"bufio"
+	"context"
+	"crypto/rsa"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"devhost/abi"
+	"devhost/host/httpd"
+)
+
+// The benchmarks drive one plugin instance directly (no supervisor goroutine in between), so
+// they measure the crossing itself: encoding, the export call, the plugin's decoding and its
+// host calls.
+
+type direct struct {
+	m *Manager
+	p *plugin
+	s *session
+}
+
+func startDirect(b *testing.B, m *Manager, man abi.Manifest, module []byte) *direct {
+	b.Helper()
+	p := m.newPlugin(record{ID: man.ID, Wanted: WantRunning, Granted: capStrings(man.Capabilities)})
+	p.man = man
+	cp, key, err := m.eng.acquire(context.Background(), module)
+	if err != nil {
+		b.Fatal(err)
+	}
+	inst, err := m.eng.instantiate(context.Background(), cp, p.extismLog, m.wallTime)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := newSession(p, inst, p.inbox.open(), p.rec.Granted)
+	p.sess = s
+	if err := p.init(context.Background(), s); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		inst.close()
+		s.end()
+		p.inbox.close()
+		m.eng.release(key)
+	})
+	return &direct{m: m, p: p, s: s}
+}
+
+func (d *direct) deliver(b *testing.B) {
+	if err := d.p.deliver(context.Background(), d.s); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// countingSK counts values without keeping them.
+type countingSK struct {
+	fakeSK
+	n atomic.Int64
+}
+
+func (c *countingSK) Publish(vs ...SKValue) error { c.n.Add(int64(len(vs))); return nil }
+
+func benchManager(b *testing.B, sk SignalK) *Manager {
+	b.Helper()
+	m, err := New(Options{Dir: b.TempDir(), CacheDir: sharedCache, SignalK: sk,
+		TrustedKeys: []*rsa.PublicKey{&loadKey(b, "publisher").PublicKey}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
+// BenchmarkDeliver is host→plugin event delivery per value: deltas queued for a subscribed
+// plugin, one value per call ("single") or 100 values per call ("batch100").
+func BenchmarkDeliver(b *testing.B) {
+	for _, per := range []int{1, 100} {
+		name := "single"
+		if per > 1 {
+			name = "batch" + strconv.Itoa(per)
+		}
+		b.Run(name, func(b *testing.B) {
+			m := benchManager(b, newFakeSK())
+			d := startDirect(b, m, manifest("good", abi.CapSKSubscribe), testModule(b))
+			rec := abi.AppendValue(nil, "environment.wind.speedApparent", abi.Number(7.5))
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				k := min(per, b.N-done)
+				for j := 0; j < k; j++ {
+					d.p.inbox.push(d.s.gen, queued{kind: abi.EvDelta, payload: append([]byte(nil), rec...), n: 1})
+				}
+				d.deliver(b)
+				done += k
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/value")
+		})
+	}
+}
+
+// BenchmarkPublish is plugin→host publishing per value, with the SDK's bench plugin: one
+// request makes it publish n values within one call (the SDK sends them in one sk_publish).
+// "single" is one value per call, "batch100" 100 values per call.
+//
+// "nolimit" is the same with code compiled without wazero's termination checks (a
+// comparison only: the host always compiles with them, or a runaway plugin could never be
+// stopped).
+func BenchmarkPublish(b *testing.B) {
+	mod, man := guestModule(b, "bench")
+	for _, c := range []struct {
+		n       int
+		nolimit bool
+	}{{1, false}, {100, false}, {100, true}} {
+		name := "single"
+		if c.n > 1 {
+			name = "batch" + strconv.Itoa(c.n)
+		}
+		if c.nolimit {
+			name += "-nolimit"
+		}
+		n := c.n
+		b.Run(name, func(b *testing.B) {
+			sk := &countingSK{fakeSK: *newFakeSK()}
+			m := benchManager(b, sk)
+			if c.nolimit {
+				m.eng = unboundedEngine(b)
+			}
+			d := startDirect(b, m, man, mod)
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				k := min(n, b.N-done)
+				req := &httpReq{id: d.p.nextHTTP.Add(1), reply: make(chan abi.HTTPResponse, 1)}
+				payload := abi.AppendHTTPRequest(nil, abi.HTTPRequest{ID: req.id, Method: "GET", Route: "/bench/publish",
+					Path: "/bench/publish", Query: "n=" + strconv.Itoa(k)})
+				d.p.inbox.push(d.s.gen, queued{kind: abi.EvHTTP, payload: payload, http: req})
+				d.deliver(b)
+				if r := <-req.reply; r.Status != 200 {
+					b.Fatalf("bench answered %d %s", r.Status, r.Body)
+				}
+				done += k
+			}
+			if sk.n.Load() != int64(b.N) {
+				b.Fatalf("published %d, want %d", sk.n.Load(), b.N)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/value")
+		})
+	}
+}
+
+// unboundedEngine compiles without termination checks, into a cache of its own.
+func unboundedEngine(b *testing.B) *engine {
+	e, err := newEngine(filepath.Join(tmpRoot, "cache-unbounded"), DefaultMemoryPages, hostFunctions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.unbounded = true
+	return e
+}
+
+// BenchmarkABIBytes is bytes per second through the ABI into the plugin: batches of 64 KiB
+// string values.
+func BenchmarkABIBytes(b *testing.B) {
+	m := benchManager(b, newFakeSK())
+	d := startDirect(b, m, manifest("good", abi.CapSKSubscribe), testModule(b))
+	rec := abi.AppendValue(nil, "environment.text", abi.String(strings.Repeat("x", 4000)))
+	const per = 16
+	b.SetBytes(int64(len(rec) * per))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < per; j++ {
+			d.p.inbox.push(d.s.gen, queued{kind: abi.EvDelta, payload: append([]byte(nil), rec...), n: 1})
+		}
+		d.deliver(b)
+	}
+}
+
+// BenchmarkStart is a plugin start: compile (cold: an empty cache) or load compiled code
+// (warm), instantiate, run _initialize and dev_init.
+func BenchmarkStart(b *testing.B) {
+	mod := testModule(b)
+	for _, warm := range []bool{false, true} {
+		name := "cold"
+		if warm {
+			name = "warm"
+		}
+		b.Run(name, func(b *testing.B) {
+			warmDir := b.TempDir()
+			if warm {
+				m, err := New(Options{Dir: b.TempDir(), CacheDir: warmDir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				cp, key, err := m.eng.acquire(context.Background(), mod)
+				if err != nil || cp == nil {
+					b.Fatal(err)
+				}
+				m.eng.release(key)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				cache := warmDir
+				if !warm {
+					cache = b.TempDir()
+				}
+				m, err := New(Options{Dir: b.TempDir(), CacheDir: cache})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				startDirect(b, m, manifest("good"), mod)
+			}
+		})
+	}
+}
+
+// rssBytes reads the process's resident set.
+func rssBytes(b *testing.B) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Skip("no /proc: RSS not measurable here")
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	b.Skip("VmRSS not found")
+	return 0
+}
+
+// withCustomSection makes a distinct module (a different hash, so separately compiled code)
+// by appending a custom section.
+func withCustomSection(mod []byte, tag string) []byte {
+	payload := append([]byte{byte(len("devhost.bench"))}, "devhost.bench"+tag...)
+	out := append([]byte(nil), mod...)
+	out = append(out, 0)
+	out = appendLEB(out, uint32(len(payload)))
+	return append(out, payload...)
+}
+
+func appendLEB(b []byte, v uint32) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if v != 0 {
+			c |= 0x80
+		}
+		b = append(b, c)
+		if v == 0 {
+			return b
+		}
+	}
+}
+
+// BenchmarkRSSPerPlugin is the resident memory each further running plugin adds, for
+// plugins built from distinct modules (each with its own compiled code) and from one module.
+func BenchmarkRSSPerPlugin(b *testing.B) {
+	mod := testModule(b)
+	for _, distinct := range []bool{true, false} {
+		name := "same-module"
+		if distinct {
+			name = "distinct-modules"
+		}
+		b.Run(name, func(b *testing.B) {
+			const n = 8
+			m := benchManager(b, newFakeSK())
+			// Warm the compilation cache for every module first: the figure is the running
+			// cost, not the compiler's.
+			mods := make([][]byte, n+1)
+			for i := range mods {
+				mods[i] = mod
+				if distinct {
+					mods[i] = withCustomSection(mod, strconv.Itoa(i))
+				}
+				cp, key, err := m.eng.acquire(context.Background(), mods[i])
+				if err != nil || cp == nil {
+					b.Fatal(err)
+				}
+				m.eng.release(key)
+			}
+			var per float64
+			for i := 0; i < b.N; i++ {
+				startDirect(b, m, manifest("p0"), mods[0]) // the first plugin pays the shared runtime
+				runtime.GC()
+				before := rssBytes(b)
+				for j := 1; j <= n; j++ {
+					startDirect(b, m, manifest(fmt.Sprintf("p%d", j)), mods[j])
+				}
+				runtime.GC()
+				per = float64(rssBytes(b)-before) / n
+			}
+			b.ReportMetric(per/(1<<20), "MiB/plugin")
+		})
+	}
+}
+
+// BenchmarkRawWazero is the anchor: the same module on bare wazero, one dev_event call with
+// an empty batch (event_read answers 0), beside the host's cost for the same call.
+func BenchmarkRawWazero(b *testing.B) {
+	mod := testModule(b)
+	b.Run("wazero", func(b *testing.B) {
+		ctx := context.Background()
+		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(mustCache(b)))
+		defer rt.Close(ctx)
+		wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+		hb := rt.NewHostModuleBuilder(abi.Module)
+		for name, sig := range abi.Signatures {
+			ps := make([]api.ValueType, len(sig.Params))
+			for i, p := range sig.Params {
+				ps[i] = api.ValueType(p)
+			}
+			hb.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, st []uint64) {
+				st[0] = 0
+			}), ps, []api.ValueType{api.ValueTypeI32}).Export(name)
+		}
+		if _, err := hb.Instantiate(ctx); err != nil {
+			b.Fatal(err)
+		}
+		inst, err := rt.InstantiateWithConfig(ctx, mod, wazero.NewModuleConfig().WithStartFunctions("_initialize"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		fn := inst.ExportedFunction(abi.ExportEvent)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err := fn.Call(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("host", func(b *testing.B) {
+		m := benchManager(b, newFakeSK())
+		d := startDirect(b, m, manifest("good"), mod)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err := d.s.call(context.Background(), abi.ExportEvent, nil, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func mustCache(b *testing.B) wazero.CompilationCache {
+	c, err := wazero.NewCompilationCacheWithDir(filepath.Join(tmpRoot, "raw-cache"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// BenchmarkHTTPWhileSpinning is the host's own HTTP throughput (GET /plugins) with no plugin
+// busy and while a plugin spins into its time limit again and again.
+func BenchmarkHTTPWhileSpinning(b *testing.B) {
+	for _, spin := range []bool{false, true} {
+		name := "idle"
+		if spin {
+			name = "spinning"
+		}
+		b.Run(name, func(b *testing.B) {
+			srv := httpd.New(httpd.Options{})
+			m, err := New(Options{Dir: b.TempDir(), CacheDir: sharedCache, Router: srv,
+				TrustedKeys: []*rsa.PublicKey{&loadKey(b, "publisher").PublicKey},
+				CallTimeout: 100 * time.Millisecond, BackoffMin: time.Millisecond, BackoffMax: time.Millisecond,
+				MaxFailures: 1 << 30})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := srv.HandleAll(m.Routes()); err != nil {
+				b.Fatal(err)
+			}
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = m.Run(ctx) }()
+			defer func() { cancel(); wg.Wait() }()
+			if spin {
+				if _, err := m.Install(pack(b, manifest("spin", abi.CapHTTP), loadKey(b, "publisher")), nil); err != nil {
+					b.Fatal(err)
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for ctx.Err() == nil {
+						if resp, err := ts.Client().Get(ts.URL + "/api/v1/spin/x"); err == nil {
+							resp.Body.Close()
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}()
+				deadline := time.Now().Add(30 * time.Second)
+				for {
+					st, _ := m.Status("spin")
+					if st.Restarts > 0 || time.Now().After(deadline) {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			client := ts.Client()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					resp, err := client.Get(ts.URL + "/api/v1/plugins")
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						b.Errorf("GET /plugins: %d", resp.StatusCode)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+		})
+	}
+}

@@ -1,0 +1,88 @@
+// Package plugin is the device's plugin host: it installs signed plugin bundles (verified
+// against the trust store before anything is stored), keeps them in the `plugins` partition,
+// loads them at boot in the background, runs each in its own sandboxed extism/wazero instance
+// with a memory cap and a time limit per call, restarts failing plugins with backoff and
+// disables them after repeated failures, implements the host side of the ABI (package abi,
+// abi/ABI.md) against the device's capabilities through the interfaces in deps.go, and
+// serves the REST API under /api/v1/plugins. devctl's `plugin` commands are its client.
+//
+// REST (all protected; bodies JSON, errors the spec's {error} body):
+//
+//	GET    /plugins                     {plugins: [Status...]}
+//	POST   /plugins                     install {url} or {upload}, optional {grant: [cap...]}
+//	GET    /plugins/<id>                Status
+//	POST   /plugins/<id>/start|stop     Status after the supervisor reacted
+//	DELETE /plugins/<id>[?purge=true]   also {purge: true}; purge erases its configuration
+//	GET    /plugins/keys                {keys: [Key...]}       (the trust store)
+//	POST   /plugins/keys                {pem}                  201 added, 200 already trusted
+//	GET    /plugins/keys/<kid>, DELETE /plugins/keys/<kid>
+//	GET    /plugins/uploads             uploads in progress
+//	POST   /plugins/uploads             {size} opens a chunked upload; {url} has the device
+//	                                    download and verify the bundle (201 with what it asks)
+//	PUT    /plugins/uploads/<uid>       {offset, data: base64} one chunk
+//	GET    /plugins/uploads/<uid>       progress, to resume
+//	POST   /plugins/uploads/<uid>       verify a complete upload and show what it asks for
+//	DELETE /plugins/uploads/<uid>       abort
+//
+// Choices where the spec is silent:
+//   - httprouter v1.3 cannot hold /plugins/keys beside /plugins/:id, so the :id routes
+//     answer both and dispatch on the segment; `keys`, `uploads` (and `test`) are reserved
+//     plugin ids (abi.ReservedIDs).
+//   - Installing: the body names exactly one of url (http or https, at most 16 MiB, 20 s) and
+//     upload. grant absent grants every capability the manifest asks for; present, it must be
+//     a subset (400 validation, path "grant"). The answer (201 new, 200 replaced) lists what
+//     was asked and granted. A refused bundle (unsigned, unknown key, bad signature, malformed,
+//     another ABI) is 400 validation with the reason in the message and nothing is stored; a
+//     bundle over the cap is 413. Installing an installed id replaces it: the old instance is
+//     stopped first, its configuration and its namespace registration are kept. A route
+//     another installed plugin serves (/prov, /ble/status) is 409 conflict.
+//   - Uploads respect the 16 KiB request limit: a chunk carries at most MaxChunk (12000)
+//     bytes, sent in order (a chunk at another offset is 409 conflict; GET tells where to
+//     resume). At most 2 uploads are open; one idle for 10 minutes is discarded. An upload
+//     lives in the partition's .uploads (emptied at boot) and is discarded once installed or
+//     refused. Committing is optional: POST /plugins {upload} verifies too.
+//   - States: loading → running; a failure → failed, restarted after 1 s, 2 s, 4 s ... at most
+//     60 s; 5 failures in a row → disabled, kept across reboots with the reason, until an
+//     operator starts it (which resets the count). Running 60 s resets the count. Failures
+//     no restart can cure (bundle unreadable or no longer trusted, a module that does not
+//     compile or link, a route the server refuses) disable at once. Stop is kept across
+//     reboots. Trusting changes only at a load: a plugin whose key was removed runs on until
+//     its next start, then is disabled.
+//   - Health: one shared condition, `plugins` (the table has 12 slots): warn while a plugin
+//     is failed and waiting for its restart, alarm while one is disabled by failures, normal
+//     otherwise; the message names each one with its last error. It never carries the reboot
+//     flag. Conditions plugins report themselves are `<id>.<name>` (2 names per plugin).
+//   - SSE: `plugins` carries the GET /plugins document at every change of state, wanted state,
+//     installation or removal (not at every call counted). Snapshot is the on-connect callback
+//     for the hub: that document plus every event a plugin published with retain.
+//   - Status: memory is the bytes of the instance's linear memories (the plugin's and extism's
+//     kernel); calls counts export calls; errors counts failures, malformed host calls and
+//     dev_event answering non-zero; denied counts permission refusals; dropped counts events
+//     lost to a full queue (4 MiB per plugin). last_error stays after a recovery.
+//   - Sandbox: each plugin runs in its own wazero runtime (through extism), capped at
+//     MemoryPages per linear memory (default 512 pages, 32 MiB; the reservation is address
+//     space, only touched pages cost RAM), CallTimeout per call (default 1 s, enforced by
+//     wazero's termination checks, which close the instance). WASI gives no filesystem, no
+//     stdout or stderr, crypto random bytes, a monotonic clock at the real pace, the device's
+//     wall clock, and a sleep that returns at once, so a plugin cannot block: one that tries
+//     to sleep spins into its time limit. extism's own HTTP and variables are off.
+//   - Calls into one plugin are serialised on its worker goroutine; events are queued in its
+//     inbox and delivered in batches of at most 1 MiB, consecutive deltas merged. A stop
+//     between calls is orderly (the stop record, host functions working); a stop during a call
+//     cuts it off at once and every later host call answers plugin stopped.
+//   - Plugin routes exist while the plugin runs (404 otherwise); a request waits for the
+//     plugin's answer at most 30 s; unanswered in its call it is 500, while the plugin stops
+//     503. A deferred inbound PUT fails (502) after 30 s; unanswered ones fail at once.
+//   - A restarted instance registering the namespace it registered before changes nothing
+//     (same ETag); a different descriptor replaces it, and a refused replacement leaves the
+//     previous one registered. Remove unregisters; purge erases the stored values.
+//   - Compiled code is cached in the partition's .cache (wazero's compilation cache), so a
+//     reboot loads instead of compiling. Note: wazero v1.12.0's cache key ignores the
+//     termination checks, so that directory must never be shared with a runtime compiled
+//     without them. Plugins built from the same module share one compiled copy.
+//   - The hot call path reaches the plugin's module inside extism's instance by reflection on
+//     go-sdk v1.7.1's unexported field (extism looks every export up again on each call,
+//     which costs more than the call); a go-sdk without that field fails the first start.
+//   - The partition is separate from `nvs`: a factory reset erases plugin configuration, not
+//     installed bundles or publisher keys, unless the device erases the partition too.
+package plugin

@@ -1,0 +1,166 @@
+package plugin
+
+import (
+	"sync"
+
+	"devhost/abi"
+)
+
+// MaxQueued bounds the bytes of events waiting for one plugin. Beyond it, new deltas, CAN
+// frames and BLE adverts are dropped (and counted), HTTP requests answered 503 and inbound
+// PUTs answered failure, so a stuck plugin cannot make the host grow without bound.
+const MaxQueued = 4 << 20
+
+// queued is one pending event for a plugin.
+type queued struct {
+	kind    abi.EventKind
+	payload []byte
+	http    *httpReq // EvHTTP
+	put     *putReq  // EvPut
+	timer   uint32   // EvTimer
+	n       int      // EvDelta: value records in payload
+}
+
+// inbox holds what is waiting for a plugin's next batch. Producers are the host's other
+// goroutines (Signal K, timers, the board, HTTP handlers); the consumer is the plugin's worker.
+// Every event belongs to one instance generation: events of an instance already discarded
+// are dropped at the door.
+type inbox struct {
+	mu       sync.Mutex
+	gen      uint64
+	q        []queued
+	bytes    int
+	config   bool            // the namespace's values changed since the last batch
+	timers   map[uint32]bool // timer ids with a firing queued
+	dropped  uint64
+	kick     chan struct{}
+	accepted bool // an instance is running and takes events
+}
+
+func newInbox() *inbox {
+	return &inbox{kick: make(chan struct{}, 1), timers: map[uint32]bool{}}
+}
+
+func (b *inbox) signal() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+// open starts a new generation and returns it; close ends it, handing back what was queued.
+func (b *inbox) open() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.gen++
+	b.accepted = true
+	return b.gen
+}
+
+func (b *inbox) close() []queued {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.accepted = false
+	q := b.q
+	b.q, b.bytes, b.config = nil, 0, false
+	b.timers = map[uint32]bool{}
+	return q
+}
+
+// push queues an event for generation gen. It reports false when the event was not taken
+// (wrong generation, no instance, or the inbox full).
+func (b *inbox) push(gen uint64, e queued) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.accepted || gen != b.gen {
+		return false
+	}
+	if b.bytes+len(e.payload) > MaxQueued {
+		b.dropped++
+		return false
+	}
+	if e.kind == abi.EvTimer {
+		if b.timers[e.timer] {
+			return true // a periodic timer whose last firing is still queued
+		}
+		b.timers[e.timer] = true
+	}
+	// Consecutive deltas share one record: fewer headers, one decode in the plugin.
+	if e.kind == abi.EvDelta && len(b.q) > 0 {
+		last := &b.q[len(b.q)-1]
+		if last.kind == abi.EvDelta && last.n+e.n <= abi.MaxValuesPerCall && len(last.payload)+len(e.payload) <= abi.MaxEventBatch/4 {
+			last.payload = append(last.payload, e.payload...)
+			last.n += e.n
+			b.bytes += len(e.payload)
+			b.signal()
+			return true
+		}
+	}
+	b.q = append(b.q, e)
+	b.bytes += len(e.payload)
+	b.signal()
+	return true
+}
+
+// markConfig notes that the namespace's values changed.
+func (b *inbox) markConfig(gen uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.accepted && gen == b.gen {
+		b.config = true
+		b.signal()
+	}
+}
+
+// dropTimer forgets a queued firing of a cancelled timer.
+func (b *inbox) dropTimer(id uint32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.timers[id] {
+		return
+	}
+	delete(b.timers, id)
+	for i, e := range b.q {
+		if e.kind == abi.EvTimer && e.timer == id {
+			b.bytes -= len(e.payload)
+			b.q = append(b.q[:i:i], b.q[i+1:]...)
+			return
+		}
+	}
+}
+
+// take removes the events of the next batch: as many as fit MaxEventBatch (at least one),
+// in order. config reports a pending configuration change, which the caller appends.
+func (b *inbox) take() (evs []queued, config bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	size := 0
+	n := 0
+	for n < len(b.q) {
+		sz := abi.EventHeader + len(b.q[n].payload)
+		if n > 0 && size+sz > abi.MaxEventBatch-64<<10 {
+			break
+		}
+		size += sz
+		n++
+	}
+	evs = append([]queued(nil), b.q[:n]...)
+	b.q = append(b.q[:0:0], b.q[n:]...)
+	for _, e := range evs {
+		b.bytes -= len(e.payload)
+		if e.kind == abi.EvTimer {
+			delete(b.timers, e.timer)
+		}
+	}
+	config, b.config = b.config, false
+	if len(b.q) > 0 {
+		b.signal()
+	}
+	return evs, config
+}
+
+func (b *inbox) droppedCount() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.dropped
+}

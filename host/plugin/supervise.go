@@ -1,0 +1,441 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/jonboulle/clockwork"
+
+	"devhost/abi"
+	"devhost/host/api"
+)
+
+// supervise is the plugin's life: load and run an instance while it should run, restart it
+// with backoff after a failure, disable it after too many, idle while stopped or disabled.
+// It returns when ctx ends or the plugin is shut down for a replacement or removal.
+func (p *plugin) supervise(ctx context.Context) {
+	p.mu.Lock()
+	exited := p.exited
+	p.mu.Unlock()
+	defer close(exited)
+	var retry clockwork.Timer
+	stopRetry := func() {
+		if retry != nil {
+			retry.Stop()
+			retry = nil
+		}
+	}
+	defer stopRetry()
+	for {
+		w, halted := p.wanted()
+		if halted {
+			p.drainCommands()
+			return
+		}
+		if w == WantRunning && retry == nil {
+			cmd, err := p.runOnce(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				retry = p.failed(err)
+			}
+			if cmd != nil {
+				if cmd.start {
+					stopRetry()
+				}
+				if w, _ := p.wanted(); w != WantRunning {
+					p.idle(w)
+				}
+				close(cmd.done)
+			}
+			continue
+		}
+		p.idle(w)
+		var retryC <-chan time.Time
+		if retry != nil {
+			retryC = retry.Chan()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-retryC:
+			retry = nil
+			p.restarts.Add(1)
+		case cmd := <-p.ctl:
+			if w, _ := p.wanted(); cmd.start || w != WantRunning {
+				stopRetry()
+				if w != WantRunning {
+					p.idle(w)
+				}
+			}
+			close(cmd.done)
+		}
+	}
+}
+
+func (p *plugin) drainCommands() {
+	for {
+		select {
+		case cmd := <-p.ctl:
+			close(cmd.done)
+		default:
+			return
+		}
+	}
+}
+
+// idle shows the state of a plugin that is not running.
+func (p *plugin) idle(w Wanted) {
+	p.mu.Lock()
+	st := p.state
+	want := st
+	switch w {
+	case WantStopped:
+		want = StateStopped
+	case WantDisabled:
+		want = StateDisabled
+	}
+	p.mu.Unlock()
+	if want != st {
+		p.setState(want, "")
+	}
+}
+
+// failed applies the restart policy after a failure and returns the timer of the restart, nil
+// when the plugin is disabled. The timer exists before the state is shown, so whoever sees
+// "failed" can count on the restart being scheduled.
+func (p *plugin) failed(err error) clockwork.Timer {
+	p.errs.Add(1)
+	p.log.Error("plugin failed", "err", err)
+	p.mu.Lock()
+	p.failures++
+	n := p.failures
+	p.mu.Unlock()
+	if isPermanent(err) || n >= p.m.opts.MaxFailures {
+		reason := err.Error()
+		if !isPermanent(err) {
+			reason = fmt.Sprintf("%d failures in a row, last: %s", n, err)
+		}
+		p.disable(reason)
+		return nil
+	}
+	d := backoff(p.m.opts.BackoffMin, p.m.opts.BackoffMax, n)
+	t := p.m.clk.NewTimer(d)
+	p.mu.Lock()
+	p.nextRetry = p.m.clk.Now().Add(d)
+	p.mu.Unlock()
+	p.setState(StateFailed, err.Error())
+	return t
+}
+
+// backoff is the delay before the restart that follows the n-th consecutive failure.
+func backoff(lo, hi time.Duration, n int) time.Duration {
+	d := lo
+	for i := 1; i < n && d < hi; i++ {
+		d *= 2
+	}
+	return min(d, hi)
+}
+
+// disable keeps the plugin off, across reboots, until an operator starts it.
+func (p *plugin) disable(reason string) {
+	p.mu.Lock()
+	rec := p.rec
+	rec.Wanted, rec.Reason = WantDisabled, reason
+	p.mu.Unlock()
+	if err := p.m.part.writeRecord(rec); err != nil {
+		p.log.Error("record the disabled plugin", "err", err)
+	}
+	p.mu.Lock()
+	p.rec = rec
+	p.mu.Unlock()
+	p.log.Error("plugin disabled", "reason", reason)
+	p.setState(StateDisabled, reason)
+}
+
+// compile returns the plugin's compiled module, kept across restarts of one bundle.
+func (p *plugin) compile(ctx context.Context, bd *abi.Bundle) (*extism.CompiledPlugin, error) {
+	p.mu.Lock()
+	cp := p.compiled
+	p.mu.Unlock()
+	if cp != nil {
+		return cp, nil
+	}
+	cp, key, err := p.m.eng.acquire(ctx, bd.Module)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.compiled, p.compiledKey = cp, key
+	p.mu.Unlock()
+	return cp, nil
+}
+
+func (p *plugin) releaseCompiled() {
+	p.mu.Lock()
+	key := p.compiledKey
+	p.compiled, p.compiledKey = nil, ""
+	p.mu.Unlock()
+	if key != "" {
+		p.m.eng.release(key)
+	}
+}
+
+// runOnce loads, starts and runs one instance. It returns the command that ended it in
+// order, or the failure that ended it.
+func (p *plugin) runOnce(ctx context.Context) (*command, error) {
+	p.setState(StateLoading, "")
+	if h := p.m.loadHook; h != nil {
+		h(p.id)
+	}
+	b, err := p.m.part.readBundle(p.id)
+	if err != nil {
+		return nil, permanent(err)
+	}
+	bd, err := p.m.verify(b)
+	if err != nil {
+		return nil, permanent(err)
+	}
+	p.mu.Lock()
+	rec := p.rec
+	p.mu.Unlock()
+	cp, err := p.compile(ctx, bd)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := p.m.eng.instantiate(ctx, cp, p.extismLog, p.m.wallTime)
+	if err != nil {
+		return nil, err
+	}
+	gen := p.inbox.open()
+	p.gen.Store(gen)
+	s := newSession(p, inst, gen, rec.Granted)
+	p.mu.Lock()
+	p.sess = s
+	p.mu.Unlock()
+	routed := false
+	defer func() {
+		if routed && p.m.opts.Router != nil {
+			p.m.opts.Router.RemoveApp(p.id)
+		}
+		p.gen.Store(0)
+		inst.close()
+		s.end()
+		for _, e := range p.inbox.close() {
+			if e.http != nil {
+				e.http.reply <- abi.HTTPResponse{ID: e.http.id, Status: http.StatusServiceUnavailable,
+					Body: []byte(`{"error":"internal","message":"the plugin stopped"}`)}
+			}
+			if e.put != nil {
+				e.put.reply(PutFailure, "the plugin stopped")
+			}
+		}
+		p.mu.Lock()
+		p.sess = nil
+		p.mu.Unlock()
+	}()
+
+	if err := p.init(ctx, s); err != nil {
+		if s.aborted() {
+			return p.takeCommand(ctx), nil
+		}
+		return nil, err
+	}
+	if routes := p.routes(s); len(routes) > 0 && p.m.opts.Router != nil {
+		if err := p.m.opts.Router.AddApp(p.id, routes...); err != nil {
+			return nil, permanent(fmt.Errorf("routes: %w", err))
+		}
+		routed = true
+	}
+	// The stability timer exists before the state shows running (see failed).
+	stable := p.m.clk.NewTimer(p.m.opts.StableAfter)
+	defer stable.Stop()
+	p.mu.Lock()
+	p.nextRetry = time.Time{}
+	p.mu.Unlock()
+	p.setState(StateRunning, "")
+	p.log.Info("plugin running", "version", bd.Manifest.Version)
+	for {
+		select {
+		case <-ctx.Done():
+			p.stopInstance(s)
+			return nil, nil
+		case cmd := <-p.ctl:
+			if w, halted := p.wanted(); cmd.start && w == WantRunning && !halted {
+				close(cmd.done) // already running
+				continue
+			}
+			p.stopInstance(s)
+			return &cmd, nil
+		case <-p.inbox.kick:
+			if err := p.deliver(ctx, s); err != nil {
+				if s.aborted() || ctx.Err() != nil {
+					continue // the stop command (or the shutdown) is waiting
+				}
+				return nil, err
+			}
+		case <-stable.Chan():
+			p.mu.Lock()
+			p.failures = 0
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *plugin) extismLog(level extism.LogLevel, msg string) {
+	p.log.Debug("extism: " + msg)
+}
+
+// init runs dev_init with the init record.
+func (p *plugin) init(ctx context.Context, s *session) error {
+	in := abi.Init{ABI: abi.Version, ABIMinor: abi.Minor, ID: p.id, Version: p.man.Version,
+		DeviceID: p.m.opts.DeviceID}
+	for c := range s.caps {
+		in.Capabilities = append(in.Capabilities, c)
+	}
+	sortCaps(in.Capabilities)
+	if vals, ok := p.configValues(); ok {
+		in.Config = json.RawMessage(vals)
+	}
+	payload, err := abi.MarshalInit(in)
+	if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	rc, err := s.call(ctx, abi.ExportInit, abi.AppendEvent(nil, abi.EvInit, payload), false)
+	if err != nil {
+		return err
+	}
+	if rc != 0 {
+		return fmt.Errorf("%s: malformed answer: returned %d", abi.ExportInit, int32(rc))
+	}
+	return nil
+}
+
+func sortCaps(cs []abi.Capability) {
+	order := map[abi.Capability]int{}
+	for i, c := range abi.Capabilities {
+		order[c] = i
+	}
+	for i := 1; i < len(cs); i++ {
+		for j := i; j > 0 && order[cs[j]] < order[cs[j-1]]; j-- {
+			cs[j], cs[j-1] = cs[j-1], cs[j]
+		}
+	}
+}
+
+// deliver hands the next batch to the instance.
+func (p *plugin) deliver(ctx context.Context, s *session) error {
+	evs, cfg := p.inbox.take()
+	var batch []byte
+	for _, e := range evs {
+		batch = abi.AppendEvent(batch, e.kind, e.payload)
+		if e.http != nil {
+			s.httpOpen[e.http.id] = e.http
+		}
+		if e.put != nil {
+			s.openPut(e.put)
+		}
+	}
+	if cfg && s.caps[abi.CapConfig] {
+		if vals, ok := p.configValues(); ok {
+			batch = abi.AppendEvent(batch, abi.EvConfig, vals)
+		}
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	rc, err := s.call(ctx, abi.ExportEvent, batch, false)
+	if err != nil {
+		return err
+	}
+	if rc != 0 {
+		p.errs.Add(1)
+		p.mu.Lock()
+		p.lastErr = fmt.Sprintf("%s returned %d", abi.ExportEvent, int32(rc))
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+// stopInstance delivers the stop record; host functions work during it. Its outcome is
+// logged, never counted as a failure: the instance is going away anyway.
+func (p *plugin) stopInstance(s *session) {
+	if s.stopped.Load() {
+		return // cut off during a call: nothing more runs in it
+	}
+	// The supervisor's context may be over (shutdown): the stop call gets its own.
+	_, err := s.call(context.Background(), abi.ExportEvent, abi.AppendEvent(nil, abi.EvStop, nil), true)
+	if err != nil {
+		p.log.Warn("stop event", "err", err)
+	}
+}
+
+// routes are the manifest's endpoints, when http is granted.
+func (p *plugin) routes(s *session) []api.Route {
+	if !s.caps[abi.CapHTTP] {
+		return nil
+	}
+	out := make([]api.Route, 0, len(p.man.Routes))
+	for _, r := range p.man.Routes {
+		out = append(out, api.Route{Method: r.Method, Path: r.Path, Public: r.Public, Handler: p.serveRoute(r)})
+	}
+	return out
+}
+
+// maxHTTPWait bounds how long a request to a plugin endpoint waits for its answer.
+const maxHTTPWait = 30 * time.Second
+
+// serveRoute hands a request to the plugin and writes its http_reply.
+func (p *plugin) serveRoute(rt abi.Route) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := api.ReadBody(r)
+		if err != nil {
+			api.WriteErr(w, err)
+			return
+		}
+		if len(body) > abi.MaxHTTPRequest {
+			api.WriteError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge)
+			return
+		}
+		req := &httpReq{id: p.nextHTTP.Add(1), reply: make(chan abi.HTTPResponse, 1)}
+		path := r.URL.Path
+		if len(path) >= len("/api/v1") && path[:len("/api/v1")] == "/api/v1" {
+			path = path[len("/api/v1"):]
+		}
+		payload := abi.AppendHTTPRequest(nil, abi.HTTPRequest{ID: req.id, Method: r.Method, Route: rt.Path,
+			Path: path, Query: r.URL.RawQuery, Body: body})
+		if !p.inbox.push(p.gen.Load(), queued{kind: abi.EvHTTP, payload: payload, http: req}) {
+			api.WriteErr(w, api.Errorf(http.StatusServiceUnavailable, api.CodeInternal, "plugin %s is not taking requests", p.id))
+			return
+		}
+		select {
+		case resp := <-req.reply:
+			ct := resp.ContentType
+			if ct == "" {
+				ct = "application/json"
+			}
+			w.Header().Set("Content-Type", ct)
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(int(resp.Status))
+			_, _ = w.Write(resp.Body)
+		case <-r.Context().Done():
+		case <-p.m.clk.After(maxHTTPWait):
+			api.WriteErr(w, api.Errorf(http.StatusInternalServerError, api.CodeInternal, "plugin %s did not answer", p.id))
+		}
+	}
+}
+
+// takeCommand returns the stop that cut a start short (or nil at shutdown).
+func (p *plugin) takeCommand(ctx context.Context) *command {
+	select {
+	case cmd := <-p.ctl:
+		return &cmd
+	case <-ctx.Done():
+		return nil
+	}
+}

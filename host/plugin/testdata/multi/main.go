@@ -1,0 +1,362 @@
+//go:build wasip1
+
+// Command multi is the host's own test plugin, written against the ABI directly (no SDK) so
+// the host is tested against the contract, not against one client of it. One module plays
+// many parts, chosen by the plugin id in its manifest, so a test run builds it once:
+//
+//	trapinit  panics in dev_init
+//	badinit   dev_init answers 7 (a malformed answer)
+//	hog       allocates until memory runs out, in dev_init
+//	spin*     loops forever when it receives an HTTP request
+//	probe*    calls every host function once in dev_init and serves the results over HTTP
+//	badns     registers a malformed namespace descriptor, then a foreign namespace
+//	garbage   calls host functions with pointers outside its memory and malformed messages
+//	anything else: a well-behaved plugin (see handle)
+package main
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"devhost/abi"
+)
+
+//go:wasmimport extism:host/user event_read
+func hEventRead(ptr unsafe.Pointer, cap uint32) int32
+
+//go:wasmimport extism:host/user log
+func hLog(level int32, ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user ns_register
+func hNsRegister(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user config_get
+func hConfigGet(ptr unsafe.Pointer, cap uint32) int32
+
+//go:wasmimport extism:host/user sk_publish
+func hSKPublish(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user sk_meta
+func hSKMeta(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user sk_subscribe
+func hSKSubscribe(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user sk_unsubscribe
+func hSKUnsubscribe(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user sk_put_handle
+func hSKPutHandle(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user sk_put_reply
+func hSKPutReply(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user sk_put_send
+func hSKPutSend(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user health_report
+func hHealthReport(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user timer_set
+func hTimerSet(id int32, delayMs, periodMs int64) int32
+
+//go:wasmimport extism:host/user timer_cancel
+func hTimerCancel(id int32) int32
+
+//go:wasmimport extism:host/user power_hold
+func hPowerHold(on int32) int32
+
+//go:wasmimport extism:host/user clock_now
+func hClockNow(ptr unsafe.Pointer, cap uint32) int32
+
+//go:wasmimport extism:host/user http_reply
+func hHTTPReply(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user sse_publish
+func hSSEPublish(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user gpio_read
+func hGPIORead(pin int32) int32
+
+//go:wasmimport extism:host/user gpio_write
+func hGPIOWrite(pin, level int32) int32
+
+//go:wasmimport extism:host/user gpio_watch
+func hGPIOWatch(pin, edges int32) int32
+
+//go:wasmimport extism:host/user can_send
+func hCANSend(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user can_filter
+func hCANFilter(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user ble_scan
+func hBLEScan(on int32) int32
+
+//go:wasmimport extism:host/user ble_advertise
+func hBLEAdvertise(ptr unsafe.Pointer, n uint32) int32
+
+func main() {}
+
+func ptr(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&b[0])
+}
+
+// call passes b to a (ptr, len) host function.
+func call(f func(unsafe.Pointer, uint32) int32, b []byte) int32 { return f(ptr(b), uint32(len(b))) }
+
+// read fetches what a (ptr, cap) host function has, growing the buffer as the ABI says.
+func read(f func(unsafe.Pointer, uint32) int32) ([]byte, int32) {
+	buf := make([]byte, 256)
+	for {
+		n := f(ptr(buf), uint32(len(buf)))
+		if n < 0 {
+			return nil, n
+		}
+		if int(n) <= len(buf) {
+			return buf[:n], n
+		}
+		buf = make([]byte, n)
+	}
+}
+
+func logf(s string) { call(func(p unsafe.Pointer, n uint32) int32 { return hLog(1, p, n) }, []byte(s)) }
+
+var (
+	id       string
+	caps     map[string]bool
+	lastCfg  string
+	probes   = map[string]int32{}
+	deferred uint32 // an inbound PUT answered deferred, completed at the next timer
+	received int    // delta values received
+	hoard    [][]byte
+)
+
+const descriptor = `{"namespace":"","version":1,"title":"Test plugin","keys":[
+ {"name":"greeting","type":"string","default":"hello"},
+ {"name":"rows","type":"string","default":"[]","x":{"format":"table","columns":["name","pin"]}},
+ {"name":"level","type":"int","default":3,"min":0,"max":10}]}`
+
+//go:wasmexport dev_init
+func devInit() int32 {
+	batch, _ := read(hEventRead)
+	evs, err := abi.DecodeEvents(batch)
+	if err != nil || len(evs) != 1 || evs[0].Kind != abi.EvInit {
+		return 3
+	}
+	in, err := abi.UnmarshalInit(evs[0].Data)
+	if err != nil {
+		return 4
+	}
+	id = in.ID
+	caps = map[string]bool{}
+	for _, c := range in.Capabilities {
+		caps[string(c)] = true
+	}
+	switch {
+	case id == "trapinit":
+		panic("trap in init")
+	case id == "badinit":
+		return 7
+	case id == "hog":
+		for {
+			b := make([]byte, 1<<20)
+			for i := range b {
+				b[i] = 1
+			}
+			hoard = append(hoard, b)
+		}
+	case strings.HasPrefix(id, "probe"):
+		probe()
+		return 0
+	case id == "badns":
+		logf("bad descriptor rc=" + strconv.Itoa(int(call(hNsRegister, []byte(`{"namespace":"","keys":[{"name":"x","type":"nonsense"}]}`)))))
+		logf("foreign namespace rc=" + strconv.Itoa(int(call(hNsRegister, []byte(`{"namespace":"f_other","version":1,"title":"x","keys":[]}`)))))
+		return 0
+	case id == "garbage":
+		logf("outside rc=" + strconv.Itoa(int(hSKPublish(unsafe.Pointer(uintptr(0x7ffffff0)), 4096))))
+		logf("malformed rc=" + strconv.Itoa(int(call(hSKPublish, []byte{1, 2, 3}))))
+		logf("huge rc=" + strconv.Itoa(int(hLog(1, nil, 1<<30))))
+		logf("badlevel rc=" + strconv.Itoa(int(call(func(p unsafe.Pointer, n uint32) int32 { return hLog(9, p, n) }, []byte("x")))))
+		return 0
+	}
+	if caps["config"] {
+		rc := call(hNsRegister, []byte(descriptor))
+		logf("ns_register rc=" + strconv.Itoa(int(rc)))
+		if rc == 0 {
+			logf("second ns_register rc=" + strconv.Itoa(int(call(hNsRegister, []byte(descriptor)))))
+		}
+		if v, n := read(hConfigGet); n >= 0 {
+			lastCfg = string(v)
+		}
+	}
+	if caps["signalk.subscribe"] {
+		call(hSKSubscribe, abi.AppendStrings(nil, []string{"environment.*"}))
+	}
+	if caps["signalk.put"] {
+		call(hSKPutHandle, abi.AppendStrings(nil, []string{"electrical.switches.*", "bench.publish"}))
+	}
+	if caps["health"] {
+		call(hHealthReport, abi.AppendHealthReport(nil, abi.HealthReport{Name: "state", State: abi.HealthNormal, Message: "started"}))
+	}
+	if caps["gpio"] {
+		hGPIOWatch(4, abi.EdgeBoth)
+	}
+	if caps["can"] {
+		call(hCANFilter, abi.AppendCANFilters(nil, []abi.CANFilter{{ID: 0x100, Mask: 0x700}}))
+	}
+	logf("started " + id)
+	return 0
+}
+
+// probe calls every host function once with a valid argument and records the answers.
+func probe() {
+	v := abi.AppendValues(nil, []abi.PathValue{{Path: "test.value", Value: abi.Number(1)}})
+	probes["log"] = call(func(p unsafe.Pointer, n uint32) int32 { return hLog(1, p, n) }, []byte("probe"))
+	probes["ns_register"] = call(hNsRegister, []byte(descriptor))
+	_, probes["config_get"] = read(hConfigGet)
+	probes["sk_publish"] = call(hSKPublish, v)
+	probes["sk_meta"] = call(hSKMeta, abi.AppendMeta(nil, []abi.Meta{{Path: "test.value", JSON: []byte(`{"units":"m"}`)}}))
+	probes["sk_subscribe"] = call(hSKSubscribe, abi.AppendStrings(nil, []string{"test.*"}))
+	probes["sk_unsubscribe"] = call(hSKUnsubscribe, abi.AppendStrings(nil, []string{"test.*"}))
+	probes["sk_put_handle"] = call(hSKPutHandle, abi.AppendStrings(nil, []string{"test.put"}))
+	probes["sk_put_reply"] = call(hSKPutReply, abi.AppendPutReply(nil, abi.PutReply{ID: 99}))
+	probes["sk_put_send"] = call(hSKPutSend, abi.AppendPutSend(nil, "test.value", abi.Number(2)))
+	probes["health_report"] = call(hHealthReport, abi.AppendHealthReport(nil, abi.HealthReport{Name: "probe", State: abi.HealthWarn, Message: "probing"}))
+	probes["health_reboot"] = call(hHealthReport, abi.AppendHealthReport(nil, abi.HealthReport{Name: "probe", State: abi.HealthAlarm, Reboot: true}))
+	probes["timer_set"] = hTimerSet(1, 1000, 0)
+	probes["timer_cancel"] = hTimerCancel(1)
+	probes["power_hold"] = hPowerHold(1)
+	_, probes["clock_now"] = read(hClockNow)
+	probes["http_reply"] = call(hHTTPReply, abi.AppendHTTPResponse(nil, abi.HTTPResponse{ID: 12345, Status: 200}))
+	probes["sse_publish"] = call(hSSEPublish, abi.AppendSSEEvent(nil, abi.SSEEvent{Event: id, Retain: true, Data: []byte(`{"probe":true}`)}))
+	probes["gpio_read"] = hGPIORead(1)
+	probes["gpio_write"] = hGPIOWrite(2, 1)
+	probes["gpio_watch"] = hGPIOWatch(3, abi.EdgeBoth)
+	probes["can_send"] = call(hCANSend, abi.AppendCANFrame(nil, abi.CANFrame{ID: 0x123, Data: []byte{1, 2}}))
+	probes["can_filter"] = call(hCANFilter, abi.AppendCANFilters(nil, []abi.CANFilter{{ID: 0, Mask: 0}}))
+	probes["ble_scan"] = hBLEScan(1)
+	probes["ble_advertise"] = call(hBLEAdvertise, []byte{2, 1, 6})
+}
+
+//go:wasmexport dev_event
+func devEvent() int32 {
+	batch, n := read(hEventRead)
+	if n < 0 {
+		return 2
+	}
+	evs, err := abi.DecodeEvents(batch)
+	if err != nil {
+		return 3
+	}
+	for _, e := range evs {
+		handle(e)
+	}
+	return 0
+}
+
+func handle(e abi.Event) {
+	switch e.Kind {
+	case abi.EvConfig:
+		lastCfg = string(e.Data)
+		logf("config " + lastCfg)
+	case abi.EvDelta:
+		vs, err := abi.DecodeValues(e.Data, 0)
+		if err == nil {
+			received += len(vs)
+		}
+	case abi.EvPut:
+		p, err := abi.DecodePutRequest(e.Data)
+		if err != nil {
+			return
+		}
+		reply := abi.PutReply{ID: p.ID, Result: abi.PutSuccess}
+		switch {
+		case p.Path == "bench.publish":
+			publishBench(p.Value)
+		case strings.Contains(p.Path, "fault"):
+			reply.Result, reply.Message = abi.PutFailure, "pin fault"
+		case strings.Contains(p.Path, "later"):
+			reply.Result = abi.PutDeferred
+			deferred = p.ID
+			hTimerSet(7, 100, 0)
+		case p.Value.Kind != abi.KindBool:
+			reply.Result, reply.Message = abi.PutInvalid, "want a bool"
+		default:
+			call(hSKPublish, abi.AppendValues(nil, []abi.PathValue{{Path: p.Path, Value: p.Value}}))
+		}
+		call(hSKPutReply, abi.AppendPutReply(nil, reply))
+	case abi.EvTimer:
+		if deferred != 0 {
+			call(hSKPutReply, abi.AppendPutReply(nil, abi.PutReply{ID: deferred, Result: abi.PutSuccess, Message: "done later"}))
+			deferred = 0
+		}
+	case abi.EvHTTP:
+		h, err := abi.DecodeHTTPRequest(e.Data)
+		if err != nil {
+			return
+		}
+		serveHTTP(h)
+	case abi.EvGPIO:
+		g, err := abi.DecodeGPIOEdge(e.Data)
+		if err == nil {
+			hGPIOWrite(int32(g.Pin)+1, int32(g.Level))
+		}
+	case abi.EvCAN:
+		f, err := abi.DecodeCANFrame(e.Data)
+		if err == nil {
+			f.ID++
+			call(hCANSend, abi.AppendCANFrame(nil, f))
+		}
+	case abi.EvStop:
+		logf("stopping " + id)
+		call(hHealthReport, abi.AppendHealthReport(nil, abi.HealthReport{Name: "state", State: abi.HealthNormal, Message: "stopped"}))
+	}
+}
+
+// publishBench publishes n values, in one call or one call each ({"n":100,"batch":true}).
+func publishBench(v abi.Value) {
+	var req struct {
+		N     int  `json:"n"`
+		Batch bool `json:"batch"`
+	}
+	if json.Unmarshal([]byte(v.Str), &req) != nil {
+		return
+	}
+	vals := make([]abi.PathValue, req.N)
+	for i := range vals {
+		vals[i] = abi.PathValue{Path: "bench.value" + strconv.Itoa(i%10), Value: abi.Number(float64(i))}
+	}
+	if req.Batch {
+		call(hSKPublish, abi.AppendValues(nil, vals))
+		return
+	}
+	for _, pv := range vals {
+		call(hSKPublish, abi.AppendValue(nil, pv.Path, pv.Value))
+	}
+}
+
+func serveHTTP(h abi.HTTPRequest) {
+	if strings.HasPrefix(id, "spin") {
+		for {
+		}
+	}
+	var body []byte
+	switch {
+	case strings.HasSuffix(h.Path, "/panic"):
+		panic("trap in a request")
+	case strings.HasSuffix(h.Path, "/noreply"):
+		return
+	case strings.HasPrefix(id, "probe"):
+		body, _ = json.Marshal(probes)
+	default:
+		body, _ = json.Marshal(map[string]any{"id": id, "method": h.Method, "route": h.Route, "path": h.Path,
+			"query": h.Query, "body": string(h.Body), "config": lastCfg, "received": received})
+	}
+	call(hHTTPReply, abi.AppendHTTPResponse(nil, abi.HTTPResponse{ID: h.ID, Status: 200, Body: body}))
+}

@@ -1,0 +1,178 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"devhost/abi"
+)
+
+func TestInbox(t *testing.T) {
+	b := newInbox()
+	if b.push(1, queued{kind: abi.EvTimer, timer: 1}) {
+		t.Fatal("accepted an event with no instance")
+	}
+	gen := b.open()
+	if b.push(gen-1, queued{kind: abi.EvTimer, timer: 1}) {
+		t.Fatal("accepted an event of an earlier instance")
+	}
+	delta := func(path string) queued {
+		return queued{kind: abi.EvDelta, payload: abi.AppendValue(nil, path, abi.Number(1)), n: 1}
+	}
+	b.push(gen, delta("a.b"))
+	b.push(gen, delta("a.c")) // merged with the previous delta
+	b.push(gen, queued{kind: abi.EvTimer, timer: 3, payload: abi.AppendTimer(nil, 3)})
+	b.push(gen, queued{kind: abi.EvTimer, timer: 3, payload: abi.AppendTimer(nil, 3)}) // still queued: dropped
+	b.push(gen, queued{kind: abi.EvTimer, timer: 4, payload: abi.AppendTimer(nil, 4)})
+	b.dropTimer(4)
+	b.markConfig(gen)
+	select {
+	case <-b.kick:
+	default:
+		t.Fatal("no signal")
+	}
+	evs, cfg := b.take()
+	if len(evs) != 2 || evs[0].kind != abi.EvDelta || evs[1].kind != abi.EvTimer || !cfg {
+		t.Fatalf("batch %+v config %v", evs, cfg)
+	}
+	vals, err := abi.DecodeValues(evs[0].payload, 0)
+	if err != nil || len(vals) != 2 {
+		t.Fatalf("merged delta: %v %v", vals, err)
+	}
+	// Once taken, the timer can queue again.
+	if !b.push(gen, queued{kind: abi.EvTimer, timer: 3, payload: abi.AppendTimer(nil, 3)}) {
+		t.Fatal("timer not requeued")
+	}
+	// The cap on queued bytes.
+	big := make([]byte, MaxQueued)
+	if b.push(gen, queued{kind: abi.EvCAN, payload: big}) || b.droppedCount() != 1 {
+		t.Fatal("the queue grew past its cap")
+	}
+	// A batch holds at most MaxEventBatch; the rest waits for the next one.
+	for i := 0; i < 3; i++ {
+		b.push(gen, queued{kind: abi.EvCAN, payload: make([]byte, abi.MaxEventBatch/2)})
+	}
+	evs, _ = b.take()
+	size := 0
+	for _, e := range evs {
+		size += abi.EventHeader + len(e.payload)
+	}
+	if size > abi.MaxEventBatch || len(evs) != 2 {
+		t.Fatalf("batch of %d bytes in %d events", size, len(evs))
+	}
+	if left := b.close(); len(left) != 2 {
+		t.Fatalf("close handed back %d events", len(left))
+	}
+	if b.push(gen, delta("a.b")) {
+		t.Fatal("accepted after close")
+	}
+}
+
+func TestPartition(t *testing.T) {
+	dir := t.TempDir()
+	pt := partition{dir: dir}
+	if err := pt.open(); err != nil {
+		t.Fatal(err)
+	}
+	rec := record{ID: "app", Granted: []string{"log"}, Wanted: WantRunning}
+	if err := pt.install(rec, []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	rec.Granted = []string{"log", "http"}
+	if err := pt.install(rec, []byte("v2")); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := pt.readBundle("app")
+	r, _ := pt.readRecord("app")
+	if string(b) != "v2" || len(r.Granted) != 2 {
+		t.Fatalf("after replace: %q %+v", b, r)
+	}
+	// An interrupted replacement: the old one moved aside, the new one not yet in place.
+	if err := os.Rename(pt.pluginDir("app"), filepath.Join(dir, oldPrefix+"app")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, newPrefix+"app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// An interrupted removal.
+	if err := pt.install(record{ID: "gone", Wanted: WantStopped}, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(pt.pluginDir("gone"), filepath.Join(dir, delPrefix+"gone")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, uploadsDir, "stale"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := pt.open(); err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := pt.list()
+	if len(ids) != 1 || ids[0] != "app" {
+		t.Fatalf("after recovery: %v", ids)
+	}
+	if b, _ := pt.readBundle("app"); string(b) != "v2" {
+		t.Fatalf("recovered bundle %q", b)
+	}
+	for _, n := range []string{newPrefix + "app", oldPrefix + "app", delPrefix + "gone", filepath.Join(uploadsDir, "stale")} {
+		if _, err := os.Stat(filepath.Join(dir, n)); !os.IsNotExist(err) {
+			t.Errorf("%s left behind", n)
+		}
+	}
+	if err := pt.remove("app"); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := pt.list(); len(ids) != 0 {
+		t.Fatal(ids)
+	}
+	// A record that names another plugin is refused.
+	if err := pt.install(record{ID: "a"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pt.pluginDir("a"), recordFile), []byte(`{"id":"b"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pt.readRecord("a"); err == nil {
+		t.Fatal("mismatched record accepted")
+	}
+}
+
+func TestFetch(t *testing.T) {
+	body := make([]byte, 1000)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+			_, _ = w.Write(body)
+		case "/stream":
+			w.(http.Flusher).Flush()
+			_, _ = w.Write(body)
+		case "/redirect":
+			http.Redirect(w, r, "/ok", http.StatusFound)
+		case "/ftp":
+			http.Redirect(w, r, "ftp://example/x", http.StatusFound)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer ts.Close()
+	c := newHTTPClient(DefaultDownload)
+	ctx := context.Background()
+	if b, err := fetch(ctx, c, ts.URL+"/redirect", 1000); err != nil || len(b) != 1000 {
+		t.Fatalf("redirect: %v", err)
+	}
+	for _, p := range []string{"/ok", "/stream"} {
+		if _, err := fetch(ctx, c, ts.URL+p, 999); !errors.Is(err, errTooLarge) {
+			t.Errorf("%s over the cap: %v", p, err)
+		}
+	}
+	for _, u := range []string{ts.URL + "/missing", ts.URL + "/ftp", "file:///etc/passwd", "http://"} {
+		if _, err := fetch(ctx, c, u, 1000); err == nil {
+			t.Errorf("%s fetched", u)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package signalk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrBusy: 8 PUTs are in flight.
+var ErrBusy = errors.New("signalk: busy")
+
+// ErrInvalidArgument: a path, pattern or value this client refuses.
+var ErrInvalidArgument = errors.New("signalk: invalid argument")
+
+// Publish queues values for vessels.self. It is safe from any goroutine, never blocks, and
+// answers ErrInvalidState before Run.
+func (c *Client) Publish(values ...Value) error {
+	if err := checkStarted(c); err != nil {
+		return err
+	}
+	for _, v := range values {
+		if !validPath(v.Path) {
+			return fmt.Errorf("%w: path %q", ErrInvalidArgument, v.Path)
+		}
+		switch x := v.Value.(type) {
+		case nil, string, bool, json.RawMessage:
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("%w: %s is not a finite number", ErrInvalidArgument, v.Path)
+			}
+		default:
+			return fmt.Errorf("%w: %s: value of type %T", ErrInvalidArgument, v.Path, v.Value)
+		}
+	}
+	return c.stream.Publish(values...)
+}
+
+// PublishNumber queues a number.
+func (c *Client) PublishNumber(path string, v float64) error {
+	return c.Publish(Value{Path: path, Value: v})
+}
+
+// PublishString queues a string.
+func (c *Client) PublishString(path, v string) error {
+	return c.Publish(Value{Path: path, Value: v})
+}
+
+// PublishBool queues a boolean.
+func (c *Client) PublishBool(path string, v bool) error {
+	return c.Publish(Value{Path: path, Value: v})
+}
+
+// PublishJSON queues any JSON value (an object, an array, null…).
+func (c *Client) PublishJSON(path string, v json.RawMessage) error {
+	if !json.Valid(v) {
+		return fmt.Errorf("%w: %s: not JSON", ErrInvalidArgument, path)
+	}
+	return c.Publish(Value{Path: path, Value: json.RawMessage(compact(v))})
+}
+
+// DeclareMeta declares the metadata of a non-standard path (reconciled on every connect).
+func (c *Client) DeclareMeta(path string, meta json.RawMessage) error {
+	if !validPath(path) || !json.Valid(meta) {
+		return fmt.Errorf("%w: meta for %q", ErrInvalidArgument, path)
+	}
+	return c.stream.DeclareMeta(path, meta)
+}
+
+// Subscribe delivers values of an exact path or a family (`prefix.*`, `prefix*`, `*`).
+func (c *Client) Subscribe(pattern string, fn func(Delta)) (cancel func(), err error) {
+	if fn == nil {
+		return nil, fmt.Errorf("%w: nil callback", ErrInvalidArgument)
+	}
+	return c.stream.Subscribe(pattern, fn)
+}
+
+// HandlePut routes inbound PUTs for paths matching pattern to h.
+func (c *Client) HandlePut(pattern string, h PutHandler) (remove func(), err error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: nil handler", ErrInvalidArgument)
+	}
+	return c.stream.HandlePut(pattern, h)
+}
+
+// Put sends a PUT to the server; answer is called once (COMPLETED, FAILED or TIMEOUT). An error
+// means nothing was sent: ErrBusy with 8 in flight, ErrInvalidState when the stream is down.
+func (c *Client) Put(path string, value json.RawMessage, answer func(PutAnswer)) error {
+	if err := checkStarted(c); err != nil {
+		return err
+	}
+	if !validPath(path) || !json.Valid(value) {
+		return fmt.Errorf("%w: PUT %q", ErrInvalidArgument, path)
+	}
+	if answer == nil {
+		answer = func(PutAnswer) {}
+	}
+	return c.stream.Put(path, value, answer)
+}
+
+// Flush closes the current batch and waits until everything was sent (nil), ctx ends
+// (context.DeadlineExceeded or the ctx error), or the stream is down (ErrInvalidState).
+func (c *Client) Flush(ctx context.Context) error {
+	if err := checkStarted(c); err != nil {
+		return err
+	}
+	return c.stream.Flush(ctx)
+}

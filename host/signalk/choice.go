@@ -1,0 +1,310 @@
+package signalk
+
+import (
+	"context"
+
+	"github.com/jonboulle/clockwork"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// choiceInput is everything server choice depends on.
+type choiceInput struct {
+	host string // sk.server_host
+	port int    // sk.server_port
+	self string // sk.server_self
+	pin  bool   // sk.server_pin
+	// current is the last choice (kept across reboots), used by pin.
+	current *Server
+	// discovered servers, at most MaxServers.
+	discovered []Server
+	// skipped maps a self URN to the end of its skip.
+	skipped map[string]time.Time
+	now     time.Time
+	// sticky holds the self URNs the device has a token or a pending request for.
+	sticky map[string]bool
+}
+
+// choose applies the spec's server-choice table. The scheme of the result is not resolved yet.
+func choose(in choiceInput) *Server {
+	if in.host != "" {
+		port := in.port
+		if port == 0 {
+			port = 80
+		}
+		return &Server{Host: in.host, Port: port, Source: "manual"}
+	}
+	if in.self != "" {
+		for _, s := range in.discovered {
+			if s.Self == in.self {
+				return discoveredCopy(s)
+			}
+		}
+		return nil
+	}
+	if in.pin && in.current != nil && in.current.Source == "discovered" {
+		// Pinned: keep the server even when a pass misses it, at the address last seen.
+		for _, s := range in.discovered {
+			if s.Self == in.current.Self && in.current.Self != "" {
+				return discoveredCopy(s)
+			}
+		}
+		cp := *in.current
+		return &cp
+	}
+	cands := make([]Server, 0, len(in.discovered))
+	for _, s := range in.discovered {
+		if until, ok := in.skipped[s.Self]; ok && in.now.Before(until) {
+			continue
+		}
+		cands = append(cands, s)
+	}
+	if len(cands) == 0 {
+		// Every server is skipped: trying one again beats having none.
+		cands = append(cands, in.discovered...)
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].Self < cands[j].Self })
+	// Sticky: the server the token or pending request belongs to; the last choice first.
+	if in.current != nil && in.sticky[in.current.Self] {
+		for _, s := range cands {
+			if s.Self == in.current.Self {
+				return discoveredCopy(s)
+			}
+		}
+	}
+	for _, s := range cands {
+		if in.sticky[s.Self] {
+			return discoveredCopy(s)
+		}
+	}
+	for _, s := range cands {
+		if s.hasRole("master") {
+			return discoveredCopy(s)
+		}
+	}
+	return discoveredCopy(cands[0])
+}
+
+func discoveredCopy(s Server) *Server {
+	s.Source = "discovered"
+	return &s
+}
+
+// parseRoles reads the TXT roles value ("master, main").
+func parseRoles(v string) []string {
+	var out []string
+	for _, r := range strings.Split(v, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// skipList keeps unreachable discovered servers out of the choice for SkipUnreachable.
+type skipList struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+func (l *skipList) add(self string, until time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.until == nil {
+		l.until = map[string]time.Time{}
+	}
+	if old, ok := l.until[self]; ok && !old.Before(until) {
+		return false
+	}
+	l.until[self] = until
+	return true
+}
+
+// snapshot answers the live skips and the earliest end among them.
+func (l *skipList) snapshot(now time.Time) (map[string]time.Time, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]time.Time{}
+	var next time.Time
+	for k, v := range l.until {
+		if !now.Before(v) {
+			delete(l.until, k)
+			continue
+		}
+		out[k] = v
+		if next.IsZero() || v.Before(next) {
+			next = v
+		}
+	}
+	return out, next
+}
+
+// chooser runs server choice whenever an input changes and hands the result to the token
+// machine.
+func (c *Client) runChooser(ctx context.Context) {
+	var changed <-chan struct{}
+	if c.disc != nil {
+		changed = c.disc.Changed()
+	}
+	for {
+		next := c.choose(ctx)
+		var t clockwork.Timer
+		var skipEnd <-chan time.Time
+		if !next.IsZero() {
+			t = c.clk.NewTimer(next.Sub(c.clk.Now()))
+			skipEnd = t.Chan()
+		}
+		select {
+		case <-ctx.Done():
+		case <-c.kick:
+		case <-changed:
+			c.publishServers()
+		case <-skipEnd:
+			c.publishServers()
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// kickChoice asks the chooser to run again.
+func (c *Client) kickChoice() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// choose runs one choice and answers when the next skip ends (zero: none).
+func (c *Client) choose(ctx context.Context) time.Time {
+	now := c.clk.Now()
+	skipped, next := c.skips.snapshot(now)
+	in := choiceInput{
+		host: strings.TrimSpace(c.cfg.String("sk", "server_host")),
+		port: c.cfg.Int("sk", "server_port"),
+		self: strings.TrimSpace(c.cfg.String("sk", "server_self")),
+		pin:  c.cfg.Bool("sk", "server_pin"),
+		now:  now, skipped: skipped, discovered: c.discovered(),
+		sticky: map[string]bool{},
+	}
+	if cur, ok := c.st.current(); ok {
+		in.current = &cur
+	}
+	for k, r := range c.st.records() {
+		if r.Token != "" || r.Href != "" {
+			in.sticky[k] = true
+		}
+	}
+	s := choose(in)
+	if s != nil {
+		c.resolveScheme(ctx, s)
+	}
+	c.setChoice(ctx, s)
+	return next
+}
+
+// resolveScheme fills in the scheme under sk.scheme.
+func (c *Client) resolveScheme(ctx context.Context, s *Server) {
+	advertised := s.Scheme
+	if s.Source == "manual" {
+		advertised = ""
+	}
+	if c.tls != nil {
+		rctx, cancel := context.WithTimeout(ctx, 2*c.http.timeout+time.Second)
+		scheme, port, guess, err := c.tls.Resolve(rctx, s.Host, s.Port, advertised)
+		cancel()
+		if err == nil && (scheme == "http" || scheme == "https") {
+			s.Scheme, s.Guess = scheme, guess
+			if port > 0 {
+				s.Port = port
+			}
+			return
+		}
+		if err != nil {
+			c.log.Warn("signalk: scheme probe failed, assuming http", "server", s.Addr(), "err", err)
+		}
+	}
+	switch c.cfg.String("sk", "scheme") {
+	case "http", "https":
+		s.Scheme = c.cfg.String("sk", "scheme")
+	default:
+		if advertised != "http" && advertised != "https" {
+			advertised, s.Guess = "http", s.Source == "manual"
+		}
+		s.Scheme = advertised
+	}
+}
+
+// setChoice hands a new choice to the token machine and remembers it.
+func (c *Client) setChoice(ctx context.Context, s *Server) {
+	c.mu.Lock()
+	old := c.server
+	same := (old == nil && s == nil) || (old != nil && s != nil && old.same(*s) && old.Guess == s.Guess)
+	c.server = s
+	c.mu.Unlock()
+	if same {
+		return
+	}
+	if s != nil {
+		c.log.Info("signalk: server chosen", "server", s.Addr(), "scheme", s.Scheme, "self", s.Self, "source", s.Source)
+		_ = c.st.setCurrent(s)
+		if c.tls != nil {
+			c.tls.SetServer(s.Addr())
+		}
+	} else {
+		c.log.Info("signalk: no server")
+	}
+	var cp *Server
+	if s != nil {
+		v := *s
+		cp = &v
+	}
+	c.tm.send(ctx, func() { c.tm.setServer(cp) })
+}
+
+// discovered answers the discovery list, bounded and with parsed roles.
+func (c *Client) discovered() []Server {
+	if c.disc == nil {
+		return nil
+	}
+	list := c.disc.Servers()
+	out := make([]Server, 0, len(list))
+	for _, s := range list {
+		if s.Host == "" || s.Port <= 0 {
+			continue
+		}
+		if len(s.Roles) == 0 && s.TXT != nil {
+			s.Roles = parseRoles(s.TXT["roles"])
+		}
+		if s.Self == "" && s.TXT != nil {
+			s.Self = s.TXT["self"]
+		}
+		s.Source = "discovered"
+		out = append(out, s)
+		if len(out) == MaxServers {
+			break
+		}
+	}
+	return out
+}
+
+// markUnreachable skips a discovered server that did not answer.
+func (c *Client) markUnreachable(s Server) {
+	if s.Source != "discovered" || s.Self == "" {
+		return
+	}
+	if c.skips.add(s.Self, c.clk.Now().Add(SkipUnreachable)) {
+		c.log.Warn("signalk: server unreachable, skipped for 5 minutes", "server", s.Addr(), "self", s.Self)
+		c.kickChoice()
+		c.publishServers()
+	}
+}

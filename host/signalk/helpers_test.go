@@ -1,0 +1,346 @@
+package signalk
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"devhost/host/events"
+	"devhost/host/health"
+	"devhost/host/store"
+)
+
+// fakeConfig is a settable configuration with the sk.* defaults.
+type fakeConfig struct {
+	mu        sync.Mutex
+	v         map[string]any
+	listeners []func(ns, key string)
+}
+
+func newFakeConfig() *fakeConfig {
+	return &fakeConfig{v: map[string]any{
+		"sk.server_port": 80, "sk.permissions": "readwrite", "sk.scheme": "auto",
+		"sk.check_s": 3600, "sk.stall_s": 300, "sk.health_s": 10, "sk.discover_s": 60,
+		"time.sk_fallback": true,
+	}}
+}
+
+func (c *fakeConfig) get(ns, key string) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.v[ns+"."+key]
+}
+func (c *fakeConfig) Int(ns, key string) int       { n, _ := c.get(ns, key).(int); return n }
+func (c *fakeConfig) String(ns, key string) string { s, _ := c.get(ns, key).(string); return s }
+func (c *fakeConfig) Bool(ns, key string) bool     { b, _ := c.get(ns, key).(bool); return b }
+func (c *fakeConfig) OnChange(fn func(ns, key string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.listeners = append(c.listeners, fn)
+}
+func (c *fakeConfig) set(ns, key string, v any) {
+	c.mu.Lock()
+	c.v[ns+"."+key] = v
+	ls := append([]func(ns, key string){}, c.listeners...)
+	c.mu.Unlock()
+	for _, f := range ls {
+		f(ns, key)
+	}
+}
+
+// fakeStream records what the client asks of the stream.
+type fakeStream struct {
+	mu        sync.Mutex
+	targets   []Target
+	published []Value
+	subs      map[string]func(Delta)
+	connected bool
+	putErr    error
+	puts      []string
+	answers   []func(PutAnswer)
+}
+
+func newFakeStream() *fakeStream { return &fakeStream{subs: map[string]func(Delta){}} }
+
+func (s *fakeStream) SetTarget(t Target) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.targets = append(s.targets, t)
+}
+func (s *fakeStream) target() Target {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.targets) == 0 {
+		return Target{}
+	}
+	return s.targets[len(s.targets)-1]
+}
+func (s *fakeStream) Status() any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return map[string]any{"connected": s.connected}
+}
+func (s *fakeStream) Connected() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.connected
+}
+func (s *fakeStream) setConnected(b bool) {
+	s.mu.Lock()
+	s.connected = b
+	s.mu.Unlock()
+}
+func (s *fakeStream) Publish(values ...Value) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.published = append(s.published, values...)
+	return nil
+}
+func (s *fakeStream) values() []Value {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Value(nil), s.published...)
+}
+func (s *fakeStream) DeclareMeta(string, json.RawMessage) error { return nil }
+func (s *fakeStream) Subscribe(p string, fn func(Delta)) (func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.subs[p] = fn
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.subs, p)
+	}, nil
+}
+func (s *fakeStream) sub(p string) func(Delta) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.subs[p]
+}
+func (s *fakeStream) HandlePut(string, PutHandler) (func(), error) { return func() {}, nil }
+func (s *fakeStream) Put(path string, _ json.RawMessage, answer func(PutAnswer)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.putErr != nil {
+		return s.putErr
+	}
+	s.puts = append(s.puts, path)
+	s.answers = append(s.answers, answer)
+	return nil
+}
+func (s *fakeStream) Flush(context.Context) error { return nil }
+
+// peer is a scripted Signal K server.
+type peer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	routes map[string]http.HandlerFunc // "METHOD /path"
+	log    []seen
+}
+
+type seen struct {
+	Method, Path, Auth, Accept string
+	Body                       string
+}
+
+func newPeer(t *testing.T, tlsOn bool) *peer {
+	p := &peer{routes: map[string]http.HandlerFunc{}}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		p.mu.Lock()
+		p.log = append(p.log, seen{r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("Accept"), string(b)})
+		f := p.routes[r.Method+" "+r.URL.Path]
+		p.mu.Unlock()
+		if f == nil {
+			http.Error(w, "no script", http.StatusTeapot)
+			return
+		}
+		f(w, r)
+	})
+	if tlsOn {
+		p.Server = httptest.NewTLSServer(h)
+	} else {
+		p.Server = httptest.NewServer(h)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func (p *peer) on(method, path string, f http.HandlerFunc) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.routes[method+" "+path] = f
+}
+
+// answer scripts a fixed status and body.
+func (p *peer) answer(method, path string, status int, body string) {
+	p.on(method, path, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	})
+}
+
+func (p *peer) calls(method, path string) []seen {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []seen
+	for _, s := range p.log {
+		if s.Method == method && s.Path == path {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (p *peer) hostPort() (string, int) {
+	h, ps, _ := net.SplitHostPort(p.Listener.Addr().String())
+	n, _ := strconv.Atoi(ps)
+	return h, n
+}
+
+// fakeEvents records published events.
+type fakeEvents struct {
+	mu  sync.Mutex
+	got []events.Event
+	cbs []func() []events.Event
+}
+
+func (e *fakeEvents) Publish(name string, data any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.got = append(e.got, events.Event{Name: name, Data: data})
+}
+func (e *fakeEvents) OnConnect(cb func() []events.Event) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cbs = append(e.cbs, cb)
+	return true
+}
+func (e *fakeEvents) count(name string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, ev := range e.got {
+		if ev.Name == name {
+			n++
+		}
+	}
+	return n
+}
+
+// rig is a client under test.
+type rig struct {
+	t      *testing.T
+	clk    *clockwork.FakeClock
+	cfg    *fakeConfig
+	st     *store.Store
+	stream *fakeStream
+	ev     *fakeEvents
+	hlth   *health.Registry
+	c      *Client
+	opts   Options
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// newRig builds a client pointed at p by sk.server_host (nil p: no server). mod adjusts the
+// options before New.
+func newRig(t *testing.T, p *peer, mod func(*Options)) *rig {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "nvs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	r := &rig{t: t, clk: clockwork.NewFakeClockAt(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)),
+		cfg: newFakeConfig(), st: st, stream: newFakeStream(), ev: &fakeEvents{}}
+	r.hlth = health.New(health.Options{Clock: r.clk})
+	if p != nil {
+		h, port := p.hostPort()
+		r.cfg.set("sk", "server_host", h)
+		r.cfg.set("sk", "server_port", port)
+	}
+	r.opts = Options{Clock: r.clk, Config: r.cfg, Store: st, Stream: r.stream, Events: r.ev,
+		Health: r.hlth, Hostname: func() string { return "dev-ab12" }}
+	if mod != nil {
+		mod(&r.opts)
+	}
+	return r
+}
+
+func (r *rig) start() *rig {
+	r.t.Helper()
+	c, err := New(r.opts)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.c = c
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan struct{})
+	go func() { defer close(r.done); _ = c.Run(ctx) }()
+	r.t.Cleanup(r.stop)
+	return r
+}
+
+func (r *rig) stop() {
+	if r.cancel != nil {
+		r.cancel()
+		<-r.done
+		r.cancel = nil
+	}
+}
+
+// eventually polls cond (a goroutine hand-off, never a spec timer).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// waitState waits for the token state and a scheduled retry (when wantTimer).
+func (r *rig) waitState(state string, wantTimer bool) TokenStatus {
+	r.t.Helper()
+	var st TokenStatus
+	eventually(r.t, "token state "+state, func() bool {
+		st = r.c.tm.Status()
+		return st.State == state && (!wantTimer || (st.NextRetryS != nil && r.nextRetry() > 0))
+	})
+	return st
+}
+
+// nextRetry answers the scheduled delay of the machine's timer.
+func (r *rig) nextRetry() time.Duration {
+	r.c.tm.mu.Lock()
+	defer r.c.tm.mu.Unlock()
+	if r.c.tm.due.IsZero() {
+		return -1
+	}
+	return r.c.tm.due.Sub(r.clk.Now())
+}
+
+// postJSON calls a handler with a JSON body.
+func postJSON(t *testing.T, h http.HandlerFunc, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/x", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h(rec, req)
+	return rec
+}

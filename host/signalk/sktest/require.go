@@ -1,0 +1,134 @@
+package sktest
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+)
+
+func insecureTLS() *tls.Config {
+	// The harness's own admin calls to its own loopback server; the device never uses this.
+	return &tls.Config{InsecureSkipVerify: true} //nolint:gosec
+}
+
+// InCI reports whether the tests run in CI (CI=true), where a missing server is a failure.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// unavailable skips t locally and fails it in CI.
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("the real Signal K server is required in CI: %v", err)
+	}
+	t.Skipf("skipping: the real Signal K server is not available here: %v", err)
+}
+
+// installTimeout bounds an install from scratch (about a minute measured).
+const installTimeout = 8 * time.Minute
+
+var installOnce struct {
+	sync.Mutex
+	done bool
+	err  error
+}
+
+// Ensure installs the server once per test binary (cached across runs and binaries) and
+// answers the install folder. A failure skips t locally and fails it under CI=true.
+func Ensure(t testing.TB) string {
+	t.Helper()
+	dir, err := Dir()
+	if err != nil {
+		unavailable(t, err)
+	}
+	installOnce.Lock()
+	defer installOnce.Unlock()
+	if !installOnce.done {
+		ctx, cancel := context.WithTimeout(context.Background(), installTimeout)
+		installOnce.err = Install(ctx, dir, testLog{t})
+		cancel()
+		installOnce.done = true
+	}
+	if installOnce.err != nil {
+		unavailable(t, installOnce.err)
+	}
+	return dir
+}
+
+type testLog struct{ t testing.TB }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Logf("%s", p)
+	return len(p), nil
+}
+
+// Require starts a fresh server for t (stopped when t ends). Prefer Shared: a start costs
+// about 3 s.
+func Require(t testing.TB, opts Options) *Server {
+	t.Helper()
+	opts.Dir = Ensure(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	s, err := Start(ctx, opts)
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			unavailable(t, err)
+		}
+		t.Fatalf("start signalk-server: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("signalk-server log:\n%s", s.LogTail(4000))
+		}
+		_ = s.Stop()
+	})
+	return s
+}
+
+var shared struct {
+	sync.Mutex
+	srv *Server
+	err error
+}
+
+// Shared answers the test binary's one plain-http server, started on first use and stopped by
+// Main. Tests sharing it use their own client ids, so they do not see each other's requests.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	dir := Ensure(t)
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.srv == nil && shared.err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		shared.srv, shared.err = Start(ctx, Options{Dir: dir})
+		cancel()
+	}
+	if shared.err != nil {
+		if errors.Is(shared.err, ErrUnavailable) {
+			unavailable(t, shared.err)
+		}
+		t.Fatalf("start signalk-server: %v", shared.err)
+	}
+	return shared.srv
+}
+
+// Main runs the tests and stops the shared server. Use it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(sktest.Main(m)) }
+func Main(m *testing.M) int {
+	code := m.Run()
+	shared.Lock()
+	if shared.srv != nil {
+		if code != 0 {
+			fmt.Fprintf(os.Stderr, "signalk-server log:\n%s\n", shared.srv.LogTail(4000))
+		}
+		_ = shared.srv.Stop()
+		shared.srv = nil
+	}
+	shared.Unlock()
+	return code
+}

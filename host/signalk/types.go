@@ -1,0 +1,170 @@
+package signalk
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"net"
+	"strconv"
+	"time"
+)
+
+// Limits and timers of the spec (Signal K client behaviour, access token table, Limits row).
+const (
+	HTTPTimeout     = 6 * time.Second
+	HTTPBodyCap     = 16 * 1024
+	HTTPInFlight    = 2
+	MaxServers      = 12
+	SkipUnreachable = 5 * time.Minute
+
+	ErrorBackoffMin = 10 * time.Second
+	ErrorBackoffMax = 5 * time.Minute
+	FlatRetry       = 60 * time.Second // 400 already requested, OPEN re-POST, cert_error
+	PollFirst       = 5 * time.Second
+	PollMax         = 60 * time.Second
+	PollFactor      = 1.5
+	RecheckPlain    = 5 * time.Second // plaintext 401 rule
+)
+
+// Errors of the Go API. They wrap nothing; compare with errors.Is.
+var (
+	// ErrInvalidState: the client is not started, or the stream is down for a PUT or flush.
+	ErrInvalidState = errors.New("signalk: invalid state")
+	// ErrNoServer: no Signal K server is chosen.
+	ErrNoServer = errors.New("signalk: no server")
+	// ErrTruncated: the server's answer was larger than the body cap; it was not parsed.
+	ErrTruncated = errors.New("signalk: answer larger than 16 KiB")
+)
+
+// Server is one Signal K server: discovered (Source "discovered") or set by sk.server_host
+// (Source "manual").
+type Server struct {
+	Self     string            `json:"self"`
+	Host     string            `json:"host"`
+	Port     int               `json:"port"`
+	Scheme   string            `json:"scheme"` // http or https
+	Roles    []string          `json:"roles"`
+	SWName   string            `json:"swname"`
+	SWVers   string            `json:"swvers"`
+	TXT      map[string]string `json:"txt,omitempty"`
+	LastSeen time.Time         `json:"-"`
+	Source   string            `json:"source,omitempty"`
+	// Guess marks a scheme that the unauthenticated probe could not establish.
+	Guess bool `json:"guess,omitempty"`
+}
+
+// Addr is host:port.
+func (s Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
+
+// TLS reports an https server.
+func (s Server) TLS() bool { return s.Scheme == "https" }
+
+func (s Server) base() string { return s.Scheme + "://" + s.Addr() }
+
+func (s Server) hasRole(role string) bool {
+	for _, r := range s.Roles {
+		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+// same reports whether two choices address the same server the same way.
+func (s Server) same(o Server) bool {
+	return s.Self == o.Self && s.Host == o.Host && s.Port == o.Port && s.Scheme == o.Scheme && s.Source == o.Source
+}
+
+// Discovery is the mDNS browser (host/skdiscovery): the servers of the last passes and a
+// signal after every pass.
+type Discovery interface {
+	Servers() []Server
+	Changed() <-chan struct{}
+}
+
+// TLS is the TLS trust component (host/sktls). Every method may be called from any goroutine.
+type TLS interface {
+	// DialTLSContext dials and handshakes under the device's trust mode.
+	DialTLSContext(ctx context.Context, network, addr string) (net.Conn, error)
+	// Proven is told about every HTTP status received over TLS (with the connection's state),
+	// so a first-use capture can be committed.
+	Proven(addr string, cs *tls.ConnectionState) error
+	// IsCertError reports a call refused by the certificate check.
+	IsCertError(err error) bool
+	// Resolve picks the scheme of a server under sk.scheme (advertised: "http"/"https" from
+	// discovery, "" for a manual host). guess is true when the probe got no answer.
+	Resolve(ctx context.Context, host string, port int, advertised string) (scheme string, port2 int, guess bool, err error)
+	// SetServer tells which server (host:port) is chosen now.
+	SetServer(addr string)
+}
+
+// Target is where the delta stream should connect; a zero Host means nowhere.
+type Target struct {
+	Host    string
+	Port    int
+	TLS     bool
+	DialTLS func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Token is the Bearer token; "" while the server runs without security (OPEN).
+	Token string
+	// Proven is called with the connection after the server answered the upgrade, so a
+	// first-use TLS capture can be committed.
+	Proven func(conn net.Conn)
+}
+
+// Value is one value for vessels.self. Value is float64, string, bool, nil (JSON null) or
+// json.RawMessage (any other JSON).
+type Value struct {
+	Path  string
+	Value any
+}
+
+// Delta is one value received for a subscription.
+type Delta struct {
+	Path      string          `json:"path"`
+	Value     json.RawMessage `json:"value"`
+	Timestamp string          `json:"timestamp,omitempty"`
+}
+
+// PutResult is a PUT handler's result (the spec's handler-result table).
+type PutResult int
+
+// Handler results.
+const (
+	PutSuccess  PutResult = iota // COMPLETED 200
+	PutInvalid                   // COMPLETED 400
+	PutFailure                   // COMPLETED 502
+	PutDeferred                  // PENDING 202, completed later
+)
+
+// PutRequest is an inbound PUT for one path.
+type PutRequest struct {
+	Path  string
+	Value json.RawMessage
+}
+
+// PutHandler answers an inbound PUT through reply: once with success, invalid or failure; or
+// first deferred and later once more with the final result. It must not block.
+type PutHandler func(req PutRequest, reply func(result PutResult, message string))
+
+// PutAnswer is the server's answer to an outbound PUT. State is COMPLETED, FAILED or TIMEOUT.
+type PutAnswer struct {
+	State      string `json:"state"`
+	StatusCode int    `json:"statusCode"`
+	Message    string `json:"message,omitempty"`
+}
+
+// Stream is the delta stream (host/skstream) as this package drives it.
+type Stream interface {
+	// SetTarget points the stream at a server (zero Host: none); it must not block.
+	SetTarget(t Target)
+	// Status is the `ws` object of /sk/status (marshalled as JSON).
+	Status() any
+	Connected() bool
+	Publish(values ...Value) error
+	DeclareMeta(path string, meta json.RawMessage) error
+	Subscribe(pattern string, fn func(Delta)) (cancel func(), err error)
+	HandlePut(pattern string, h PutHandler) (remove func(), err error)
+	Put(path string, value json.RawMessage, answer func(PutAnswer)) error
+	Flush(ctx context.Context) error
+}

@@ -1,0 +1,89 @@
+package skstream
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+func pathByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '.' || c == '_' || c == '-' || c == ':'
+}
+
+// checkPath accepts a dotted Signal K path: 1..MaxPathLen bytes of letters, digits and
+// `._-:`, without empty segments.
+func checkPath(p string) error {
+	if len(p) == 0 || len(p) > MaxPathLen {
+		return fmt.Errorf("%w: path length %d", ErrInvalidArgument, len(p))
+	}
+	for i := 0; i < len(p); i++ {
+		if !pathByte(p[i]) {
+			return fmt.Errorf("%w: path %q: byte %q", ErrInvalidArgument, p, p[i])
+		}
+	}
+	if p[0] == '.' || p[len(p)-1] == '.' || strings.Contains(p, "..") {
+		return fmt.Errorf("%w: path %q has an empty segment", ErrInvalidArgument, p)
+	}
+	return nil
+}
+
+// checkPattern accepts an exact path or a family: `prefix.*`, `prefix*` or `*`.
+func checkPattern(p string) error {
+	if p == "*" {
+		return nil
+	}
+	prefix, family := strings.CutSuffix(p, "*")
+	if !family {
+		return checkPath(p)
+	}
+	if strings.Contains(prefix, "*") {
+		return fmt.Errorf("%w: pattern %q: `*` only at the end", ErrInvalidArgument, p)
+	}
+	return checkPath(strings.TrimSuffix(prefix, "."))
+}
+
+// matchPattern reports whether the pattern selects the path.
+func matchPattern(pattern, path string) bool {
+	if prefix, family := strings.CutSuffix(pattern, "*"); family {
+		return strings.HasPrefix(path, prefix)
+	}
+	return pattern == path
+}
+
+// covers reports whether pattern a selects every path pattern b selects.
+func covers(a, b string) bool {
+	pa, fa := strings.CutSuffix(a, "*")
+	if !fa {
+		return a == b
+	}
+	pb, _ := strings.CutSuffix(b, "*")
+	return strings.HasPrefix(pb, pa)
+}
+
+// coverSet is the sorted set of distinct patterns that no other distinct pattern covers: what
+// the server must be subscribed to so every pattern is served exactly once.
+func coverSet(patterns []string) []string {
+	uniq := slices.Clone(patterns)
+	slices.Sort(uniq)
+	uniq = slices.Compact(uniq)
+	out := uniq[:0:0]
+	for _, p := range uniq {
+		covered := false
+		for _, q := range uniq {
+			if q != p && covers(q, p) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// metaURL is the REST address of a path's metadata.
+func metaURL(path string) string {
+	return "/signalk/v1/api/vessels/self/" + strings.ReplaceAll(path, ".", "/") + "/meta"
+}

@@ -1,0 +1,430 @@
+package skstream
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+type putFrame struct {
+	Context   string `json:"context"`
+	RequestID string `json:"requestId"`
+	Put       struct {
+		Path  string          `json:"path"`
+		Value json.RawMessage `json:"value"`
+	} `json:"put"`
+}
+
+func readPut(t *testing.T, c *peerConn) putFrame {
+	t.Helper()
+	b := c.next(t)
+	var p putFrame
+	if err := json.Unmarshal(b, &p); err != nil || p.RequestID == "" {
+		t.Fatalf("not a PUT frame: %s", b)
+	}
+	return p
+}
+
+type results struct {
+	mu sync.Mutex
+	rs []PutResult
+}
+
+func (r *results) add(p PutResult) {
+	r.mu.Lock()
+	r.rs = append(r.rs, p)
+	r.mu.Unlock()
+}
+
+func (r *results) get() []PutResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]PutResult(nil), r.rs...)
+}
+
+func TestPutOutboundFrameAndAnswer(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.s.Put("steering.autopilot.target.headingTrue", 1.5, nil); !errors.Is(err, ErrInvalidState) {
+		t.Fatalf("put while down: %v", err)
+	}
+	c := f.connect()
+	var rs results
+	id, err := f.s.Put("steering.autopilot.target.headingTrue", 1.5, rs.add)
+	must(t, err)
+	p := readPut(t, c)
+	u, err := uuid.Parse(p.RequestID)
+	if err != nil || u.Version() != 4 || p.RequestID != id {
+		t.Fatalf("requestId %q (%v)", p.RequestID, err)
+	}
+	if p.Context != "vessels.self" || p.Put.Path != "steering.autopilot.target.headingTrue" || string(p.Put.Value) != "1.5" {
+		t.Fatalf("frame %+v", p)
+	}
+	if st := f.s.Status(); st.Put.Pending != 1 {
+		t.Fatalf("pending %d", st.Put.Pending)
+	}
+	// An answer to someone else and a PENDING answer change nothing.
+	c.send(t, `{"requestId":"other","state":"COMPLETED","statusCode":200}`)
+	c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"PENDING","statusCode":202,"href":"/signalk/v1/requests/x"}`, id))
+	time.Sleep(30 * time.Millisecond)
+	if len(rs.get()) != 0 {
+		t.Fatalf("answered early: %+v", rs.get())
+	}
+	c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":200,"message":"ok","put":{"path":"x","value":1}}`, id))
+	eventually(t, "answer", func() bool { return len(rs.get()) == 1 })
+	r := rs.get()[0]
+	if r.State != "COMPLETED" || r.StatusCode != 200 || r.Message != "ok" || !r.OK() || r.RequestID != id {
+		t.Fatalf("result %+v", r)
+	}
+	st := f.s.Status()
+	if st.Put.OK != 1 || st.Put.Failed != 0 || st.Put.Pending != 0 {
+		t.Fatalf("put status %+v", st.Put)
+	}
+}
+
+func TestPutFailedAnswerAndTimeout(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect()
+	var rs results
+	id1, err := f.s.Put("a.b", "x", rs.add)
+	must(t, err)
+	readPut(t, c)
+	c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":405,"message":"no handler"}`, id1))
+	eventually(t, "405", func() bool { return len(rs.get()) == 1 })
+	if r := rs.get()[0]; r.OK() || r.StatusCode != 405 {
+		t.Fatalf("405 result %+v", r)
+	}
+	// PENDING then silence: TIMEOUT 10 s after the send.
+	id2, err := f.s.Put("a.b", true, rs.add)
+	must(t, err)
+	readPut(t, c)
+	c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"PENDING","statusCode":202}`, id2))
+	f.advance(1, PutTimeout-time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	if len(rs.get()) != 1 {
+		t.Fatal("timed out early")
+	}
+	f.advance(1, time.Millisecond)
+	eventually(t, "timeout", func() bool { return len(rs.get()) == 2 })
+	if r := rs.get()[1]; r.State != "TIMEOUT" || r.RequestID != id2 || r.Path != "a.b" {
+		t.Fatalf("timeout result %+v", r)
+	}
+	// A late answer is ignored.
+	c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":200}`, id2))
+	time.Sleep(20 * time.Millisecond)
+	if st := f.s.Status(); st.Put.Failed != 2 || st.Put.OK != 0 || len(rs.get()) != 2 {
+		t.Fatalf("put status %+v, results %d", st.Put, len(rs.get()))
+	}
+	// FAILED passes through.
+	id3, err := f.s.Put("a.b", 1, rs.add)
+	must(t, err)
+	readPut(t, c)
+	c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"FAILED","statusCode":502,"message":"device error"}`, id3))
+	eventually(t, "failed", func() bool { return len(rs.get()) == 3 })
+	if r := rs.get()[2]; r.State != "FAILED" || r.StatusCode != 502 {
+		t.Fatalf("failed result %+v", r)
+	}
+}
+
+func TestPutInFlightCap(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect()
+	var rs results
+	var ids []string
+	for i := 0; i < MaxPutsInFlight; i++ {
+		id, err := f.s.Put("a.b", i, rs.add)
+		must(t, err)
+		ids = append(ids, id)
+	}
+	if _, err := f.s.Put("a.b", 99, rs.add); !errors.Is(err, ErrLimit) {
+		t.Fatalf("9th put: %v", err)
+	}
+	var seen []string
+	for range ids {
+		seen = append(seen, readPut(t, c).RequestID)
+	}
+	if !slices.Equal(seen, ids) {
+		t.Fatalf("frames %v, want %v", seen, ids)
+	}
+	c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":200}`, ids[3]))
+	eventually(t, "slot freed", func() bool { return f.s.Status().Put.Pending == MaxPutsInFlight-1 })
+	if _, err := f.s.Put("a.b", 99, rs.add); err != nil {
+		t.Fatalf("put after a slot freed: %v", err)
+	}
+	if r := rs.get()[0]; r.RequestID != ids[3] {
+		t.Fatalf("answer matched to %s, want %s", r.RequestID, ids[3])
+	}
+}
+
+func TestPutEndsWhenStreamDrops(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect()
+	var rs results
+	_, err := f.s.Put("a.b", 1, rs.add)
+	must(t, err)
+	readPut(t, c)
+	c.ws.Close()
+	eventually(t, "failed on drop", func() bool { return len(rs.get()) == 1 })
+	if r := rs.get()[0]; r.State != "FAILED" {
+		t.Fatalf("result %+v", r)
+	}
+	if _, err := f.s.Put("a.b", 1, rs.add); !errors.Is(err, ErrInvalidState) {
+		t.Fatalf("put while down: %v", err)
+	}
+}
+
+func TestPutWait(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect()
+	go func() {
+		p := readPut(t, c)
+		c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":200}`, p.RequestID))
+	}()
+	r, err := f.s.PutWait(t.Context(), "a.b", json.RawMessage(`{"x":1}`))
+	if err != nil || !r.OK() {
+		t.Fatalf("PutWait %+v %v", r, err)
+	}
+	if _, err := f.s.Put("a.b", json.RawMessage(`{`), nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("bad raw value: %v", err)
+	}
+}
+
+type answer struct {
+	RequestID  string `json:"requestId"`
+	State      string `json:"state"`
+	StatusCode int    `json:"statusCode"`
+	Message    string `json:"message"`
+}
+
+// nextAnswer skips deltas and returns the next PUT answer.
+func nextAnswer(t *testing.T, c *peerConn) answer {
+	t.Helper()
+	for {
+		b := c.next(t)
+		var a answer
+		if err := json.Unmarshal(b, &a); err != nil {
+			t.Fatalf("frame %s: %v", b, err)
+		}
+		if a.RequestID != "" {
+			return a
+		}
+	}
+}
+
+func TestInboundPutHandlerTable(t *testing.T) {
+	type step struct {
+		state string
+		code  int
+	}
+	var later func(error)
+	var mu sync.Mutex
+	keep := func(c func(error)) {
+		mu.Lock()
+		later = c
+		mu.Unlock()
+	}
+	cases := []struct {
+		name     string
+		handler  PutHandler
+		complete error // when deferred, the later outcome
+		want     []step
+		msg      string
+	}{
+		{"success", func(PutRequest, func(error)) error { return nil }, nil, []step{{"COMPLETED", 200}}, ""},
+		{"invalid argument", func(PutRequest, func(error)) error { return Invalid("out of range") }, nil,
+			[]step{{"COMPLETED", 400}}, "out of range"},
+		{"wrapped ErrInvalidArgument", func(PutRequest, func(error)) error {
+			return fmt.Errorf("mode: %w", ErrInvalidArgument)
+		}, nil, []step{{"COMPLETED", 400}}, ""},
+		{"other failure", func(PutRequest, func(error)) error { return errors.New("bus down") }, nil,
+			[]step{{"COMPLETED", 502}}, "bus down"},
+		{"panic", func(PutRequest, func(error)) error { panic("bug") }, nil, []step{{"COMPLETED", 502}}, ""},
+		{"deferred then success", func(_ PutRequest, c func(error)) error { keep(c); return ErrDeferred }, nil,
+			[]step{{"PENDING", 202}, {"COMPLETED", 200}}, ""},
+		{"deferred then invalid", func(_ PutRequest, c func(error)) error { keep(c); return ErrDeferred },
+			Invalid("no"), []step{{"PENDING", 202}, {"COMPLETED", 400}}, "no"},
+		{"deferred then failure", func(_ PutRequest, c func(error)) error { keep(c); return ErrDeferred },
+			Failed("relay stuck"), []step{{"PENDING", 202}, {"COMPLETED", 502}}, "relay stuck"},
+		{"reply style success", ReplyHandler(func(_ PutRequest, reply func(Outcome, string)) {
+			reply(OutcomeSuccess, "")
+		}), nil, []step{{"COMPLETED", 200}}, ""},
+		{"reply style invalid", ReplyHandler(func(_ PutRequest, reply func(Outcome, string)) {
+			reply(OutcomeInvalid, "bad")
+		}), nil, []step{{"COMPLETED", 400}}, "bad"},
+		{"reply style failure", ReplyHandler(func(_ PutRequest, reply func(Outcome, string)) {
+			reply(OutcomeFailure, "x")
+		}), nil, []step{{"COMPLETED", 502}}, "x"},
+		{"reply style deferred", ReplyHandler(func(_ PutRequest, reply func(Outcome, string)) {
+			reply(OutcomeDeferred, "")
+			keep(func(err error) {
+				if err != nil {
+					reply(OutcomeFailure, err.Error())
+					return
+				}
+				reply(OutcomeSuccess, "")
+			})
+		}), nil, []step{{"PENDING", 202}, {"COMPLETED", 200}}, ""},
+		{"no handler", nil, nil, []step{{"COMPLETED", 405}}, ""},
+	}
+	for _, form := range []string{"array", "object"} {
+		for _, tc := range cases {
+			t.Run(form+"/"+tc.name, func(t *testing.T) {
+				f := newFixture(t)
+				var got []PutRequest
+				if tc.handler != nil {
+					_, err := f.s.HandlePut(PutPath{Path: "dev.probe.mode", Handle: func(r PutRequest, c func(error)) error {
+						got = append(got, r)
+						return tc.handler(r, c)
+					}})
+					must(t, err)
+				}
+				c := f.connect()
+				item := `{"path":"dev.probe.mode","value":"auto"}`
+				if form == "array" {
+					item = "[" + item + "]"
+				}
+				c.send(t, `{"requestId":"req-1","context":"vessels.self","put":`+item+`}`)
+				for i, w := range tc.want {
+					if i == 1 {
+						mu.Lock()
+						fn := later
+						mu.Unlock()
+						fn(tc.complete)
+					}
+					a := nextAnswer(t, c)
+					if a.RequestID != "req-1" || a.State != w.state || a.StatusCode != w.code {
+						t.Fatalf("answer %d: %+v, want %+v", i, a, w)
+					}
+					if i == len(tc.want)-1 && tc.msg != "" && a.Message != tc.msg {
+						t.Fatalf("message %q, want %q", a.Message, tc.msg)
+					}
+				}
+				c.none(t)
+				if tc.handler != nil && (len(got) != 1 || string(got[0].Value) != `"auto"` || got[0].Context != "vessels.self") {
+					t.Fatalf("handler saw %+v", got)
+				}
+				if st := f.s.Status(); st.Put.Inbound != 1 || st.Put.Answered != uint64(len(tc.want)) {
+					t.Fatalf("status %+v", st.Put)
+				}
+			})
+		}
+	}
+}
+
+func TestInboundPutEdgeCases(t *testing.T) {
+	f := newFixture(t)
+	var calls []string
+	h := func(r PutRequest, _ func(error)) error {
+		calls = append(calls, r.Path)
+		if r.Path == "dev.b.x" {
+			return Invalid("b refuses")
+		}
+		return nil
+	}
+	_, err := f.s.HandlePut(PutPath{Path: "dev.a.*", Handle: h})
+	must(t, err)
+	_, err = f.s.HandlePut(PutPath{Path: "dev.b.x", Handle: h})
+	must(t, err)
+	c := f.connect()
+	cases := []struct {
+		frame string
+		code  int
+	}{
+		{`{"requestId":"r1","context":"vessels.self","put":[{"path":"dev.a.one","value":1}]}`, 200}, // family handler
+		{`{"requestId":"r2","put":[{"path":"dev.a.one","value":1},{"path":"dev.b.x","value":2}]}`, 400},
+		{`{"requestId":"r3","put":[{"path":"dev.a.one","value":1},{"path":"dev.c","value":2}]}`, 405},
+		{`{"requestId":"r4","put":[]}`, 400},
+		{`{"requestId":"r5","put":[{"value":1}]}`, 400},
+		{`{"requestId":"r6","put":{"path":"bad path","value":1}}`, 400},
+	}
+	for _, tc := range cases {
+		c.send(t, tc.frame)
+		if a := nextAnswer(t, c); a.StatusCode != tc.code || a.State != "COMPLETED" {
+			t.Fatalf("%s: %+v, want %d", tc.frame, a, tc.code)
+		}
+	}
+	// r3 never reached a handler: nothing runs when any path has none.
+	if want := []string{"dev.a.one", "dev.a.one", "dev.b.x"}; !slices.Equal(calls, want) {
+		t.Fatalf("calls %v, want %v", calls, want)
+	}
+	// No requestId: nothing to answer to.
+	c.send(t, `{"put":[{"path":"dev.a.one","value":1}]}`)
+	c.none(t)
+}
+
+func TestPutableStatePublishedAtBootConnectAndChange(t *testing.T) {
+	f := newFixture(t, withSettings(func(s *Settings) { s.BatchMS = 0 }))
+	var mu sync.Mutex
+	mode := "standby"
+	_, err := f.s.HandlePut(PutPath{
+		Path: "dev.probe.mode",
+		Handle: func(r PutRequest, _ func(error)) error {
+			var v string
+			if json.Unmarshal(r.Value, &v) != nil {
+				return Invalid("mode is a string")
+			}
+			mu.Lock()
+			mode = v
+			mu.Unlock()
+			return nil
+		},
+		Current: func() any { mu.Lock(); defer mu.Unlock(); return mode },
+	})
+	must(t, err)
+	// Registered after start: published at once (buffered while down).
+	if st := f.s.Status(); st.Buffered != 1 {
+		t.Fatalf("state not published at registration: %+v", st)
+	}
+	c := f.connect()
+	// The buffered state, then the state again for this connection.
+	for i := 0; i < 2; i++ {
+		if got := deltaValues(t, f.pump(c, 50*time.Millisecond)); !slices.Equal(got, []string{`dev.probe.mode="standby"`}) {
+			t.Fatalf("state %d: %v", i, got)
+		}
+	}
+	eventually(t, "drained", func() bool { return !f.s.Status().Draining })
+	c.send(t, `{"requestId":"r1","context":"vessels.self","put":[{"path":"dev.probe.mode","value":"auto"}]}`)
+	var sawAnswer, sawState bool
+	for !sawAnswer || !sawState {
+		b := c.next(t)
+		switch {
+		case json.Valid(b) && string(b) == `{"requestId":"r1","state":"COMPLETED","statusCode":200}`:
+			sawAnswer = true
+		default:
+			if got := deltaValues(t, b); !slices.Equal(got, []string{`dev.probe.mode="auto"`}) {
+				t.Fatalf("republished %v", got)
+			}
+			sawState = true
+		}
+	}
+	// A refused PUT republishes nothing.
+	c.send(t, `{"requestId":"r2","context":"vessels.self","put":[{"path":"dev.probe.mode","value":5}]}`)
+	if a := nextAnswer(t, c); a.StatusCode != 400 {
+		t.Fatalf("answer %+v", a)
+	}
+	c.none(t)
+}
+
+func TestHandlePutRegistration(t *testing.T) {
+	f := newFixture(t)
+	nop := func(PutRequest, func(error)) error { return nil }
+	if _, err := f.s.HandlePut(PutPath{Path: "a.*", Handle: nop, Current: func() any { return 1 }}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("getter on a family: %v", err)
+	}
+	if _, err := f.s.HandlePut(PutPath{Path: "a.b"}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("nil handler: %v", err)
+	}
+	cancel, err := f.s.HandlePut(PutPath{Path: "a.b", Handle: nop})
+	must(t, err)
+	cancel()
+	c := f.connect()
+	c.send(t, `{"requestId":"r","put":[{"path":"a.b","value":1}]}`)
+	if a := nextAnswer(t, c); a.StatusCode != 405 {
+		t.Fatalf("after cancel: %+v", a)
+	}
+}

@@ -1,0 +1,323 @@
+package skstream
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// subFrame decodes a subscribe frame to its paths, checking the row shape.
+func subFrame(t *testing.T, b []byte) []string {
+	t.Helper()
+	var f struct {
+		Context   string `json:"context"`
+		Subscribe []struct {
+			Path      string `json:"path"`
+			Period    *int   `json:"period"`
+			Format    string `json:"format"`
+			Policy    string `json:"policy"`
+			MinPeriod *int   `json:"minPeriod"`
+		} `json:"subscribe"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil || f.Context != "vessels.self" || len(f.Subscribe) == 0 {
+		t.Fatalf("not a subscribe frame: %s", b)
+	}
+	var paths []string
+	for _, r := range f.Subscribe {
+		if r.Period == nil || r.MinPeriod == nil || r.Format != "delta" || r.Policy != "instant" {
+			t.Fatalf("row shape: %s", b)
+		}
+		paths = append(paths, r.Path)
+	}
+	return paths
+}
+
+func isUnsubscribeAll(b []byte) bool {
+	return string(b) == `{"context":"*","unsubscribe":[{"path":"*"}]}`
+}
+
+func TestSubscriptionsIncrementalAndResent(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect()
+	nop := func(Delta) {}
+
+	cancelPos, err := f.s.Subscribe("navigation.position", nop)
+	must(t, err)
+	if got := subFrame(t, c.next(t)); !slices.Equal(got, []string{"navigation.position"}) {
+		t.Fatalf("first subscribe %v", got)
+	}
+	// A broader family replaces the covered exact path on the server.
+	cancelNav, err := f.s.Subscribe("navigation.*", nop)
+	must(t, err)
+	if b := c.next(t); !isUnsubscribeAll(b) {
+		t.Fatalf("want unsubscribe, got %s", b)
+	}
+	if got := subFrame(t, c.next(t)); !slices.Equal(got, []string{"navigation.*"}) {
+		t.Fatalf("resubscribe %v", got)
+	}
+	// Covered by navigation.*: nothing to send.
+	cancelSog, err := f.s.Subscribe("navigation.speedOverGround", nop)
+	must(t, err)
+	c.none(t)
+	// New family: incremental.
+	_, err = f.s.Subscribe("environment*", nop)
+	must(t, err)
+	if got := subFrame(t, c.next(t)); !slices.Equal(got, []string{"environment*"}) {
+		t.Fatalf("incremental %v", got)
+	}
+	// Same pattern twice is one server subscription.
+	cancelEnv2, err := f.s.Subscribe("environment*", nop)
+	must(t, err)
+	c.none(t)
+	cancelEnv2()
+	c.none(t)
+	// Removing a covered pattern sends nothing.
+	cancelSog()
+	cancelSog() // idempotent
+	c.none(t)
+	// Removing the family: unsubscribe, then what is still needed.
+	cancelNav()
+	if b := c.next(t); !isUnsubscribeAll(b) {
+		t.Fatalf("want unsubscribe, got %s", b)
+	}
+	if got := subFrame(t, c.next(t)); !slices.Equal(got, []string{"environment*", "navigation.position"}) {
+		t.Fatalf("after removal %v", got)
+	}
+	if st := f.s.Status(); st.In.Subs != 3-1 {
+		t.Fatalf("subs %d", st.In.Subs)
+	}
+	// Reconnect: the whole set goes out first, and the URL asks for meta.
+	f.s.NetworkChanged()
+	c2 := f.p.accept(t)
+	if got := subFrame(t, c2.next(t)); !slices.Equal(got, []string{"environment*", "navigation.position"}) {
+		t.Fatalf("after reconnect %v", got)
+	}
+	if !strings.Contains(c2.req.URL.RawQuery, "sendMeta=all") {
+		t.Fatalf("query %q", c2.req.URL.RawQuery)
+	}
+	cancelPos()
+	if b := c2.next(t); !isUnsubscribeAll(b) {
+		t.Fatalf("want unsubscribe, got %s", b)
+	}
+	if got := subFrame(t, c2.next(t)); !slices.Equal(got, []string{"environment*"}) {
+		t.Fatalf("after the last exact path went %v", got)
+	}
+}
+
+func TestSubscriptionLimitAndPatterns(t *testing.T) {
+	f := newFixture(t)
+	var cancels []func()
+	for i := 0; i < MaxSubscriptions; i++ {
+		c, err := f.s.Subscribe(fmt.Sprintf("dev.p%d", i), func(Delta) {})
+		must(t, err)
+		cancels = append(cancels, c)
+	}
+	if _, err := f.s.Subscribe("dev.one.more", func(Delta) {}); !errors.Is(err, ErrLimit) {
+		t.Fatalf("49th: %v", err)
+	}
+	cancels[0]()
+	if _, err := f.s.Subscribe("dev.one.more", func(Delta) {}); err != nil {
+		t.Fatalf("after a cancel: %v", err)
+	}
+	for _, bad := range []string{"", "a*b", "*a", "a..b", "a.**", "a b", ".a"} {
+		if _, err := f.s.Subscribe(bad, func(Delta) {}); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("pattern %q: %v", bad, err)
+		}
+	}
+	if _, err := f.s.Subscribe("a.b", nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("nil callback: %v", err)
+	}
+}
+
+func TestLastUnsubscribeSendsUnsubscribeOnly(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect()
+	cancel, err := f.s.Subscribe("a.*", func(Delta) {})
+	must(t, err)
+	c.next(t)
+	cancel()
+	if b := c.next(t); !isUnsubscribeAll(b) {
+		t.Fatalf("got %s", b)
+	}
+	c.none(t)
+}
+
+type collector struct {
+	mu sync.Mutex
+	ds []Delta
+}
+
+func (c *collector) add(d Delta) {
+	c.mu.Lock()
+	c.ds = append(c.ds, d)
+	c.mu.Unlock()
+}
+
+func (c *collector) paths() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, d := range c.ds {
+		p := d.Path
+		if d.Meta {
+			p = "meta:" + p
+		}
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (c *collector) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.ds)
+}
+
+func TestInboundDeltasMatchedToSubscribers(t *testing.T) {
+	f := newFixture(t)
+	var nav, wind, all collector
+	for pat, col := range map[string]*collector{"navigation.*": &nav, "environment.wind.speedApparent": &wind, "*": &all} {
+		_, err := f.s.Subscribe(pat, col.add)
+		must(t, err)
+	}
+	c := f.connect()
+	c.next(t) // subscribe
+	c.send(t, `{"context":"vessels.urn:mrn:signalk:uuid:x","updates":[{"$source":"nmea.II","timestamp":"2024-01-01T00:00:00Z",
+		"values":[{"path":"navigation.speedOverGround","value":3.2},{"path":"environment.wind.speedApparent","value":5},{"path":"electrical.x","value":{"a":1}}],
+		"meta":[{"path":"navigation.speedOverGround","value":{"units":"m/s"}}]}]}`)
+	eventually(t, "deliveries", func() bool { return all.len() == 4 && nav.len() == 2 && wind.len() == 1 })
+	if got := nav.paths(); !slices.Equal(got, []string{"meta:navigation.speedOverGround", "navigation.speedOverGround"}) {
+		t.Fatalf("nav got %v", got)
+	}
+	wind.mu.Lock()
+	d := wind.ds[0]
+	wind.mu.Unlock()
+	if d.Context != "vessels.urn:mrn:signalk:uuid:x" || string(d.Value) != "5" || d.Source != "nmea.II" ||
+		d.Timestamp != "2024-01-01T00:00:00Z" || d.Meta {
+		t.Fatalf("delta %+v", d)
+	}
+	st := f.s.Status()
+	if st.In.Frames != 1 || st.In.Received != 4 || st.In.Subs != 3 {
+		t.Fatalf("in %+v", st.In)
+	}
+}
+
+func TestInboundFrameSizeCap(t *testing.T) {
+	f := newFixture(t)
+	var got collector
+	_, err := f.s.Subscribe("big.*", got.add)
+	must(t, err)
+	c := f.connect()
+	c.next(t)
+	frame := func(total int) string {
+		head, tail := `{"updates":[{"values":[{"path":"big.x","value":"`, `"}]}]}`
+		return head + strings.Repeat("y", total-len(head)-len(tail)) + tail
+	}
+	c.send(t, frame(MaxFrameBytes+1))
+	c.send(t, frame(MaxFrameBytes)) // exactly the cap is accepted
+	c.send(t, frame(200*1024))      // far over: read through and dropped
+	c.send(t, `{"updates":[{"values":[{"path":"big.y","value":1}]}]}`)
+	eventually(t, "two deliveries", func() bool { return got.len() == 2 })
+	if p := got.paths(); !slices.Equal(p, []string{"big.x", "big.y"}) {
+		t.Fatalf("delivered %v", p)
+	}
+	st := f.s.Status()
+	if st.In.Oversize != 2 || st.In.Frames != 4 || !st.Connected {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestSlowSubscriberDoesNotBlockOthers(t *testing.T) {
+	f := newFixture(t)
+	release := make(chan struct{})
+	var slow, fast collector
+	_, err := f.s.Subscribe("x.*", func(d Delta) {
+		<-release
+		slow.add(d)
+	})
+	must(t, err)
+	_, err = f.s.Subscribe("x.*", fast.add)
+	must(t, err)
+	c := f.connect()
+	c.next(t)
+	const n = 300
+	for i := 1; i <= n; i++ {
+		c.send(t, fmt.Sprintf(`{"updates":[{"values":[{"path":"x.v","value":%d}]}]}`, i))
+	}
+	eventually(t, "fast subscriber got everything", func() bool { return fast.len() == n })
+	close(release)
+	eventually(t, "slow subscriber drained", func() bool {
+		return slow.len()+int(f.s.Status().In.Dropped) == n
+	})
+	slow.mu.Lock()
+	last := string(slow.ds[len(slow.ds)-1].Value)
+	slow.mu.Unlock()
+	if last != fmt.Sprint(n) || f.s.Status().In.Dropped == 0 || slow.len() > SubscriberQueue+1 {
+		t.Fatalf("slow got %d (last %s), dropped %d", slow.len(), last, f.s.Status().In.Dropped)
+	}
+}
+
+func TestSubscriberPanicIsContained(t *testing.T) {
+	f := newFixture(t)
+	var got collector
+	n := 0
+	_, err := f.s.Subscribe("x.v", func(d Delta) {
+		n++
+		if n == 1 {
+			panic("boom")
+		}
+		got.add(d)
+	})
+	must(t, err)
+	c := f.connect()
+	c.next(t)
+	c.send(t, `{"updates":[{"values":[{"path":"x.v","value":1}]}]}`)
+	c.send(t, `{"updates":[{"values":[{"path":"x.v","value":2}]}]}`)
+	eventually(t, "second delivery", func() bool { return got.len() == 1 })
+	time.Sleep(10 * time.Millisecond)
+	if !f.s.Connected() {
+		t.Fatal("a panicking subscriber took the stream down")
+	}
+}
+
+func TestCoverAndMatch(t *testing.T) {
+	match := []struct {
+		pat, path string
+		want      bool
+	}{
+		{"*", "a.b", true},
+		{"a.*", "a.b", true},
+		{"a.*", "a", false},
+		{"a.*", "ab.c", false},
+		{"a*", "ab.c", true},
+		{"a*", "a", true},
+		{"a.b", "a.b", true},
+		{"a.b", "a.b.c", false},
+	}
+	for _, tc := range match {
+		if got := matchPattern(tc.pat, tc.path); got != tc.want {
+			t.Errorf("match(%q,%q) = %v", tc.pat, tc.path, got)
+		}
+	}
+	cover := []struct {
+		in, want []string
+	}{
+		{[]string{"a.b", "a.*"}, []string{"a.*"}},
+		{[]string{"a.*", "a*"}, []string{"a*"}},
+		{[]string{"a.b", "a.b", "c"}, []string{"a.b", "c"}},
+		{[]string{"x.y", "*", "a*"}, []string{"*"}},
+		{[]string{"ab", "a.*"}, []string{"a.*", "ab"}},
+		{nil, []string{}},
+	}
+	for _, tc := range cover {
+		if got := coverSet(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("cover(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
