@@ -52,6 +52,10 @@ test: lint unit
 bench: build
 	@command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk) || echo "bench: wrk could not be installed; devbench uses its Go client"
 	go run ./cmd/devbench -devhost $(BIN)/devhost $(BENCH_FLAGS)
+	@echo; echo "plugin host beside a raw wazero baseline (host/plugin benchmarks):"
+	go test -run '^$$' -bench . -count 1 ./host/plugin/
+	@echo; echo "Signal K delta stream (host/skstream benchmarks):"
+	go test -run '^$$' -bench . -count 1 ./host/skstream/
 
 clean:
 	rm -rf $(BIN) $(DATA)
