@@ -125,7 +125,7 @@ func (s *Stream) onPutAnswer(f Frame) {
 // resultRunner calls PUT completion callbacks outside the read loop and every lock. On close it
 // runs what is left, so every Put's done is called.
 func (s *Stream) resultRunner() {
-	defer s.wg.Done()
+	defer s.cbWG.Done()
 	for {
 		var stop bool
 		select {
@@ -247,7 +247,7 @@ func (s *Stream) answer(id, state string, code int, msg string) {
 
 // inboundWorker runs PUT handlers one request at a time, in arrival order, off the read loop.
 func (s *Stream) inboundWorker() {
-	defer s.wg.Done()
+	defer s.cbWG.Done()
 	for {
 		select {
 		case <-s.ctx.Done():

@@ -31,9 +31,13 @@ type Stream struct {
 	jitter     func() float64
 	timestamps atomic.Bool
 
-	ctx       context.Context
-	cancel    context.CancelFunc
+	ctx    context.Context
+	cancel context.CancelFunc
+	// wg tracks the goroutines Close waits for. cbWG tracks those that run caller code which
+	// may be slow (subscriber callbacks, PUT handlers and PUT results): they are told to stop
+	// by Close and end when the callback in progress returns, but Close does not wait for it.
 	wg        sync.WaitGroup
+	cbWG      sync.WaitGroup
 	stopWatch func() bool
 
 	mu      sync.Mutex
@@ -171,9 +175,10 @@ func (s *Stream) Start(ctx context.Context) error {
 	}
 	s.started = true
 	s.mu.Unlock()
-	s.wg.Add(4)
+	s.wg.Add(2)
 	go s.run()
 	go s.notifier()
+	s.cbWG.Add(2)
 	go s.resultRunner()
 	go s.inboundWorker()
 	s.mu.Lock()
@@ -183,8 +188,10 @@ func (s *Stream) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops every goroutine of the stream, ends pending PUTs as FAILED and drops buffered
-// data. It is safe to call more than once.
+// Close stops the stream: the socket closes, pending PUTs end as FAILED (their callbacks still
+// run) and buffered data is dropped. It waits for the stream's own goroutines but not for a
+// subscriber callback or PUT handler still running; those goroutines end when it returns.
+// It is safe to call more than once.
 func (s *Stream) Close() {
 	s.mu.Lock()
 	if s.closed {

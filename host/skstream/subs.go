@@ -54,7 +54,7 @@ func (sb *subscriber) next() (Delta, bool) {
 }
 
 func (s *Stream) deliver(sb *subscriber) {
-	defer s.wg.Done()
+	defer s.cbWG.Done()
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -113,7 +113,7 @@ func (s *Stream) Subscribe(pattern string, fn func(Delta)) (cancel func(), err e
 		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	s.subs[sb.id] = sb
 	s.syncSubsLocked()
-	s.wg.Add(1)
+	s.cbWG.Add(1)
 	go s.deliver(sb)
 	s.mu.Unlock()
 	var once sync.Once

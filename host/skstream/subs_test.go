@@ -236,6 +236,8 @@ func TestInboundFrameSizeCap(t *testing.T) {
 func TestSlowSubscriberDoesNotBlockOthers(t *testing.T) {
 	f := newFixture(t)
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
 	var slow, fast collector
 	_, err := f.s.Subscribe("x.*", func(d Delta) {
 		<-release
@@ -246,12 +248,15 @@ func TestSlowSubscriberDoesNotBlockOthers(t *testing.T) {
 	must(t, err)
 	c := f.connect()
 	c.next(t)
+	// In steps the fast subscriber keeps up with, so only the slow one overflows.
 	const n = 300
 	for i := 1; i <= n; i++ {
 		c.send(t, fmt.Sprintf(`{"updates":[{"values":[{"path":"x.v","value":%d}]}]}`, i))
+		if i%100 == 0 {
+			eventually(t, "fast subscriber keeps up", func() bool { return fast.len() == i })
+		}
 	}
-	eventually(t, "fast subscriber got everything", func() bool { return fast.len() == n })
-	close(release)
+	releaseOnce.Do(func() { close(release) })
 	eventually(t, "slow subscriber drained", func() bool {
 		return slow.len()+int(f.s.Status().In.Dropped) == n
 	})
@@ -319,5 +324,28 @@ func TestCoverAndMatch(t *testing.T) {
 		if got := coverSet(tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("cover(%v) = %v, want %v", tc.in, got, tc.want)
 		}
+	}
+}
+
+func TestCloseDoesNotWaitForAStuckCallback(t *testing.T) {
+	f := newFixture(t)
+	release := make(chan struct{})
+	defer close(release)
+	entered := make(chan struct{}, 1)
+	_, err := f.s.Subscribe("x.v", func(Delta) {
+		entered <- struct{}{}
+		<-release
+	})
+	must(t, err)
+	c := f.connect()
+	c.next(t)
+	c.send(t, `{"updates":[{"values":[{"path":"x.v","value":1}]}]}`)
+	<-entered
+	closed := make(chan struct{})
+	go func() { f.s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(wait):
+		t.Fatal("Close waited for a stuck subscriber")
 	}
 }
