@@ -112,6 +112,8 @@ func removeStaleSocket(path string) error {
 //	PUT  /net/route   RouteUpdate (a route move while up)
 //	POST /button      {"seconds": N}: a presence event (N defaults to 600)
 //	PUT  /gpio        PinUpdate {"pin": N, "high"?: bool, "fault"?: bool}
+//	POST /can         CANFrame {"id", "ext"?, "rtr"?, "data": base64}: a frame from the bus
+//	POST /ble/advert  BLEAdvert {"addr", "rssi", "data": base64}: an advert on the air
 //
 // Every answer is the State document after the change, or the device's JSON error body
 // (400 `validation` for bad input, 404 `not_found`, 405 `method_not_allowed`).
@@ -121,13 +123,15 @@ func (s *Sim) Handler() http.Handler {
 		fn     func(*http.Request) error
 	}
 	routes := map[string]route{
-		"/state":     {http.MethodGet, func(*http.Request) error { return nil }},
-		"/memory":    {http.MethodPut, s.putMemory},
-		"/net/down":  {http.MethodPost, func(*http.Request) error { s.SetUp(false); return nil }},
-		"/net/up":    {http.MethodPost, func(*http.Request) error { s.SetUp(true); return nil }},
-		"/net/route": {http.MethodPut, s.putRoute},
-		"/button":    {http.MethodPost, s.postButton},
-		"/gpio":      {http.MethodPut, s.putGPIO},
+		"/state":      {http.MethodGet, func(*http.Request) error { return nil }},
+		"/memory":     {http.MethodPut, s.putMemory},
+		"/net/down":   {http.MethodPost, func(*http.Request) error { s.SetUp(false); return nil }},
+		"/net/up":     {http.MethodPost, func(*http.Request) error { s.SetUp(true); return nil }},
+		"/net/route":  {http.MethodPut, s.putRoute},
+		"/button":     {http.MethodPost, s.postButton},
+		"/gpio":       {http.MethodPut, s.putGPIO},
+		"/can":        {http.MethodPost, s.postCAN},
+		"/ble/advert": {http.MethodPost, s.postAdvert},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := routes[r.URL.Path]

@@ -43,6 +43,7 @@ type State struct {
 	Link     Link       `json:"link"`
 	Route    Route      `json:"route"`
 	GPIO     []PinState `json:"gpio"`
+	Radios   Radios     `json:"radios"`
 }
 
 // MemoryUpdate changes the live heap figures; nil members keep their value.
@@ -81,7 +82,8 @@ type Sim struct {
 	route Route
 	subs  map[*subscriber]struct{}
 
-	gpio gpio
+	gpio  gpio
+	radio radios
 }
 
 var _ Board = (*Sim)(nil)
@@ -309,7 +311,7 @@ func (s *Sim) stateLocked() State {
 	r.RSSI = cloneInt(r.RSSI)
 	hw := s.hw
 	hw.Features = slices.Clone(s.hw.Features)
-	return State{Hardware: hw, ID: hw.DeviceID(), Memory: s.mem, Link: s.linkLocked(), Route: r, GPIO: s.Pins()}
+	return State{Hardware: hw, ID: hw.DeviceID(), Memory: s.mem, Link: s.linkLocked(), Route: r, GPIO: s.Pins(), Radios: s.Radios()}
 }
 
 // SetMemory changes the live heap figures and lowers the low-water marks as needed. A value

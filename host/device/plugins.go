@@ -41,6 +41,8 @@ func (d *Device) plugins(ctx context.Context, g *errgroup.Group) error {
 			return t, src.String(), synced
 		},
 		GPIO:    simGPIO{d.sim},
+		CAN:     simCAN{d.sim},
+		BLE:     simBLE{d.sim},
 		SignalK: skplugin.New(d.sk),
 	})
 	if err != nil {
@@ -80,8 +82,47 @@ func (g simGPIO) Watch(pin int, fn func(int, bool)) (func(), error) {
 }
 
 func pinErr(err error) error {
-	if errors.Is(err, board.ErrNoPin) {
+	switch {
+	case errors.Is(err, board.ErrNoPin):
 		return fmt.Errorf("%w: %w", abi.ErrNotFound, err)
+	case errors.Is(err, board.ErrPinFault):
+		return fmt.Errorf("%w: %w", abi.ErrIO, err)
 	}
 	return err
+}
+
+// simCAN is the simulated board's CAN bus as plugins see it.
+type simCAN struct{ s *board.Sim }
+
+func (c simCAN) Send(f plugin.CANFrame) error {
+	err := c.s.CANSend(board.CANFrame{ID: f.ID, Extended: f.Extended, Remote: f.Remote, Data: f.Data})
+	if errors.Is(err, board.ErrFrame) {
+		return fmt.Errorf("%w: %w", abi.ErrInvalid, err)
+	}
+	return err
+}
+
+func (c simCAN) Receive(fn func(plugin.CANFrame)) (func(), error) {
+	return c.s.CANReceive(func(f board.CANFrame) {
+		fn(plugin.CANFrame{ID: f.ID, Extended: f.Extended, Remote: f.Remote, Data: f.Data})
+	})
+}
+
+// simBLE is the simulated board's BLE radio as plugins see it.
+type simBLE struct{ s *board.Sim }
+
+func (b simBLE) Advertise(data []byte) error {
+	err := b.s.BLEAdvertise(data)
+	if errors.Is(err, board.ErrFrame) {
+		return fmt.Errorf("%w: %w", abi.ErrInvalid, err)
+	}
+	return err
+}
+
+func (b simBLE) StopAdvertising() error { return b.s.BLEStopAdvertising() }
+
+func (b simBLE) Scan(fn func(plugin.BLEAdvert)) (func(), error) {
+	return b.s.BLEScan(func(a board.BLEAdvert) {
+		fn(plugin.BLEAdvert{Address: a.Address, RSSI: a.RSSI, Data: a.Data})
+	})
 }

@@ -1,0 +1,182 @@
+package board
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+
+	"devhost/host/api"
+)
+
+// CANFrame is one frame on the simulated CAN bus.
+type CANFrame struct {
+	ID       uint32 `json:"id"`
+	Extended bool   `json:"ext,omitempty"`
+	Remote   bool   `json:"rtr,omitempty"`
+	Data     []byte `json:"data"` // at most 8 bytes; base64 in JSON
+}
+
+// BLEAdvert is an advertisement the simulated radio heard.
+type BLEAdvert struct {
+	Address string `json:"addr"`
+	RSSI    int    `json:"rssi"`
+	Data    []byte `json:"data"` // at most 31 bytes; base64 in JSON
+}
+
+// ErrFrame is a CAN frame or BLE payload the hardware cannot carry.
+var ErrFrame = errors.New("board: frame does not fit the bus")
+
+// keptFrames is how many sent frames the control channel can show.
+const keptFrames = 64
+
+// Radios is the CAN bus and BLE radio as the control channel shows them.
+type Radios struct {
+	CANSent     []CANFrame `json:"can_sent"`     // the last frames the device sent, oldest first
+	CANReceived int        `json:"can_received"` // frames injected from the bus
+	Advertising []byte     `json:"ble_advertising"`
+	Scanning    int        `json:"ble_scanners"`
+}
+
+// radios is the simulated CAN transceiver and BLE radio. The outside world (tests, devctl)
+// puts frames on the bus and adverts on the air through the control channel.
+type radios struct {
+	mu       sync.Mutex
+	sent     []CANFrame
+	received int
+	canRx    map[*func(CANFrame)]struct{}
+	advert   []byte
+	scanners map[*func(BLEAdvert)]struct{}
+}
+
+func checkFrame(f CANFrame) error {
+	max := uint32(1<<11 - 1)
+	if f.Extended {
+		max = 1<<29 - 1
+	}
+	if f.ID > max || len(f.Data) > 8 || (f.Remote && len(f.Data) > 0) {
+		return fmt.Errorf("%w: id %#x ext=%v rtr=%v with %d data bytes", ErrFrame, f.ID, f.Extended, f.Remote, len(f.Data))
+	}
+	return nil
+}
+
+// CANSend puts a frame on the bus.
+func (s *Sim) CANSend(f CANFrame) error {
+	if err := checkFrame(f); err != nil {
+		return err
+	}
+	f.Data = slices.Clone(f.Data)
+	s.radio.mu.Lock()
+	s.radio.sent = append(s.radio.sent, f)
+	if len(s.radio.sent) > keptFrames {
+		s.radio.sent = s.radio.sent[len(s.radio.sent)-keptFrames:]
+	}
+	s.radio.mu.Unlock()
+	return nil
+}
+
+// CANReceive calls fn with every frame the bus delivers until cancel.
+func (s *Sim) CANReceive(fn func(CANFrame)) (cancel func(), err error) {
+	key := &fn
+	s.radio.mu.Lock()
+	if s.radio.canRx == nil {
+		s.radio.canRx = map[*func(CANFrame)]struct{}{}
+	}
+	s.radio.canRx[key] = struct{}{}
+	s.radio.mu.Unlock()
+	return func() { s.radio.mu.Lock(); delete(s.radio.canRx, key); s.radio.mu.Unlock() }, nil
+}
+
+// InjectCAN delivers a frame from the bus to every receiver.
+func (s *Sim) InjectCAN(f CANFrame) error {
+	if err := checkFrame(f); err != nil {
+		return api.Errorf(http.StatusBadRequest, api.CodeValidation, "%v", err)
+	}
+	s.radio.mu.Lock()
+	s.radio.received++
+	fns := make([]func(CANFrame), 0, len(s.radio.canRx))
+	for fn := range s.radio.canRx {
+		fns = append(fns, *fn)
+	}
+	s.radio.mu.Unlock()
+	for _, fn := range fns {
+		fn(CANFrame{ID: f.ID, Extended: f.Extended, Remote: f.Remote, Data: slices.Clone(f.Data)})
+	}
+	return nil
+}
+
+// BLEAdvertise starts or replaces the device's advertisement.
+func (s *Sim) BLEAdvertise(data []byte) error {
+	if len(data) > 31 {
+		return fmt.Errorf("%w: advertisement of %d bytes (at most 31)", ErrFrame, len(data))
+	}
+	s.radio.mu.Lock()
+	s.radio.advert = slices.Clone(data)
+	if s.radio.advert == nil {
+		s.radio.advert = []byte{}
+	}
+	s.radio.mu.Unlock()
+	return nil
+}
+
+// BLEStopAdvertising ends the advertisement.
+func (s *Sim) BLEStopAdvertising() error {
+	s.radio.mu.Lock()
+	s.radio.advert = nil
+	s.radio.mu.Unlock()
+	return nil
+}
+
+// BLEScan calls fn with every advertisement heard until cancel.
+func (s *Sim) BLEScan(fn func(BLEAdvert)) (cancel func(), err error) {
+	key := &fn
+	s.radio.mu.Lock()
+	if s.radio.scanners == nil {
+		s.radio.scanners = map[*func(BLEAdvert)]struct{}{}
+	}
+	s.radio.scanners[key] = struct{}{}
+	s.radio.mu.Unlock()
+	return func() { s.radio.mu.Lock(); delete(s.radio.scanners, key); s.radio.mu.Unlock() }, nil
+}
+
+// InjectAdvert makes the radio hear an advertisement.
+func (s *Sim) InjectAdvert(a BLEAdvert) error {
+	if len(a.Data) > 31 || a.Address == "" {
+		return api.Errorf(http.StatusBadRequest, api.CodeValidation, "an advert needs addr and at most 31 data bytes")
+	}
+	s.radio.mu.Lock()
+	fns := make([]func(BLEAdvert), 0, len(s.radio.scanners))
+	for fn := range s.radio.scanners {
+		fns = append(fns, *fn)
+	}
+	s.radio.mu.Unlock()
+	for _, fn := range fns {
+		fn(BLEAdvert{Address: a.Address, RSSI: a.RSSI, Data: slices.Clone(a.Data)})
+	}
+	return nil
+}
+
+// Radios is the radio state for the control channel.
+func (s *Sim) Radios() Radios {
+	s.radio.mu.Lock()
+	defer s.radio.mu.Unlock()
+	return Radios{CANSent: slices.Clone(s.radio.sent), CANReceived: s.radio.received,
+		Advertising: slices.Clone(s.radio.advert), Scanning: len(s.radio.scanners)}
+}
+
+func (s *Sim) postCAN(r *http.Request) error {
+	var f CANFrame
+	if err := decodeBody(r, &f); err != nil {
+		return err
+	}
+	return s.InjectCAN(f)
+}
+
+func (s *Sim) postAdvert(r *http.Request) error {
+	var a BLEAdvert
+	if err := decodeBody(r, &a); err != nil {
+		return err
+	}
+	return s.InjectAdvert(a)
+}
