@@ -119,6 +119,12 @@ func (b *bench) run(ctx context.Context) (err error) {
 	}
 	b.printPuts(puts, tmp)
 	b.printMemory(dev.pid(), anc.pid())
+	if b.opts.signalk {
+		fmt.Fprintln(b.out)
+		if err := b.runSignalK(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -16,7 +16,13 @@
 //   - times sequential PUT /api/v1/config writes with changing values (each one a real, durable
 //     write) against the bare handler answering the same PUT and against a raw write+fsync of a
 //     small record in the same folder, and prints the ratios;
-//   - prints the resident memory of the anchor and of the device after the load.
+//   - prints the resident memory of the anchor and of the device after the load;
+//   - unless -signalk=false, starts the real signalk-server (host/signalk/sktest) and measures
+//     values per second published into it by the device's delta stream (host/skstream, run in
+//     this process through its Go API with sk.batch_ms from -sk-batch-ms) beside a plain
+//     WebSocket client writing frames of the same size, with the stream's CPU per 1000 values/s
+//     and the Publish call latency; a server that cannot be started skips this with a printed
+//     line. signalk.go says how each side is measured.
 //
 // Choices where nothing else decides:
 //   - The anchor is a separate process (devbench re-executed with -serve-anchor), because the
@@ -72,6 +78,10 @@ type options struct {
 	keep         bool
 	startTimeout time.Duration
 	serveAnchor  string
+	signalk      bool
+	skDuration   time.Duration
+	skBatchMs    int
+	skPublishers int
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -95,6 +105,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary folder (device log and data) at the end")
 	fs.DurationVar(&o.startTimeout, "start-timeout", time.Minute, "how long the device may take to answer")
 	fs.StringVar(&o.serveAnchor, "serve-anchor", "", "internal: serve the anchor from this answers file")
+	fs.BoolVar(&o.signalk, "signalk", true, "measure publishing into the real signalk-server (skipped when it cannot start)")
+	fs.DurationVar(&o.skDuration, "sk-duration", 5*time.Second, "length of each Signal K publishing run")
+	fs.IntVar(&o.skBatchMs, "sk-batch-ms", 100, "sk.batch_ms of the device stream in the Signal K runs")
+	fs.IntVar(&o.skPublishers, "sk-publishers", 2, "goroutines publishing into the device stream")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -121,6 +135,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-key must not be empty")
 	case o.startTimeout <= 0:
 		return o, errors.New("-start-timeout must be positive")
+	case o.skDuration <= 0:
+		return o, errors.New("-sk-duration must be positive")
+	case o.skBatchMs < 0:
+		return o, errors.New("-sk-batch-ms must not be negative")
+	case o.skPublishers < 1:
+		return o, errors.New("-sk-publishers must be at least 1")
 	}
 	switch o.loadgen {
 	case "auto", "wrk", "go":
