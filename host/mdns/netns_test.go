@@ -10,8 +10,6 @@ import (
 	"net/netip"
 	"os/exec"
 	"reflect"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,30 +21,7 @@ import (
 // The tests in this file send real multicast, only ever inside a network namespace that
 // mdnstest.Netns creates for them.
 
-type testWriter struct {
-	mu   sync.Mutex
-	t    *testing.T
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSpace(string(p)))
-	}
-	return len(p), nil
-}
-
-func testLogger(t *testing.T) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
+func testLogger(t *testing.T) *slog.Logger { return mdnstest.Logger(t) }
 
 func realResponder(t *testing.T, host string) *Responder {
 	t.Helper()
@@ -238,7 +213,7 @@ func startPeer(t *testing.T, python string, args ...string) *zcPeer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = &testWriter{t: t}
+	cmd.Stderr = mdnstest.Writer(t)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

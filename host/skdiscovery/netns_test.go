@@ -25,30 +25,7 @@ import (
 // The tests in this file send real multicast, only inside the network namespace that
 // mdnstest.Netns creates for each of them.
 
-type logWriter struct {
-	mu   sync.Mutex
-	t    *testing.T
-	done bool
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimSpace(string(p)))
-	}
-	return len(p), nil
-}
-
-func testLogger(t *testing.T) *slog.Logger {
-	w := &logWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
+func testLogger(t *testing.T) *slog.Logger { return mdnstest.Logger(t) }
 
 func responder(t *testing.T, host, ifname string) *mdns.Responder {
 	t.Helper()
@@ -172,7 +149,7 @@ func TestNetnsDiscoversZeroconfServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = &logWriter{t: t}, &logWriter{t: t}
+	cmd.Stdout, cmd.Stderr = mdnstest.Writer(t), mdnstest.Writer(t)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +227,7 @@ func startSignalK(t *testing.T, dir string) (int, string, func()) {
 		"NODE_OPTIONS=--require "+filepath.Join(dir, "loopback.js"),
 		"SIGNALK_DISABLE_SERVER_UPDATES=1",
 		"SIGNALK_NODE_CONFIG_DIR="+cfg)
-	out := &logWriter{t: t}
+	out := mdnstest.Writer(t)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
