@@ -244,21 +244,50 @@ func MatchPattern(pattern, path string) bool {
 // AppendValue appends one value record: str path, u8 kind, then per kind nothing (null), f64
 // bits as u64 (number), str (string, JSON), u8 0 or 1 (bool).
 func AppendValue(b []byte, path string, v Value) []byte {
-	b = appendStr(b, path)
-	b = append(b, byte(v.Kind))
 	switch v.Kind {
 	case KindNumber:
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Num))
+		return AppendNumber(b, path, v.Num)
 	case KindString, KindJSON:
-		b = appendStr(b, v.Str)
+		b = appendStr(b, path)
+		b = append(b, byte(v.Kind))
+		return appendStr(b, v.Str)
 	case KindBool:
-		if v.Bool {
-			b = append(b, 1)
-		} else {
-			b = append(b, 0)
-		}
+		return AppendBool(b, path, v.Bool)
 	}
-	return b
+	b = appendStr(b, path)
+	return append(b, byte(v.Kind))
+}
+
+// AppendNumber appends the record of a number value, as AppendValue(b, path, Number(f)) but
+// without building a Value: plugins publish numbers in tight loops.
+func AppendNumber(b []byte, path string, f float64) []byte {
+	n := len(path)
+	u := math.Float64bits(f)
+	b = append(b, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
+	b = append(b, path...)
+	return append(b, byte(KindNumber), byte(u), byte(u>>8), byte(u>>16), byte(u>>24),
+		byte(u>>32), byte(u>>40), byte(u>>48), byte(u>>56))
+}
+
+// AppendBool appends the record of a bool value, as AppendValue(b, path, Bool(v)).
+func AppendBool(b []byte, path string, v bool) []byte {
+	n := len(path)
+	var x byte
+	if v {
+		x = 1
+	}
+	b = append(b, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
+	b = append(b, path...)
+	return append(b, byte(KindBool), x)
+}
+
+// AppendString appends the record of a string value, as AppendValue(b, path, String(s)).
+func AppendString(b []byte, path, s string) []byte {
+	n, m := len(path), len(s)
+	b = append(b, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
+	b = append(b, path...)
+	b = append(b, byte(KindString), byte(m), byte(m>>8), byte(m>>16), byte(m>>24))
+	return append(b, s...)
 }
 
 // AppendValues appends value records (the sk_publish input and the delta event payload).

@@ -482,3 +482,33 @@ func FuzzGuestInputs(f *testing.F) {
 		}
 	})
 }
+
+// The typed appenders write the same records as the general one, laid out by hand here so a
+// slip in either shows.
+func TestTypedAppenders(t *testing.T) {
+	rec := func(path string, kind byte, tail ...byte) []byte {
+		b := binary.LittleEndian.AppendUint32([]byte("prefix"), uint32(len(path)))
+		b = append(b, path...)
+		b = append(b, kind)
+		return append(b, tail...)
+	}
+	str := binary.LittleEndian.AppendUint32(nil, 5)
+	str = append(str, "héllo"[:5]...)
+	for _, c := range []struct {
+		name       string
+		typed, gen []byte
+		want       []byte
+	}{
+		{"number", AppendNumber([]byte("prefix"), "a.b", -2.25), AppendValue([]byte("prefix"), "a.b", Number(-2.25)),
+			rec("a.b", 1, binary.LittleEndian.AppendUint64(nil, math.Float64bits(-2.25))...)},
+		{"true", AppendBool([]byte("prefix"), "x.y-z", true), AppendValue([]byte("prefix"), "x.y-z", Bool(true)), rec("x.y-z", 3, 1)},
+		{"false", AppendBool([]byte("prefix"), "x", false), AppendValue([]byte("prefix"), "x", Bool(false)), rec("x", 3, 0)},
+		{"string", AppendString([]byte("prefix"), "s.t", "héllo"[:5]), AppendValue([]byte("prefix"), "s.t", String("héllo"[:5])), rec("s.t", 2, str...)},
+		{"json", AppendValue([]byte("prefix"), "j", JSON([]byte("[]"))), AppendValue([]byte("prefix"), "j", JSON([]byte("[]"))), rec("j", 4, 2, 0, 0, 0, '[', ']')},
+		{"null", AppendValue([]byte("prefix"), "n", Null()), AppendValue([]byte("prefix"), "n", Null()), rec("n", 0)},
+	} {
+		if !bytes.Equal(c.typed, c.want) || !bytes.Equal(c.gen, c.want) {
+			t.Errorf("%s: typed % x, general % x, want % x", c.name, c.typed, c.gen, c.want)
+		}
+	}
+}

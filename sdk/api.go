@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"devhost/abi"
 )
@@ -88,24 +89,105 @@ func ToValue(v any) (Value, error) {
 
 // Publish queues a Signal K value for vessels.self; queued values go to the device in one
 // call when the running handler returns (or at Flush). It fails at once on a malformed path
-// or value and without the signalk.publish capability.
+// or value and without the signalk.publish capability. PublishNumber, PublishBool and
+// PublishString do the same for one kind of value, with less work per value.
 func Publish(path string, v any) error {
-	if !abi.ValidPath(path) {
-		return fmt.Errorf("sdk: publish: invalid path %q: %w", path, ErrInvalid)
+	switch x := v.(type) {
+	case float64:
+		return PublishNumber(path, x)
+	case bool:
+		return PublishBool(path, x)
+	case string:
+		return PublishString(path, x)
+	}
+	if !checkPath(path) {
+		return invalidPath(path)
 	}
 	val, err := ToValue(v)
 	if err != nil {
 		return fmt.Errorf("%w: %w", err, ErrInvalid)
 	}
-	if !Granted(abi.CapSKPublish) {
-		return fmt.Errorf("sdk: publish: %w", ErrPermission)
+	if !rt.canPublish {
+		return errNoPublish()
 	}
 	rt.pub = abi.AppendValue(rt.pub, path, val)
+	return queued()
+}
+
+// PublishNumber is Publish for a number (which must be finite).
+func PublishNumber(path string, v float64) error {
+	if !checkPath(path) {
+		return invalidPath(path)
+	}
+	if v-v != 0 { // NaN or an infinity
+		return fmt.Errorf("sdk: value: a number must be finite: %w", ErrInvalid)
+	}
+	if !rt.canPublish {
+		return errNoPublish()
+	}
+	rt.pub = abi.AppendNumber(rt.pub, path, v)
+	return queued()
+}
+
+// PublishBool is Publish for a bool.
+func PublishBool(path string, v bool) error {
+	if !checkPath(path) {
+		return invalidPath(path)
+	}
+	if !rt.canPublish {
+		return errNoPublish()
+	}
+	rt.pub = abi.AppendBool(rt.pub, path, v)
+	return queued()
+}
+
+// PublishString is Publish for a string (UTF-8, at most 16 KiB).
+func PublishString(path, v string) error {
+	if !checkPath(path) {
+		return invalidPath(path)
+	}
+	if err := abi.String(v).Validate(); err != nil {
+		return fmt.Errorf("sdk: value: %w: %w", err, ErrInvalid)
+	}
+	if !rt.canPublish {
+		return errNoPublish()
+	}
+	rt.pub = abi.AppendString(rt.pub, path, v)
+	return queued()
+}
+
+// queued counts the record just appended and sends the buffer when one more value might not
+// fit in a host call.
+func queued() error {
 	rt.pubN++
 	if rt.pubN == abi.MaxValuesPerCall || len(rt.pub) > abi.MaxMessage-(abi.MaxPath+abi.MaxValue+16) {
 		return Flush()
 	}
 	return nil
+}
+
+func invalidPath(path string) error {
+	return fmt.Errorf("sdk: publish: invalid path %q: %w", path, ErrInvalid)
+}
+
+func errNoPublish() error { return fmt.Errorf("sdk: publish: %w", ErrPermission) }
+
+// checkPath reports whether path is a valid Signal K path, remembering valid ones by the
+// address of their bytes: a plugin publishes the same few path strings (constants, or strings
+// built once) again and again, and inside the device every loop iteration of a check costs a
+// time-limit check. The cache holds the string itself, so its bytes are never freed and
+// reused for another string while the entry lives. A slot per address hash: one comparison.
+func checkPath(path string) bool {
+	p := unsafe.StringData(path)
+	slot := &rt.paths[(uintptr(unsafe.Pointer(p))>>3^uintptr(len(path)))%uintptr(len(rt.paths))]
+	if len(path) != 0 && len(*slot) == len(path) && unsafe.StringData(*slot) == p {
+		return true
+	}
+	if !abi.ValidPath(path) {
+		return false
+	}
+	*slot = path
+	return true
 }
 
 // Flush sends the queued values now and returns the device's answer.

@@ -85,6 +85,9 @@ var rt struct {
 	pub     []byte // buffered value records
 	pubN    int
 	replies []abi.PutReply // PUT replies sent after the batch's values
+	// canPublish caches the signalk.publish grant: Publish checks it for every value.
+	canPublish bool
+	paths      [16]string // valid published paths, see checkPath
 }
 
 // Register installs the plugin's handlers; call it from an init function. A second call
@@ -95,6 +98,7 @@ func Register(p *Plugin) { rt.plugin = p }
 func resetState() {
 	p := rt.plugin
 	rt.plugin, rt.info, rt.started, rt.stopped = p, Info{}, false, false
+	rt.canPublish, rt.paths = false, [len(rt.paths)]string{}
 	rt.pub, rt.pubN, rt.replies = rt.pub[:0], 0, nil
 }
 
@@ -190,6 +194,7 @@ func handle(ev abi.Event) error {
 			return err
 		}
 		rt.info = in
+		rt.canPublish = abi.HasCapability(in.Capabilities, abi.CapSKPublish)
 		if p.OnInit != nil {
 			return p.OnInit(in)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -491,5 +492,61 @@ func TestSendPutWhileStreamDown(t *testing.T) {
 	}
 	if _, err := SendPut("a b", 1); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("bad path: %v", err)
+	}
+}
+
+// The typed publishers check what Publish checks, and the cache of valid paths never lets an
+// invalid path through: not a new string with the length of a cached one, not a string built
+// at run time that repeats a cached path's bytes.
+func TestTypedPublish(t *testing.T) {
+	var errs []error
+	h := start(t, &Plugin{OnInit: func(Info) error {
+		built := []byte("a.b")
+		bad := []byte("a b")
+		errs = []error{
+			PublishNumber("a.b", 1.5),
+			PublishNumber("a.b", 2),                    // cached path
+			PublishNumber(string(built), 3),            // same bytes, another string
+			PublishNumber(string(bad), 4),              // invalid, same length as a cached path
+			PublishNumber("a.c", math.NaN()),           // not finite
+			PublishNumber("a.c", math.Inf(1)),          // not finite
+			PublishBool("s.t", true),                   // bool
+			PublishString("s.u", "on"),                 // string
+			PublishString("s.u", "\xff"),               // not UTF-8
+			PublishString("s..u", "on"),                // invalid path
+			Publish("s.v", false),                      // Publish's fast paths
+			Publish("s.w", "x"),                        //
+			Publish("s.x", 7.0),                        //
+			Publish("s.y", 8),                          // the general path
+			PublishNumber(strings.Repeat("a", 300), 1), // too long
+		}
+		return nil
+	}}, abi.CapSKPublish)
+	wantErr := []bool{false, false, false, true, true, true, false, false, true, true, false, false, false, false, true}
+	for i, err := range errs {
+		if (err != nil) != wantErr[i] || (err != nil && !errors.Is(err, ErrInvalid)) {
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+	want := []PathValue{{Path: "a.b", Value: abi.Number(1.5)}, {Path: "a.b", Value: abi.Number(2)},
+		{Path: "a.b", Value: abi.Number(3)}, {Path: "s.t", Value: abi.Bool(true)}, {Path: "s.u", Value: abi.String("on")},
+		{Path: "s.v", Value: abi.Bool(false)}, {Path: "s.w", Value: abi.String("x")}, {Path: "s.x", Value: abi.Number(7)},
+		{Path: "s.y", Value: abi.Number(8)}}
+	if !reflect.DeepEqual(h.Published, want) {
+		t.Fatalf("published %+v", h.Published)
+	}
+}
+
+// Without the grant every typed publisher refuses, also for a path already cached as valid.
+func TestTypedPublishNeedsGrant(t *testing.T) {
+	start(t, &Plugin{}, abi.CapSKPublish)
+	if err := PublishNumber("a.b", 1); err != nil {
+		t.Fatal(err)
+	}
+	start(t, &Plugin{})
+	for i, err := range []error{PublishNumber("a.b", 1), PublishBool("a.b", true), PublishString("a.b", "x"), Publish("a.b", 1)} {
+		if !errors.Is(err, ErrPermission) {
+			t.Errorf("call %d: %v", i, err)
+		}
 	}
 }

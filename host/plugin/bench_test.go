@@ -113,7 +113,9 @@ func BenchmarkDeliver(b *testing.B) {
 
 // BenchmarkPublish is plugin→host publishing per value, with the SDK's bench plugin: one
 // request makes it publish n values within one call (the SDK sends them in one sk_publish).
-// "single" is one value per call, "batch100" 100 values per call.
+// "single" is one value per call, "batch100" 100 values per call. The plugin publishes one
+// fixed path with sdk.PublishNumber, as a plugin serving a sensor or a switch bank does (its
+// paths are constants or built once), so the figure holds no per-value path formatting.
 //
 // "nolimit" is the same with code compiled without wazero's termination checks (a
 // comparison only: the host always compiles with them, or a runaway plugin could never be

@@ -252,6 +252,9 @@ func (m *Manager) startSupervisorLocked(p *plugin) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		// Every export call runs on this goroutine: a plugin spinning into its time limit
+		// must not take a core from the host's own work.
+		lowerWorkerPriority()
 		p.supervise(m.runCtx)
 	}()
 }
