@@ -103,6 +103,15 @@ func newRouter() *httprouter.Router {
 	r.HandleOPTIONS = false
 	r.HandleMethodNotAllowed = true
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		// httprouter lists OPTIONS in Allow even with HandleOPTIONS off; the device answers
+		// OPTIONS with this same 405, so it must not be offered.
+		var allow []string
+		for _, m := range strings.Split(w.Header().Get("Allow"), ", ") {
+			if m != "" && m != http.MethodOptions {
+				allow = append(allow, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
 		api.WriteError(w, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
 	})
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
