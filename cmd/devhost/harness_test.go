@@ -148,6 +148,8 @@ func newDev(t *testing.T, opts ...devOpt) *dev {
 	if err := os.WriteFile(factory, []byte(fmt.Sprintf(`{"httpd":{"port":%d}}`, d.port)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The development signing key lives in the test's directory, not the user's.
+	d.env = append([]string{"DEVHOST_KEYS=" + filepath.Join(d.data, "keys")}, d.env...)
 	d.args = append([]string{"--data", filepath.Join(d.data, "flash"), "--factory", factory, "--listen", "127.0.0.1"}, d.args...)
 	d.powerOn()
 	t.Cleanup(d.cleanup)
