@@ -117,8 +117,16 @@ func skPathTable(side string) []string {
 
 // appendDeltaFrame appends a delta for vessels.self carrying n values, numbered from seq and
 // taking paths in turn, to dst: the frame the plain client writes.
-func appendDeltaFrame(dst []byte, paths []string, seq uint64, n int) []byte {
-	dst = append(dst, `{"context":"vessels.self","updates":[{"source":{"label":"bench"},"values":[`...)
+func appendDeltaFrame(dst []byte, paths []string, seq uint64, n int, ts time.Time) []byte {
+	dst = append(dst, `{"context":"vessels.self","updates":[{`...)
+	if !ts.IsZero() {
+		// The device stamps every update (sk.timestamps); the server parses the stamp, so
+		// the anchor carries one too.
+		dst = append(dst, `"timestamp":"`...)
+		dst = ts.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z")
+		dst = append(dst, `",`...)
+	}
+	dst = append(dst, `"source":{"label":"bench"},"values":[`...)
 	for i := range n {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -294,9 +302,11 @@ func (b *bench) skDeviceRun(ctx context.Context, srv *sktest.Server, token strin
 		wg.Go(func() {
 			var n uint64
 			for i := 0; !stop.Load(); i++ {
-				if i%64 == 0 && st.Status().BufferedBytes > highWater {
+				// Wait, without publishing, while the stream's queue is past half its
+				// budget: a publisher faster than the server would otherwise only measure
+				// the ring dropping its oldest messages, as it must.
+				for i%64 == 0 && !stop.Load() && st.Status().BufferedBytes > highWater {
 					b.clk.Sleep(time.Millisecond)
-					continue
 				}
 				v := uint64(g)<<40 | uint64(i)
 				s := b.clk.Now()
@@ -396,7 +406,7 @@ func (b *bench) skPlainRun(ctx context.Context, srv *sktest.Server, perFrame int
 	paths := skPathTable("plain")
 	frame := make([]byte, 0, 32*1024)
 	for b.clk.Now().Before(end) && ctx.Err() == nil {
-		frame = appendDeltaFrame(frame[:0], paths, seq, perFrame)
+		frame = appendDeltaFrame(frame[:0], paths, seq, perFrame, b.clk.Now())
 		_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		if err := conn.WriteMessage(websocket.TextMessage, frame); err != nil {
 			return res, fmt.Errorf("write: %w", err)

@@ -13,13 +13,16 @@ import (
 func TestAppendDeltaFrame(t *testing.T) {
 	paths := skPathTable("plain")
 	for _, n := range []int{1, 3, skPaths + 5} {
-		frame := appendDeltaFrame([]byte("stale"), paths, 7, n)[len("stale"):]
+		frame := appendDeltaFrame([]byte("stale"), paths, 7, n, time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))[len("stale"):]
 		f, err := skstream.ParseFrame(frame)
 		if err != nil {
 			t.Fatalf("n=%d: %v\n%s", n, err, frame)
 		}
 		if f.Kind != skstream.FrameDelta || f.Context != "vessels.self" || len(f.Updates) != 1 {
 			t.Fatalf("n=%d: parsed %+v", n, f)
+		}
+		if ts := f.Updates[0].Timestamp; ts != "2026-11-21T12:00:00.000Z" {
+			t.Fatalf("n=%d: timestamp %q", n, ts)
 		}
 		vals := f.Updates[0].Values
 		if len(vals) != n {
