@@ -287,26 +287,13 @@ func (d *dev) info() map[string]any {
 // boardGet reads from the simulated board's control channel.
 func (d *dev) boardGet(path string) []byte {
 	d.t.Helper()
-	conn, err := net.Dial("unix", filepath.Join(d.data, "flash", "board.sock"))
-	if err != nil {
-		d.t.Fatalf("board control channel: %v", err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: board\r\nConnection: close\r\n\r\n", path)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		d.t.Fatalf("board control GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return b
+	return d.boardCtl("GET", path, "")
 }
 
-// boardCtl drives the simulated board's control channel.
-func (d *dev) boardCtl(method, path, body string) {
+// boardCtl drives the simulated board's control channel and answers the board's state.
+func (d *dev) boardCtl(method, path, body string) []byte {
 	d.t.Helper()
-	sock := filepath.Join(d.data, "flash", "board.sock")
-	conn, err := net.Dial("unix", sock)
+	conn, err := net.Dial("unix", filepath.Join(d.data, "flash", "board.sock"))
 	if err != nil {
 		d.t.Fatalf("board control channel: %v", err)
 	}
@@ -321,4 +308,5 @@ func (d *dev) boardCtl(method, path, body string) {
 	if resp.StatusCode >= 300 {
 		d.t.Fatalf("board control %s %s: %d %s", method, path, resp.StatusCode, b)
 	}
+	return b
 }

@@ -241,15 +241,17 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	if err := d.signalK(gctx, g); err != nil {
+	// fail stops what already runs before a boot that cannot finish returns.
+	fail := func(err error) (Exit, error) {
 		cancel()
 		_ = g.Wait()
 		return ExitShutdown, err
 	}
+	if err := d.signalK(gctx, g); err != nil {
+		return fail(err)
+	}
 	if err := d.plugins(gctx, g); err != nil {
-		cancel()
-		_ = g.Wait()
-		return ExitShutdown, err
+		return fail(err)
 	}
 	cfgLog := d.ring.Logger("config")
 	d.cfg.OnChange(func(ns, key string) {
@@ -263,17 +265,13 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 
 	ctl, err := board.Listen(filepath.Join(opts.DataDir, "board.sock"))
 	if err != nil {
-		cancel()
-		_ = g.Wait()
-		return ExitShutdown, fmt.Errorf("board control channel: %w", err)
+		return fail(fmt.Errorf("board control channel: %w", err))
 	}
 	port := d.cfg.Int("httpd", "port")
-	ln, err := net.Listen("tcp", net.JoinHostPort(opts.Listen, strconv.Itoa(int(port))))
+	ln, err := net.Listen("tcp", net.JoinHostPort(opts.Listen, strconv.Itoa(port)))
 	if err != nil {
 		ctl.Close()
-		cancel()
-		_ = g.Wait()
-		return ExitShutdown, fmt.Errorf("listen on port %d: %w", port, err)
+		return fail(fmt.Errorf("listen on port %d: %w", port, err))
 	}
 	fmt.Fprintf(opts.Stdout, "devhost: listening on http://%s\n", displayAddr(ln.Addr()))
 	d.log.Info("listening", "addr", ln.Addr().String())
@@ -419,11 +417,16 @@ func (c counterStore) Load() (int, error) {
 
 func (c counterStore) Save(n int) error { return c.st.Set(keyRecovery, strconv.Itoa(n)) }
 
-// healthReporter adapts the health registry to the run-time namespace registry's reporter.
+// healthReporter is the health registry for the parts that name states as strings (the
+// run-time namespace registry, the network route, the plugin host).
 type healthReporter struct{ r *health.Registry }
 
 func (h healthReporter) Report(key, state, message string) error {
 	return h.r.Report(key, health.State(state), message)
+}
+
+func (h healthReporter) ReportFatal(key, state, message string) error {
+	return h.r.ReportFatal(key, health.State(state), message)
 }
 
 // authCheck adapts auth to the HTTP server's Authenticator.

@@ -11,7 +11,6 @@ import (
 
 	"devhost/abi"
 	"devhost/host/board"
-	"devhost/host/health"
 	"devhost/host/plugin"
 	"devhost/host/plugin/trust"
 	"devhost/host/signalk/skplugin"
@@ -34,7 +33,7 @@ func (d *Device) plugins(ctx context.Context, g *errgroup.Group) error {
 		Clock: d.clk, Logger: d.ring.Logger("plugins"), PluginLogger: d.ring.Logger,
 		Publish: d.hub.Publish, DeviceID: hw.DeviceID(),
 		Config: plugin.DeviceConfig{Registry: d.rtns, Config: d.cfg},
-		Health: pluginHealth{d.hlth},
+		Health: healthReporter{d.hlth},
 		Router: d.srv,
 		WallClock: func() (time.Time, string, bool) {
 			t, src, synced := d.clock.Now()
@@ -55,17 +54,6 @@ func (d *Device) plugins(ctx context.Context, g *errgroup.Group) error {
 	d.cfg.OnChange(pm.ConfigChanged)
 	g.Go(func() error { return pm.Run(ctx) })
 	return nil
-}
-
-// pluginHealth lets plugins report through the health table with string states.
-type pluginHealth struct{ r *health.Registry }
-
-func (h pluginHealth) Report(key, state, message string) error {
-	return h.r.Report(key, health.State(state), message)
-}
-
-func (h pluginHealth) ReportFatal(key, state, message string) error {
-	return h.r.ReportFatal(key, health.State(state), message)
 }
 
 // simGPIO is the simulated board's pin bank as plugins see it: a missing pin is the ABI's

@@ -206,32 +206,55 @@ func fnSKMeta(s *session, st []uint64) int32 {
 	return 0
 }
 
-func fnSKSubscribe(s *session, st []uint64) int32 {
+// patternsArg reads the pattern list a host call passes, at most max of them.
+func patternsArg(s *session, st []uint64, max int) ([]string, int32) {
 	b, e := s.mem(p32(st, 0), p32(st, 1))
 	if e != 0 {
-		return int32(e)
+		return nil, int32(e)
 	}
-	pats, err := abi.DecodePatterns(b, abi.MaxPatterns)
+	pats, err := abi.DecodePatterns(b, max)
 	if err != nil {
-		return int32(abi.ErrInvalid)
+		return nil, int32(abi.ErrInvalid)
+	}
+	return pats, 0
+}
+
+// addPatterns registers each pattern not yet in have, once it is sure the total stays within
+// limit (so a refused call adds nothing for lack of room); register answers the pattern's
+// cancel function or the error code for the plugin.
+func addPatterns(pats []string, have map[string]func(), limit int, register func(p string) (func(), int32)) int32 {
+	fresh := 0
+	for _, p := range pats {
+		if have[p] == nil {
+			fresh++
+		}
+	}
+	if len(have)+fresh > limit {
+		return int32(abi.ErrLimit)
+	}
+	for _, p := range pats {
+		if have[p] != nil {
+			continue
+		}
+		cancel, rc := register(p)
+		if rc != 0 {
+			return rc
+		}
+		have[p] = cancel
+	}
+	return 0
+}
+
+func fnSKSubscribe(s *session, st []uint64) int32 {
+	pats, rc := patternsArg(s, st, abi.MaxPatterns)
+	if rc != 0 {
+		return rc
 	}
 	sk := s.p.m.opts.SignalK
 	if sk == nil {
 		return int32(abi.ErrState)
 	}
-	fresh := 0
-	for _, p := range pats {
-		if s.subs[p] == nil {
-			fresh++
-		}
-	}
-	if len(s.subs)+fresh > abi.MaxPatterns {
-		return int32(abi.ErrLimit)
-	}
-	for _, p := range pats {
-		if s.subs[p] != nil {
-			continue
-		}
+	return addPatterns(pats, s.subs, abi.MaxPatterns, func(p string) (func(), int32) {
 		gen, in := s.gen, s.p.inbox
 		cancel, err := sk.Subscribe(p, func(d Delta) {
 			v, err := valueFromJSON(d.Value)
@@ -241,21 +264,16 @@ func fnSKSubscribe(s *session, st []uint64) int32 {
 			in.push(gen, queued{kind: abi.EvDelta, payload: abi.AppendValue(nil, d.Path, v), n: 1})
 		})
 		if err != nil {
-			return int32(errno(err, abi.ErrLimit))
+			return nil, int32(errno(err, abi.ErrLimit))
 		}
-		s.subs[p] = cancel
-	}
-	return 0
+		return cancel, 0
+	})
 }
 
 func fnSKUnsubscribe(s *session, st []uint64) int32 {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return int32(e)
-	}
-	pats, err := abi.DecodePatterns(b, abi.MaxPatterns)
-	if err != nil {
-		return int32(abi.ErrInvalid)
+	pats, rc := patternsArg(s, st, abi.MaxPatterns)
+	if rc != 0 {
+		return rc
 	}
 	for _, p := range pats {
 		if s.subs[p] == nil {
@@ -270,42 +288,25 @@ func fnSKUnsubscribe(s *session, st []uint64) int32 {
 }
 
 func fnSKPutHandle(s *session, st []uint64) int32 {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return int32(e)
-	}
-	pats, err := abi.DecodePatterns(b, abi.MaxPutHandlers)
-	if err != nil {
-		return int32(abi.ErrInvalid)
+	pats, rc := patternsArg(s, st, abi.MaxPutHandlers)
+	if rc != 0 {
+		return rc
 	}
 	sk := s.p.m.opts.SignalK
 	if sk == nil {
 		return int32(abi.ErrState)
 	}
-	fresh := 0
-	for _, p := range pats {
-		if s.putPats[p] == nil {
-			fresh++
-		}
-	}
-	if len(s.putPats)+fresh > abi.MaxPutHandlers {
-		return int32(abi.ErrLimit)
-	}
-	for _, p := range pats {
-		if s.putPats[p] != nil {
-			continue
-		}
+	return addPatterns(pats, s.putPats, abi.MaxPutHandlers, func(p string) (func(), int32) {
 		if !s.p.m.claimPutPattern(s.p.id, p) {
-			return int32(abi.ErrConflict)
+			return nil, int32(abi.ErrConflict)
 		}
 		remove, err := sk.HandlePut(p, s.deliverPut)
 		if err != nil {
 			s.p.m.releasePutPattern(s.p.id, p)
-			return int32(errno(err, abi.ErrConflict))
+			return nil, int32(errno(err, abi.ErrConflict))
 		}
-		s.putPats[p] = remove
-	}
-	return 0
+		return remove, 0
+	})
 }
 
 func fnSKPutReply(s *session, st []uint64) int32 {

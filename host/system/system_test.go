@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -163,5 +162,4 @@ func TestCrashRouteOnlyWithBuildOption(t *testing.T) {
 	if has(newRig("poweron", nil, false).sys) || !has(newRig("poweron", nil, true).sys) {
 		t.Fatal("crash route does not follow the build option")
 	}
-	_ = http.MethodPost
 }
