@@ -52,6 +52,24 @@ var getTargets = []target{
 }
 
 func (b *bench) run(ctx context.Context) (err error) {
+	if b.opts.http {
+		if err := b.runHTTP(ctx); err != nil {
+			return err
+		}
+	}
+	if b.opts.signalk {
+		if b.opts.http {
+			fmt.Fprintln(b.out)
+		}
+		if err := b.runSignalK(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runHTTP prints the HTTP sections: GET throughput, PUT latency and memory beside the anchor.
+func (b *bench) runHTTP(ctx context.Context) (err error) {
 	lg, err := b.pickLoader(ctx)
 	if err != nil {
 		return err
@@ -119,12 +137,6 @@ func (b *bench) run(ctx context.Context) (err error) {
 	}
 	b.printPuts(puts, tmp)
 	b.printMemory(dev.pid(), anc.pid())
-	if b.opts.signalk {
-		fmt.Fprintln(b.out)
-		if err := b.runSignalK(ctx); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

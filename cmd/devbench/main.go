@@ -78,8 +78,11 @@ type options struct {
 	keep         bool
 	startTimeout time.Duration
 	serveAnchor  string
+	http         bool
 	signalk      bool
 	skDuration   time.Duration
+	skWarmup     time.Duration
+	skRounds     int
 	skBatchMs    int
 	skPublishers int
 }
@@ -105,8 +108,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary folder (device log and data) at the end")
 	fs.DurationVar(&o.startTimeout, "start-timeout", time.Minute, "how long the device may take to answer")
 	fs.StringVar(&o.serveAnchor, "serve-anchor", "", "internal: serve the anchor from this answers file")
+	fs.BoolVar(&o.http, "http", true, "measure the device's HTTP API against the bare anchor (false: only the Signal K section)")
 	fs.BoolVar(&o.signalk, "signalk", true, "measure publishing into the real signalk-server (skipped when it cannot start)")
 	fs.DurationVar(&o.skDuration, "sk-duration", 5*time.Second, "length of each Signal K publishing run")
+	fs.DurationVar(&o.skWarmup, "sk-warmup", 2*time.Second, "unrecorded Signal K run of each side before the rounds (0: none)")
+	fs.IntVar(&o.skRounds, "sk-rounds", 6, "Signal K rounds, alternating which side goes first (an even count gives each side the lead equally); medians are reported")
 	fs.IntVar(&o.skBatchMs, "sk-batch-ms", 100, "sk.batch_ms of the device stream in the Signal K runs")
 	fs.IntVar(&o.skPublishers, "sk-publishers", 2, "goroutines publishing into the device stream")
 	if err := fs.Parse(args); err != nil {
@@ -137,6 +143,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-start-timeout must be positive")
 	case o.skDuration <= 0:
 		return o, errors.New("-sk-duration must be positive")
+	case o.skWarmup < 0:
+		return o, errors.New("-sk-warmup must not be negative")
+	case o.skRounds < 1:
+		return o, errors.New("-sk-rounds must be at least 1")
 	case o.skBatchMs < 0:
 		return o, errors.New("-sk-batch-ms must not be negative")
 	case o.skPublishers < 1:

@@ -89,12 +89,37 @@ func TestSignalKArithmetic(t *testing.T) {
 			t.Errorf("valuesPerFrame(%d, %d) = %d, want %d", tc.values, tc.messages, got, tc.want)
 		}
 	}
+}
+
+func TestPercentOf(t *testing.T) {
 	for _, tc := range []struct {
-		device, plain float64
-		want          bool
-	}{{90, 100, true}, {89.9, 100, false}, {150, 100, true}, {0, 0, false}} {
-		if got := skTargetMet(tc.device, tc.plain); got != tc.want {
-			t.Errorf("skTargetMet(%v, %v) = %v, want %v", tc.device, tc.plain, got, tc.want)
+		part, whole int
+		want        float64
+	}{{0, 0, 0}, {3, 0, 0}, {0, 10, 0}, {1, 4, 25}, {4, 4, 100}} {
+		if got := percentOf(tc.part, tc.whole); got != tc.want {
+			t.Errorf("percentOf(%d, %d) = %v, want %v", tc.part, tc.whole, got, tc.want)
+		}
+	}
+}
+
+func TestSkShare(t *testing.T) {
+	round := func(dev, plain uint64) skRound {
+		return skRound{dev: skResult{delivered: dev, elapsed: time.Second}, plain: skResult{delivered: plain, elapsed: time.Second}}
+	}
+	for _, tc := range []struct {
+		name   string
+		rounds []skRound
+		want   float64
+	}{
+		{"none", nil, 0},
+		{"plain delivered nothing", []skRound{round(5, 0)}, 0},
+		{"one round", []skRound{round(90, 100)}, 0.9},
+		// Medians of the rates would give 100/120; the rounds' own ratios are 1, 1.25 and 0.5.
+		{"median of the ratios", []skRound{round(100, 100), round(150, 120), round(60, 120)}, 1},
+		{"empty round skipped", []skRound{round(80, 100), round(1, 0), round(120, 100)}, 1},
+	} {
+		if got := skShare(tc.rounds); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: skShare = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
@@ -108,7 +133,11 @@ func TestSignalKFlags(t *testing.T) {
 	if err != nil || o.signalk {
 		t.Fatalf("-signalk=false: %+v, %v", o, err)
 	}
-	for _, args := range [][]string{{"-sk-duration", "0s"}, {"-sk-batch-ms", "-1"}, {"-sk-publishers", "0"}} {
+	o, err = parseFlags([]string{"-http=false"}, io.Discard)
+	if err != nil || o.http || !o.signalk || o.skRounds < 1 || o.skWarmup <= 0 {
+		t.Fatalf("-http=false: %+v, %v", o, err)
+	}
+	for _, args := range [][]string{{"-sk-duration", "0s"}, {"-sk-batch-ms", "-1"}, {"-sk-publishers", "0"}, {"-sk-rounds", "0"}, {"-sk-warmup", "-1s"}} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%v) accepted", args)
 		}

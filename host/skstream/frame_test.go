@@ -207,3 +207,33 @@ func FuzzAppendJSONString(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendNumber(t *testing.T) {
+	cases := []struct {
+		in   float64
+		want string
+	}{
+		{0, "0"},
+		{1, "1"},
+		{-2.5, "-2.5"},
+		{1000000123, "1000000123"},
+		{3.141592653589793, "3.141592653589793"},
+		{0.000001, "0.000001"},
+		{0.0000001, "1e-7"},
+		{-1.5e-10, "-1.5e-10"},
+		{1e20, "100000000000000000000"},
+		{1e21, "1e+21"},
+		{1.7976931348623157e308, "1.7976931348623157e+308"},
+		{5e-324, "5e-324"},
+	}
+	for _, c := range cases {
+		got := string(appendNumber([]byte("x"), c.in))
+		if got != "x"+c.want {
+			t.Errorf("appendNumber(%v) = %q, want %q", c.in, got[1:], c.want)
+		}
+		var back float64
+		if err := json.Unmarshal([]byte(got[1:]), &back); err != nil || back != c.in {
+			t.Errorf("%q reads back as %v (%v), want %v", got[1:], back, err, c.in)
+		}
+	}
+}
