@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -272,6 +273,75 @@ func (d *dev) try(method, path, body string, hdr ...string) (reply, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return reply{status: resp.StatusCode, header: resp.Header, body: b}, err
+}
+
+// event is one server-sent event of GET /events.
+type event struct {
+	name string
+	data string
+}
+
+// events subscribes to GET /events; the channel closes when the stream ends or the test does.
+func (d *dev) events() <-chan event {
+	d.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", d.base+"/api/v1/events", nil)
+	if d.key != "" {
+		req.Header.Set("Authorization", "Bearer "+d.key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		d.t.Fatalf("events: %v", err)
+	}
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		cancel()
+		_ = resp.Body.Close()
+		d.t.Fatalf("events: %d %q", resp.StatusCode, ct)
+	}
+	out := make(chan event, 256)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(out)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		var name string
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				select {
+				case out <- event{name, strings.TrimPrefix(line, "data: ")}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	d.t.Cleanup(func() { cancel(); _ = resp.Body.Close(); <-done })
+	return out
+}
+
+// waitEvent reads evs until ok accepts an event, failing the test after timeout.
+func waitEvent(t *testing.T, evs <-chan event, timeout time.Duration, what string, ok func(event) bool) event {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case e, open := <-evs:
+			if !open {
+				t.Fatalf("%s: the event stream ended", what)
+			}
+			if ok(e) {
+				return e
+			}
+		case <-deadline:
+			t.Fatalf("%s: no such event within %v", what, timeout)
+		}
+	}
 }
 
 // info is GET /system/info decoded.

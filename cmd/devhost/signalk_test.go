@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 func TestSignalKEndToEnd(t *testing.T) {
 	s := sktest.Require(t, sktest.Options{})
 	d := newDev(t)
+	evs := d.events()
 	if r := d.call("PUT", "/api/v1/config", fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d,"health_s":1}}`, s.Host, s.Port)); r.status != 200 {
 		t.Fatalf("configure: %d %s", r.status, r.body)
 	}
@@ -52,6 +54,7 @@ func TestSignalKEndToEnd(t *testing.T) {
 	if _, err := s.WaitValue(ctx, "dev.dev-abcd.uptime", func(v json.RawMessage) bool { return len(v) > 0 }); err != nil {
 		t.Fatalf("telemetry on the server: %v", err)
 	}
+	checkSignalKSurface(t, d, evs)
 
 	// The token is kept per server across a power cut: no new request, straight to streaming.
 	d.powerCut()
@@ -66,4 +69,94 @@ func TestSignalKEndToEnd(t *testing.T) {
 			t.Fatalf("the device asked for access again after the power cut: %+v", r)
 		}
 	}
+}
+
+// checkSignalKSurface drives the device's Signal K endpoints and events while it streams to the
+// real server: the events that told the story so far, a PUT answered by the server, a refused
+// token that leaves the approved one in place, the TLS and servers documents, and the stream
+// following the network (a route change re-dials, a link loss and return reconnect).
+func checkSignalKSurface(t *testing.T, d *dev, evs <-chan event) {
+	t.Helper()
+	decode := func(e event) map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(e.data), &m); err != nil {
+			t.Fatalf("%s event data %q: %v", e.name, e.data, err)
+		}
+		return m
+	}
+	waitEvent(t, evs, 10*time.Second, "sk event with the token approved", func(e event) bool {
+		if e.name != "sk" {
+			return false
+		}
+		tok, _ := decode(e)["token"].(map[string]any)
+		return tok["state"] == "APPROVED"
+	})
+	wsEvent := func(what string, want bool) map[string]any {
+		t.Helper()
+		var st map[string]any
+		waitEvent(t, evs, 30*time.Second, what, func(e event) bool {
+			if e.name != "sk_ws" {
+				return false
+			}
+			st = decode(e)
+			return st["connected"] == want
+		})
+		return st
+	}
+	first := wsEvent("sk_ws connected", true)
+
+	// An outbound PUT the server has no handler for: 202 at once, then the server's answer.
+	if r := d.call("POST", "/api/v1/sk/put", `{"path":"electrical.switches.e2e.state","value":1}`); r.status != 202 || r.json(t)["state"] != "PENDING" {
+		t.Fatalf("POST /sk/put: %d %s", r.status, r.body)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		p := d.call("GET", "/api/v1/sk/put", "").json(t)
+		if p["state"] != "PENDING" {
+			code, _ := p["statusCode"].(float64)
+			if p["path"] != "electrical.switches.e2e.state" || (p["state"] != "COMPLETED" && p["state"] != "FAILED") || code < 400 {
+				t.Fatalf("the server's answer to a PUT nobody handles: %v", p)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /sk/put still pending: %v", p)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// A token the server refuses is rejected at once; the approved one stays in use.
+	if r := d.call("POST", "/api/v1/sk/token", `{"token":"not.a.token"}`); r.status != 400 || r.json(t)["error"] != "validation" {
+		t.Fatalf("POST /sk/token with a refused token: %d %s", r.status, r.body)
+	}
+	st := d.call("GET", "/api/v1/sk/status", "").json(t)
+	if tok := st["token"].(map[string]any); tok["state"] != "APPROVED" || st["ws"].(map[string]any)["connected"] != true {
+		t.Fatalf("status after a refused token: %v", st)
+	}
+	if r := d.call("POST", "/api/v1/sk/token", `{"token":"two words"}`); r.status != 400 {
+		t.Fatalf("POST /sk/token with a malformed token: %d %s", r.status, r.body)
+	}
+
+	if r := d.call("GET", "/api/v1/sk/tls", ""); r.status != 200 {
+		t.Fatalf("GET /sk/tls: %d %s", r.status, r.body)
+	}
+	if r := d.call("GET", "/api/v1/sk/servers", ""); r.status != 200 || !strings.Contains(string(r.body), `"servers"`) {
+		t.Fatalf("GET /sk/servers: %d %s", r.status, r.body)
+	}
+
+	// The route moves (CHANGED): the stream re-dials.
+	d.boardCtl("PUT", "/net/route", `{"ip":"10.9.8.7"}`)
+	wsEvent("sk_ws disconnected after the route changed", false)
+	again := wsEvent("sk_ws connected again after the route changed", true)
+	if again["reconnects"].(float64) <= first["reconnects"].(float64) {
+		t.Fatalf("reconnects did not grow: %v then %v", first["reconnects"], again["reconnects"])
+	}
+	// The link goes down and comes back.
+	d.boardCtl("POST", "/net/down", "")
+	down := wsEvent("sk_ws disconnected with the link down", false)
+	if down["state"] != "network_down" && down["state"] != "backoff" {
+		t.Fatalf("stream state with the link down: %v", down["state"])
+	}
+	d.boardCtl("POST", "/net/up", "")
+	wsEvent("sk_ws connected after the link came back", true)
 }

@@ -1,8 +1,6 @@
 package main_test
 
 import (
-	"bufio"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,52 +14,16 @@ import (
 
 func TestConfigChangeReachesTheEventStream(t *testing.T) {
 	d := newDev(t)
-	req, _ := http.NewRequest("GET", d.base+"/api/v1/events", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.Header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("content type %q", resp.Header.Get("Content-Type"))
-	}
-	events := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		var ev string
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				ev = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				events <- ev + " " + strings.TrimPrefix(line, "data: ")
-			}
-		}
-		close(events)
-	}()
+	evs := d.events()
 	if r := d.call("PUT", "/api/v1/config", `{"sk":{"batch_ms":333}}`); r.status != 200 {
 		t.Fatalf("put: %d", r.status)
 	}
-	want := map[string]bool{`config {"key":"batch_ms","ns":"sk"}`: false}
-	logs := false
-	deadline := time.After(5 * time.Second)
-	for !want[`config {"key":"batch_ms","ns":"sk"}`] || !logs {
-		select {
-		case e, ok := <-events:
-			if !ok {
-				t.Fatal("stream ended")
-			}
-			if _, ok := want[e]; ok {
-				want[e] = true
-			}
-			if strings.HasPrefix(e, "logs {\"next\":") {
-				logs = true
-			}
-		case <-deadline:
-			t.Fatalf("events seen: config %v, logs %v", want, logs)
-		}
-	}
+	var config, logs bool
+	waitEvent(t, evs, 5*time.Second, "config and logs events", func(e event) bool {
+		config = config || (e.name == "config" && e.data == `{"key":"batch_ms","ns":"sk"}`)
+		logs = logs || (e.name == "logs" && strings.HasPrefix(e.data, `{"next":`))
+		return config && logs
+	})
 }
 
 func TestBoardDrivesMemoryNetworkAndPresence(t *testing.T) {

@@ -16,14 +16,15 @@ func insecureTLS() *tls.Config {
 	return &tls.Config{InsecureSkipVerify: true} //nolint:gosec
 }
 
-// InCI reports whether the tests run in CI (CI=true), where a missing server is a failure.
-func InCI() bool { return os.Getenv("CI") == "true" }
+// Required reports whether a missing or failing server is a test failure rather than a skip:
+// in CI (CI=true) and under `make test` (SKTEST_REQUIRED=1), which installs the server first.
+func Required() bool { return os.Getenv("CI") == "true" || os.Getenv("SKTEST_REQUIRED") == "1" }
 
-// unavailable skips t locally and fails it in CI.
+// unavailable skips t when the server is optional and fails it when it is required.
 func unavailable(t testing.TB, err error) {
 	t.Helper()
-	if InCI() {
-		t.Fatalf("the real Signal K server is required in CI: %v", err)
+	if Required() {
+		t.Fatalf("the real Signal K server is required here (CI=true or SKTEST_REQUIRED=1): %v", err)
 	}
 	t.Skipf("skipping: the real Signal K server is not available here: %v", err)
 }
