@@ -1,8 +1,9 @@
 // Package skdiscovery finds Signal K servers on the local network: it browses
 // `_signalk-http._tcp` and `_signalk-https._tcp` by mDNS every sk.discover_s and at
-// network-up, keeps up to 12 servers with their TXT records, and keeps the skip list of
-// unreachable servers that server choice consults. It serves the GET /sk/servers document and
-// reports after every pass (the `sk_servers` event).
+// network-up, keeps up to 12 servers with their TXT records, and reports the list after every
+// pass. It owns only the list: server choice, the five-minute skip of unreachable servers, the
+// GET /sk/servers document and the `sk_servers` event belong to host/signalk, which reads
+// Servers and listens to Config.OnChange.
 //
 // A pass waits for the mDNS responder to be on the network, then listens for Window (3 s by
 // default) while the browser queries; a pass without a link queries nothing and changes
@@ -17,16 +18,10 @@
 //     during a pass is dropped at once: the server said it left.
 //   - With 12 entries, a newcomer takes the place of the entry missing longest (oldest last
 //     sighting); when every entry was seen in this pass, the newcomer is not listed.
-//   - The skip list holds keys (a self URN, or host:port, or address:port) until a time; a
-//     server matches by its self, host:port or any address:port. At most 32 keys are kept;
-//     beyond that the one expiring first is forgotten.
 //   - `roles` is the TXT value split at commas ("master, main" → ["master","main"]).
-//   - The /sk/servers document is a JSON array sorted by self, scheme, host and port; each
-//     entry has self, roles, swname, swvers, host (the SRV target without the trailing dot),
-//     port, scheme, addresses, instance (the mDNS instance name), last_seen_s (seconds since
-//     the last sighting) and skipped_s (seconds of skip left, only while skipped).
-//   - The change callback runs after every pass that queried the network, changed or not, as
-//     the spec's `sk_servers` event wants.
+//   - Servers are listed sorted by self, scheme, host, port and instance.
+//   - The change callback runs after every pass that queried the network, changed or not, so
+//     the `sk_servers` event follows every pass as the spec wants.
 package skdiscovery
 
 import (
@@ -50,12 +45,10 @@ import (
 // Limits and service types of the spec.
 const (
 	MaxServers    = 12
-	SkipDuration  = 5 * time.Minute // how long an unreachable discovered server is skipped
 	DefaultWindow = 3 * time.Second
 	ServiceHTTP   = "_signalk-http._tcp"
 	ServiceHTTPS  = "_signalk-https._tcp"
 	missLimit     = 3 // the pass that misses an entry for the third time in a row drops it
-	maxSkips      = 32
 )
 
 // Browser is the mDNS side discovery needs; *mdns.Responder is one.
@@ -94,8 +87,6 @@ type Server struct {
 	TXT       map[string]string
 	FirstSeen time.Time
 	LastSeen  time.Time
-	// SkippedUntil is when the skip ends; zero when not skipped.
-	SkippedUntil time.Time
 }
 
 // HasRole reports whether the server advertises the role (e.g. "master").
@@ -120,18 +111,6 @@ func (s Server) Dial() string {
 	return s.HostPort()
 }
 
-// keys are the skip-list keys that match the server.
-func (s Server) keys() []string {
-	out := []string{s.HostPort()}
-	if s.Self != "" {
-		out = append(out, s.Self)
-	}
-	for _, a := range s.Addrs {
-		out = append(out, netip.AddrPortFrom(a, uint16(s.Port)).String())
-	}
-	return out
-}
-
 type entry struct {
 	srv    Server
 	misses int
@@ -146,7 +125,6 @@ type Discoverer struct {
 
 	mu      sync.Mutex
 	entries map[string]*entry // by scheme and lower-case instance
-	skips   map[string]time.Time
 }
 
 // New checks the configuration.
@@ -169,7 +147,6 @@ func New(cfg Config) (*Discoverer, error) {
 		log:     cfg.Logger,
 		up:      make(chan struct{}, 1),
 		entries: map[string]*entry{},
-		skips:   map[string]time.Time{},
 	}, nil
 }
 
@@ -334,8 +311,7 @@ func serverFrom(s *sighting, first time.Time) Server {
 	}
 }
 
-// Servers lists the known servers, sorted by self, scheme, host and port, with their skip
-// state.
+// Servers lists the known servers, sorted by self, scheme, host, port and instance.
 func (d *Discoverer) Servers() []Server {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -343,14 +319,11 @@ func (d *Discoverer) Servers() []Server {
 }
 
 func (d *Discoverer) serversLocked() []Server {
-	now := d.clock.Now()
-	d.pruneSkipsLocked(now)
 	out := make([]Server, 0, len(d.entries))
 	for _, e := range d.entries {
 		s := e.srv
 		s.Roles = slices.Clone(s.Roles)
 		s.Addrs = slices.Clone(s.Addrs)
-		s.SkippedUntil = d.skippedUntilLocked(s)
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b Server) int {
@@ -367,101 +340,6 @@ func cmpFirst(cs ...int) int {
 		}
 	}
 	return 0
-}
-
-// Skip skips a server (named by its self URN, host:port or address:port) until the time;
-// server choice passes over a skipped server. A time in the past clears the key.
-func (d *Discoverer) Skip(key string, until time.Time) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	now := d.clock.Now()
-	d.pruneSkipsLocked(now)
-	if !until.After(now) {
-		delete(d.skips, key)
-		return
-	}
-	if _, ok := d.skips[key]; !ok && len(d.skips) >= maxSkips {
-		var first string
-		for k, t := range d.skips {
-			if first == "" || t.Before(d.skips[first]) || t.Equal(d.skips[first]) && k < first {
-				first = k
-			}
-		}
-		delete(d.skips, first)
-	}
-	d.skips[key] = until
-}
-
-// Skipped reports until when a key (self, host:port or address:port) is skipped.
-func (d *Discoverer) Skipped(key string) (time.Time, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.pruneSkipsLocked(d.clock.Now())
-	t, ok := d.skips[key]
-	return t, ok
-}
-
-func (d *Discoverer) pruneSkipsLocked(now time.Time) {
-	for k, t := range d.skips {
-		if !t.After(now) {
-			delete(d.skips, k)
-		}
-	}
-}
-
-func (d *Discoverer) skippedUntilLocked(s Server) time.Time {
-	var until time.Time
-	for _, k := range s.keys() {
-		if t, ok := d.skips[k]; ok && t.After(until) {
-			until = t
-		}
-	}
-	return until
-}
-
-// ServerDoc is one entry of the GET /sk/servers document.
-type ServerDoc struct {
-	Self      string   `json:"self"`
-	Roles     []string `json:"roles"`
-	SWName    string   `json:"swname"`
-	SWVers    string   `json:"swvers"`
-	Host      string   `json:"host"`
-	Port      int      `json:"port"`
-	Scheme    string   `json:"scheme"`
-	Addresses []string `json:"addresses"`
-	Instance  string   `json:"instance"`
-	LastSeenS int64    `json:"last_seen_s"`
-	SkippedS  *int64   `json:"skipped_s,omitempty"`
-}
-
-// Document is the GET /sk/servers body: a JSON array (never null).
-func (d *Discoverer) Document() []ServerDoc {
-	return DocumentOf(d.Servers(), d.clock.Now())
-}
-
-// DocumentOf renders servers as the GET /sk/servers body at the given time.
-func DocumentOf(servers []Server, now time.Time) []ServerDoc {
-	out := make([]ServerDoc, 0, len(servers))
-	for _, s := range servers {
-		doc := ServerDoc{
-			Self: s.Self, Roles: s.Roles, SWName: s.SWName, SWVers: s.SWVers,
-			Host: s.Host, Port: s.Port, Scheme: s.Scheme, Instance: s.Instance,
-			Addresses: make([]string, 0, len(s.Addrs)),
-			LastSeenS: int64(now.Sub(s.LastSeen) / time.Second),
-		}
-		if doc.Roles == nil {
-			doc.Roles = []string{}
-		}
-		for _, a := range s.Addrs {
-			doc.Addresses = append(doc.Addresses, a.String())
-		}
-		if left := s.SkippedUntil.Sub(now); left > 0 {
-			secs := int64((left + time.Second - 1) / time.Second)
-			doc.SkippedS = &secs
-		}
-		out = append(out, doc)
-	}
-	return out
 }
 
 // String describes the server for logs.

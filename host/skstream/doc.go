@@ -44,10 +44,12 @@
 //   - Socket handshake and write deadlines are real time (10 s each), since a socket's own
 //     deadlines cannot follow the device clock. A frame written when the socket fails goes back
 //     to the front of the ring.
-//   - Inbound frames over 16 KiB are read through and dropped (`in.oversize`); a frame over
-//     1 MiB ends the connection. Binary and unparseable frames are dropped (`in.bad`). A bare
-//     JSON string is a server notice and only logged. `in.frames` counts every frame after
-//     the hello; `in.received` counts the values and meta entries of inbound deltas.
+//   - Inbound frames over 16 KiB are dropped (`in.oversize`) whatever their size and the
+//     connection stays up: the frame is read through, keeping only its first 16 KiB + 1 bytes,
+//     never the whole of it. An oversized first frame is not a hello, so it fails the attempt.
+//     Binary and unparseable frames are dropped (`in.bad`). A bare JSON string is a server
+//     notice and only logged. `in.frames` counts every frame after the hello; `in.received`
+//     counts the values and meta entries of inbound deltas.
 //
 // Subscriptions
 //   - The limit of 48 counts Subscribe calls; several subscribers of one pattern share one

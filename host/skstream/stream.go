@@ -984,16 +984,14 @@ func (s *Stream) connect() {
 		s.noteStatus()
 		return
 	}
-	ws.SetReadLimit(hardReadLimit)
+	// No read limit: the read loop streams every frame and keeps at most MaxFrameBytes+1 of
+	// it, so a frame of any size costs no more memory than that and is dropped without ending
+	// the connection.
 	sess := newSession(s.ctx, ws)
 	s.sess = sess
 	s.mu.Unlock()
 	s.serve(sess)
 }
-
-// hardReadLimit ends a connection whose server sends an absurd frame; frames between
-// MaxFrameBytes and this are read through and dropped.
-const hardReadLimit = 1 << 20
 
 type session struct {
 	ws     *websocket.Conn
@@ -1122,7 +1120,8 @@ func (s *Stream) onSessionEnd(sess *session) {
 
 func (s *Stream) readLoop(sess *session) {
 	defer sess.wg.Done()
-	var buf bytes.Buffer
+	// One buffer for the connection's life: the parsed frame never outlives the next read.
+	buf := make([]byte, MaxFrameBytes+1)
 	first := true
 	for {
 		typ, r, err := sess.ws.NextReader()
@@ -1130,44 +1129,55 @@ func (s *Stream) readLoop(sess *session) {
 			sess.end(fmt.Errorf("read: %w", err))
 			return
 		}
-		buf.Reset()
-		n, err := buf.ReadFrom(io.LimitReader(r, MaxFrameBytes+1))
+		data, size, err := readFrame(r, buf)
 		if err != nil {
 			sess.end(fmt.Errorf("read: %w", err))
 			return
 		}
-		over := n > MaxFrameBytes
-		if over {
-			if _, err := io.Copy(io.Discard, r); err != nil {
-				sess.end(fmt.Errorf("read: %w", err))
-				return
-			}
-		}
+		over := size > MaxFrameBytes
 		if first {
 			first = false
 			var f Frame
 			if typ == websocket.TextMessage && !over {
-				f, err = ParseFrame(buf.Bytes())
+				f, err = ParseFrame(data)
 			}
 			if typ != websocket.TextMessage || over || err != nil || f.Kind != FrameHello {
-				sess.end(fmt.Errorf("malformed hello (%d bytes)", n))
+				sess.end(fmt.Errorf("malformed hello (%d bytes)", size))
 				return
 			}
 			sess.helloC <- f.Hello
 			continue
 		}
-		s.handleFrame(sess, typ, buf.Bytes(), over)
+		s.handleFrame(sess, typ, data, size)
 	}
 }
 
-func (s *Stream) handleFrame(sess *session, typ int, data []byte, over bool) {
+// readFrame reads one frame into buf (MaxFrameBytes+1 long) and returns what it holds and the
+// frame's full size. The part of a larger frame that does not fit is read and thrown away, so
+// an oversized frame occupies no more memory than buf however long it is.
+func readFrame(r io.Reader, buf []byte) (data []byte, size int64, err error) {
+	n, err := io.ReadFull(r, buf)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return buf[:n], int64(n), nil
+	case err != nil:
+		return nil, int64(n), fmt.Errorf("frame body: %w", err)
+	}
+	rest, err := io.Copy(io.Discard, r)
+	if err != nil {
+		return nil, int64(n) + rest, fmt.Errorf("oversized frame body: %w", err)
+	}
+	return buf[:n], int64(n) + rest, nil
+}
+
+func (s *Stream) handleFrame(sess *session, typ int, data []byte, size int64) {
 	s.mu.Lock()
 	s.in.Frames++
 	switch {
-	case over:
+	case size > MaxFrameBytes:
 		s.in.Oversize++
 		s.mu.Unlock()
-		s.log.Warn("signal k stream: inbound frame over 16 KiB dropped")
+		s.log.Warn("signal k stream: inbound frame over 16 KiB dropped", "bytes", size)
 		return
 	case typ != websocket.TextMessage:
 		s.in.Bad++

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -230,6 +231,106 @@ func TestInboundFrameSizeCap(t *testing.T) {
 	st := f.s.Status()
 	if st.In.Oversize != 2 || st.In.Frames != 4 || !st.Connected {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// A frame far beyond any sane size is dropped like any other oversized frame: the connection
+// stays up and the next frame is delivered.
+func TestHugeInboundFrameKeepsConnection(t *testing.T) {
+	f := newFixture(t)
+	var got collector
+	_, err := f.s.Subscribe("big.*", got.add)
+	must(t, err)
+	c := f.connect()
+	c.next(t) // subscribe
+	head, tail := `{"updates":[{"values":[{"path":"big.x","value":"`, `"}]}]}`
+	c.send(t, head+strings.Repeat("y", 2<<20)+tail)
+	c.send(t, `{"updates":[{"values":[{"path":"big.y","value":1}]}]}`)
+	eventually(t, "the valid delta", func() bool { return got.len() == 1 })
+	if p := got.paths(); !slices.Equal(p, []string{"big.y"}) {
+		t.Fatalf("delivered %v", p)
+	}
+	st := f.s.Status()
+	if st.In.Oversize != 1 || st.In.Frames != 2 || st.In.Bad != 0 || !st.Connected || st.Reconnects != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	select {
+	case <-c.closed:
+		t.Fatal("the stream closed the socket")
+	default:
+	}
+	if n := f.p.dials.Load(); n != 1 {
+		t.Fatalf("%d dials, want 1", n)
+	}
+	// The same connection still carries traffic both ways.
+	must(t, f.s.PublishNumber("a.b", 1))
+	f.advance(1, 100*time.Millisecond)
+	if v := c.nextDelta(t).values(); !slices.Equal(v, []string{"a.b=1"}) {
+		t.Fatalf("after the drop the stream sent %v", v)
+	}
+}
+
+// sizedReader yields n bytes and records the largest read asked of it.
+type sizedReader struct {
+	left, largest int
+	fail          error
+}
+
+func (r *sizedReader) Read(p []byte) (int, error) {
+	r.largest = max(r.largest, len(p))
+	if r.left == 0 {
+		if r.fail != nil {
+			return 0, r.fail
+		}
+		return 0, io.EOF
+	}
+	n := min(len(p), r.left)
+	for i := range p[:n] {
+		p[i] = 'z'
+	}
+	r.left -= n
+	return n, nil
+}
+
+func TestReadFrameKeepsAtMostTheCap(t *testing.T) {
+	broken := errors.New("connection reset")
+	cases := []struct {
+		name     string
+		size     int
+		fail     error
+		wantKept int
+		wantErr  bool
+	}{
+		{"empty", 0, nil, 0, false},
+		{"small", 10, nil, 10, false},
+		{"exactly the cap", MaxFrameBytes, nil, MaxFrameBytes, false},
+		{"one over", MaxFrameBytes + 1, nil, MaxFrameBytes + 1, false},
+		{"64 MiB", 64 << 20, nil, MaxFrameBytes + 1, false},
+		{"broken while small", 10, broken, 0, true},
+		{"broken while discarding", 1 << 20, broken, 0, true},
+	}
+	buf := make([]byte, MaxFrameBytes+1)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &sizedReader{left: tc.size, fail: tc.fail}
+			data, size, err := readFrame(r, buf)
+			if tc.wantErr {
+				if !errors.Is(err, broken) {
+					t.Fatalf("err %v, want %v", err, broken)
+				}
+				return
+			}
+			if err != nil || size != int64(tc.size) || len(data) != tc.wantKept {
+				t.Fatalf("kept %d of %d (err %v), want %d of %d", len(data), size, err, tc.wantKept, tc.size)
+			}
+			if r.left != 0 {
+				t.Fatalf("%d bytes left unread", r.left)
+			}
+			// io.Discard reads in its own pooled 8 KiB chunks; nothing frame-sized is allocated.
+			if r.largest > MaxFrameBytes+1 {
+				t.Fatalf("a read asked for %d bytes", r.largest)
+			}
+		})
 	}
 }
 

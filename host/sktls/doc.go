@@ -43,9 +43,11 @@
 //     types (a pasted private key is refused). Any other body, member or value is 400
 //     `validation` naming `pem` (or the unknown member, or "" for a body that is not an
 //     object). Success is 200 with the /sk/tls document.
-//   - DELETE /sk/tls forgets the current server's pin (every pin when no server was used yet)
-//     and the CA set by PUT /sk/tls/ca (sk.ca_pem is configuration and stays), then asks the
-//     client to retry at once; it answers 200 with the /sk/tls document as it is afterwards.
+//   - DELETE /sk/tls forgets the current server's pin (every pin when no server was used yet),
+//     including a pin that cannot be read, then asks the client to retry at once; it answers
+//     200 with the /sk/tls document as it is afterwards. The CA of PUT /sk/tls/ca and sk.ca_pem
+//     stay: only first-use captures are forgotten, so `ca` mode keeps its anchor. A PUT of
+//     another CA replaces the operator's CA.
 //     PUT /sk/tls/ca and a change of sk.tls_trust or sk.ca_pem also retry at once, since each
 //     may be what clears a cert_error.
 //   - The probe keeps the configured host and takes only the port from an https Location; a

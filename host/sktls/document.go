@@ -17,7 +17,7 @@ type Document struct {
 	Pinned    *Pinned    `json:"pinned"`
 	Presented *Presented `json:"presented"`
 	// CAs are the CAs the device holds: from sk.ca_pem (source "config") and from PUT
-	// /sk/tls/ca (source "operator").
+	// /sk/tls/ca (source "operator"). DELETE /sk/tls forgets pins only; both kinds stay.
 	CAs   []CA   `json:"cas"`
 	Error string `json:"error"` // why the last handshake was refused, or why a stored anchor is unusable
 }

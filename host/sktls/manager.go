@@ -464,7 +464,8 @@ func (m *Manager) noteServer(key string) {
 }
 
 // Forget is DELETE /sk/tls: it forgets the current server's pin (every pin when no server has
-// been used yet) and the CA set by PUT /sk/tls/ca, then asks for a retry at once.
+// been used yet), then asks for a retry at once. The CAs of PUT /sk/tls/ca and sk.ca_pem stay:
+// they are the operator's deliberate trust, which `ca` mode depends on, not a first-use capture.
 func (m *Manager) Forget() error {
 	m.mu.Lock()
 	var dels []string
@@ -478,21 +479,23 @@ func (m *Manager) Forget() error {
 			dels = append(dels, PinPrefix+k)
 		}
 	}
-	dels = append(dels, OperatorKey)
 	if err := m.st.Apply(nil, dels); err != nil {
 		m.mu.Unlock()
 		return fmt.Errorf("sktls: forget anchors: %w", err)
 	}
+	m.resetJudgementsLocked()
 	for _, k := range dels {
-		if addr, ok := strings.CutPrefix(k, PinPrefix); ok {
-			delete(m.pins, addr)
-			delete(m.broken, addr)
+		addr := strings.TrimPrefix(k, PinPrefix)
+		delete(m.pins, addr)
+		delete(m.broken, addr)
+		// A trusted state earned against the forgotten pin no longer says anything: the next
+		// handshake is judged afresh.
+		if hs := m.hosts[addr]; hs != nil {
+			hs.state, hs.err = StateNone, ""
 		}
 	}
-	m.operator = nil
-	m.resetJudgementsLocked()
 	m.mu.Unlock()
-	m.log.Info("TLS anchors forgotten")
+	m.log.Info("TLS pins forgotten", "pins", len(dels))
 	m.anchorsChanged()
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -473,6 +474,81 @@ func TestOperatorCAInTOFU(t *testing.T) {
 	pin, _ := r.storedPin(t, srv.Addr())
 	if pin == nil || !bytes.Equal(pin.Cert.Raw, ca2.cert.Raw) {
 		t.Fatal("the proven replacement did not become the pin")
+	}
+}
+
+// TestDeleteKeepsOperatorCA: DELETE /sk/tls forgets the captured pin and retries, but the CA
+// of PUT /sk/tls/ca (and sk.ca_pem) stays and still anchors the server in ca mode.
+func TestDeleteKeepsOperatorCA(t *testing.T) {
+	r := newRig(t)
+	opCA, cfgCA, other := newCA(t, "Operator CA"), newCA(t, "Config CA"), newCA(t, "Other CA")
+	r.cfg.set("ca_pem", []byte(pemOf(cfgCA.cert)))
+	srv := newTLSServer(t, opCA.leaf(t, loopbackNames), nil)
+	if err := r.get(t, srv.Addr()); err != nil {
+		t.Fatalf("first use: %v", err)
+	}
+	if _, ok := r.storedPin(t, srv.Addr()); !ok {
+		t.Fatal("first use captured nothing")
+	}
+	if rec := putCA(r.m, `{"pem":`+jsonString(pemOf(opCA.cert))+`}`); rec.Code != http.StatusOK {
+		t.Fatalf("PUT /sk/tls/ca = %d %s", rec.Code, rec.Body)
+	}
+
+	retries := r.retries.Load()
+	rec := httptest.NewRecorder()
+	r.m.handleDelete(rec, httptest.NewRequest(http.MethodDelete, "/sk/tls", nil))
+	if rec.Code != http.StatusOK || r.retries.Load() != retries+1 {
+		t.Fatalf("DELETE: %d %s, retries %d", rec.Code, rec.Body, r.retries.Load()-retries)
+	}
+	if _, ok := r.storedPin(t, srv.Addr()); ok {
+		t.Fatal("DELETE kept the pin")
+	}
+	var doc Document
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	wantCAs := func(d Document, when string) {
+		t.Helper()
+		var got []string
+		for _, c := range d.CAs {
+			got = append(got, c.Source+":"+c.SHA256)
+		}
+		want := []string{"config:" + fingerprint(cfgCA.cert), "operator:" + fingerprint(opCA.cert)}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: CAs %v, want %v", when, got, want)
+		}
+	}
+	if doc.Pinned != nil || doc.State != StateNone {
+		t.Fatalf("DELETE answered %+v", doc)
+	}
+	wantCAs(doc, "DELETE answer")
+	if v, ok, _ := r.st.Get(OperatorKey); !ok || !strings.Contains(v, "BEGIN CERTIFICATE") {
+		t.Fatal("DELETE removed the operator CA from device state")
+	}
+	r.m = r.build(t)
+	wantCAs(r.m.Document(), "after a restart")
+
+	// ca mode: the kept CA anchors the server, whatever its names, and pins nothing; a chain
+	// from another CA is still refused, and a further DELETE changes none of that.
+	r.cfg.set("tls_trust", ModeCA)
+	srv.set(opCA.leaf(t, leafOpts{dns: []string{"boat.example"}}))
+	for _, step := range []string{"before", "after"} {
+		if err := r.get(t, srv.Addr()); err != nil {
+			t.Fatalf("ca mode %s a second DELETE: %v", step, err)
+		}
+		if _, ok := r.storedPin(t, srv.Addr()); ok {
+			t.Fatal("ca mode pinned a certificate")
+		}
+		if d := r.m.Document(); d.State != StateTrusted || d.Anchor == nil || *d.Anchor != KindCA {
+			t.Fatalf("ca mode document %+v", d)
+		}
+		if err := r.m.Forget(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.set(other.leaf(t, loopbackNames))
+	if got := certErrReason(t, r.get(t, srv.Addr())); got != ReasonUntrusted {
+		t.Fatalf("another CA in ca mode: reason %q", got)
 	}
 }
 
