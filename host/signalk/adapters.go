@@ -64,9 +64,11 @@ func (a streamAdapter) Publish(values ...Value) error {
 	return mapStreamErr(a.s.PublishValues(items...))
 }
 
-func (a streamAdapter) DeclareMeta(path string, meta json.RawMessage) error {
-	return mapStreamErr(a.s.DeclareMeta(path, meta, 0))
+func (a streamAdapter) DeclareMeta(path string, meta json.RawMessage, period time.Duration) error {
+	return mapStreamErr(a.s.DeclareMeta(path, meta, period))
 }
+
+func (a streamAdapter) Retry() { a.s.Retry() }
 
 func (a streamAdapter) Subscribe(pattern string, fn func(Delta)) (func(), error) {
 	cancel, err := a.s.Subscribe(pattern, func(d skstream.Delta) {
@@ -78,8 +80,11 @@ func (a streamAdapter) Subscribe(pattern string, fn func(Delta)) (func(), error)
 	return cancel, mapStreamErr(err)
 }
 
-func (a streamAdapter) HandlePut(pattern string, h PutHandler) (func(), error) {
-	cancel, err := a.s.HandlePut(skstream.PutPath{Path: pattern, Handle: putBridge(h)})
+// HandlePut hands current to the stream, which publishes the state at registration, on every
+// connect and after each successful PUT. A nil current must stay a nil func: the stream refuses
+// a getter on a family.
+func (a streamAdapter) HandlePut(pattern string, h PutHandler, current func() any) (func(), error) {
+	cancel, err := a.s.HandlePut(skstream.PutPath{Path: pattern, Handle: putBridge(h), Current: current})
 	return cancel, mapStreamErr(err)
 }
 
@@ -114,19 +119,21 @@ func putBridge(h PutHandler) skstream.PutHandler {
 	}
 }
 
+// putErr maps a handler result to the stream's outcome; the message goes to the server as
+// given, without an error prefix.
 func putErr(r PutResult, msg string) error {
 	switch r {
 	case PutSuccess:
 		return nil
 	case PutInvalid:
-		return fmt.Errorf("%w: %s", skstream.ErrInvalidArgument, msg)
+		return skstream.Invalid(msg)
 	case PutDeferred:
 		return skstream.ErrDeferred
 	}
 	if msg == "" {
 		msg = "failed"
 	}
-	return errors.New(msg)
+	return skstream.Failed(msg)
 }
 
 func (a streamAdapter) Put(path string, value json.RawMessage, answer func(PutAnswer)) error {

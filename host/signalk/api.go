@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 )
 
 // ErrBusy: 8 PUTs are in flight.
@@ -21,20 +22,27 @@ func (c *Client) Publish(values ...Value) error {
 		return err
 	}
 	for _, v := range values {
-		if !validPath(v.Path) {
-			return fmt.Errorf("%w: path %q", ErrInvalidArgument, v.Path)
-		}
-		switch x := v.Value.(type) {
-		case nil, string, bool, json.RawMessage:
-		case float64:
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return fmt.Errorf("%w: %s is not a finite number", ErrInvalidArgument, v.Path)
-			}
-		default:
-			return fmt.Errorf("%w: %s: value of type %T", ErrInvalidArgument, v.Path, v.Value)
+		if err := checkValue(v); err != nil {
+			return err
 		}
 	}
 	return c.stream.Publish(values...)
+}
+
+func checkValue(v Value) error {
+	if !validPath(v.Path) {
+		return fmt.Errorf("%w: path %q", ErrInvalidArgument, v.Path)
+	}
+	switch x := v.Value.(type) {
+	case nil, string, bool, json.RawMessage:
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("%w: %s is not a finite number", ErrInvalidArgument, v.Path)
+		}
+	default:
+		return fmt.Errorf("%w: %s: value of type %T", ErrInvalidArgument, v.Path, v.Value)
+	}
+	return nil
 }
 
 // PublishNumber queues a number.
@@ -60,12 +68,17 @@ func (c *Client) PublishJSON(path string, v json.RawMessage) error {
 	return c.Publish(Value{Path: path, Value: json.RawMessage(compact(v))})
 }
 
-// DeclareMeta declares the metadata of a non-standard path (reconciled on every connect).
-func (c *Client) DeclareMeta(path string, meta json.RawMessage) error {
+// DeclareMeta declares the metadata of a non-standard path (reconciled on every connect). A
+// period above zero is how often the path is published: the declaration then carries
+// `timeout` = 2.5 × period in seconds, so the server can tell a stale value.
+func (c *Client) DeclareMeta(path string, meta json.RawMessage, period time.Duration) error {
 	if !validPath(path) || !json.Valid(meta) {
 		return fmt.Errorf("%w: meta for %q", ErrInvalidArgument, path)
 	}
-	return c.stream.DeclareMeta(path, meta)
+	if period < 0 {
+		return fmt.Errorf("%w: meta for %q: negative period", ErrInvalidArgument, path)
+	}
+	return c.stream.DeclareMeta(path, meta, period)
 }
 
 // Subscribe delivers values of an exact path or a family (`prefix.*`, `prefix*`, `*`).
@@ -76,12 +89,39 @@ func (c *Client) Subscribe(pattern string, fn func(Delta)) (cancel func(), err e
 	return c.stream.Subscribe(pattern, fn)
 }
 
-// HandlePut routes inbound PUTs for paths matching pattern to h.
-func (c *Client) HandlePut(pattern string, h PutHandler) (remove func(), err error) {
+// HandlePut routes inbound PUTs for paths matching pattern (an exact path or a family) to h.
+//
+// The server routes a PUT only to a path this device has published, so an exact path's handler
+// should come with current, which reads the path's present state (ok false while it is
+// unknown). That state is published when the handler is registered, on every connect and after
+// each successful PUT. A family takes no current (ErrInvalidArgument): register its known
+// paths one by one for that.
+func (c *Client) HandlePut(pattern string, h PutHandler, current func() (value any, ok bool)) (remove func(), err error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: nil handler", ErrInvalidArgument)
 	}
-	return c.stream.HandlePut(pattern, h)
+	if current == nil {
+		return c.stream.HandlePut(pattern, h, nil)
+	}
+	if !validPath(pattern) {
+		return nil, fmt.Errorf("%w: a current state needs an exact path, not %q", ErrInvalidArgument, pattern)
+	}
+	return c.stream.HandlePut(pattern, h, stateGetter(pattern, current))
+}
+
+// stateGetter adapts a caller's state reader to the stream's, which skips a nil answer: JSON
+// null is sent as raw JSON, an unknown or unpublishable state not at all.
+func stateGetter(path string, current func() (any, bool)) func() any {
+	return func() any {
+		v, ok := current()
+		if !ok || checkValue(Value{Path: path, Value: v}) != nil {
+			return nil
+		}
+		if v == nil {
+			return json.RawMessage("null")
+		}
+		return v
+	}
 }
 
 // Put sends a PUT to the server; answer is called once (COMPLETED, FAILED or TIMEOUT). An error

@@ -2,12 +2,12 @@ package signalk
 
 import (
 	"context"
-
-	"github.com/jonboulle/clockwork"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // choiceInput is everything server choice depends on.
@@ -20,15 +20,17 @@ type choiceInput struct {
 	current *Server
 	// discovered servers, at most MaxServers.
 	discovered []Server
-	// skipped maps a self URN to the end of its skip.
+	// skipped maps skip keys (skipKeys) to the end of their skip.
 	skipped map[string]time.Time
 	now     time.Time
-	// sticky holds the self URNs the device has a token or a pending request for.
+	// sticky holds the record keys (self URN, or "addr:" host:port for a server without one)
+	// the device has a token or a pending request for.
 	sticky map[string]bool
 }
 
 // choose applies the spec's server-choice table. The scheme of the result is not resolved yet.
 func choose(in choiceInput) *Server {
+	in.discovered = preferTLS(in.discovered)
 	if in.host != "" {
 		port := in.port
 		if port == 0 {
@@ -56,7 +58,7 @@ func choose(in choiceInput) *Server {
 	}
 	cands := make([]Server, 0, len(in.discovered))
 	for _, s := range in.discovered {
-		if until, ok := in.skipped[s.Self]; ok && in.now.Before(until) {
+		if until, ok := skippedUntil(in.skipped, s); ok && in.now.Before(until) {
 			continue
 		}
 		cands = append(cands, s)
@@ -68,17 +70,22 @@ func choose(in choiceInput) *Server {
 	if len(cands) == 0 {
 		return nil
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].Self < cands[j].Self })
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].Self != cands[j].Self {
+			return cands[i].Self < cands[j].Self
+		}
+		return cands[i].TLS() && !cands[j].TLS()
+	})
 	// Sticky: the server the token or pending request belongs to; the last choice first.
-	if in.current != nil && in.sticky[in.current.Self] {
+	if in.current != nil && in.sticky[stickyKey(*in.current)] {
 		for _, s := range cands {
-			if s.Self == in.current.Self {
+			if stickyKey(s) == stickyKey(*in.current) {
 				return discoveredCopy(s)
 			}
 		}
 	}
 	for _, s := range cands {
-		if in.sticky[s.Self] {
+		if in.sticky[stickyKey(s)] {
 			return discoveredCopy(s)
 		}
 	}
@@ -88,6 +95,75 @@ func choose(in choiceInput) *Server {
 		}
 	}
 	return discoveredCopy(cands[0])
+}
+
+// sameServer reports two advertisements of one server: the same self URN, or without one the
+// same host.
+func sameServer(a, b Server) bool {
+	if a.Self != "" || b.Self != "" {
+		return a.Self == b.Self
+	}
+	return a.Host == b.Host
+}
+
+// preferTLS drops the plain http advertisement of a server that also advertises https: the
+// token must not go out in clear to a server that offers TLS. Order is kept.
+func preferTLS(list []Server) []Server {
+	drop := func(s Server) bool {
+		if s.TLS() {
+			return false
+		}
+		for _, o := range list {
+			if o.TLS() && sameServer(s, o) {
+				return true
+			}
+		}
+		return false
+	}
+	n := 0
+	for _, s := range list {
+		if drop(s) {
+			n++
+		}
+	}
+	if n == 0 {
+		return list
+	}
+	out := make([]Server, 0, len(list)-n)
+	for _, s := range list {
+		if !drop(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// stickyKey names a discovered server among the sticky keys.
+func stickyKey(s Server) string {
+	if s.Self != "" {
+		return s.Self
+	}
+	return "addr:" + addrKey(s.Host, s.Port)
+}
+
+// skipKeys are the keys a server is skipped under: its self URN when it has one (it may move
+// to another address) and always its address (a server without a self TXT has nothing else).
+func skipKeys(s Server) []string {
+	keys := []string{"addr:" + addrKey(s.Host, s.Port)}
+	if s.Self != "" {
+		keys = append(keys, s.Self)
+	}
+	return keys
+}
+
+// skippedUntil answers the latest skip end recorded for s (ok false when none).
+func skippedUntil(skipped map[string]time.Time, s Server) (until time.Time, ok bool) {
+	for _, k := range skipKeys(s) {
+		if v, found := skipped[k]; found && (!ok || v.After(until)) {
+			until, ok = v, true
+		}
+	}
+	return until, ok
 }
 
 func discoveredCopy(s Server) *Server {
@@ -112,17 +188,22 @@ type skipList struct {
 	until map[string]time.Time
 }
 
-func (l *skipList) add(self string, until time.Time) bool {
+// add skips s until then; it answers false when every key was already skipped that long.
+func (l *skipList) add(s Server, until time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.until == nil {
 		l.until = map[string]time.Time{}
 	}
-	if old, ok := l.until[self]; ok && !old.Before(until) {
-		return false
+	added := false
+	for _, k := range skipKeys(s) {
+		if old, ok := l.until[k]; ok && !old.Before(until) {
+			continue
+		}
+		l.until[k] = until
+		added = true
 	}
-	l.until[self] = until
-	return true
+	return added
 }
 
 // snapshot answers the live skips and the earliest end among them.
@@ -202,6 +283,12 @@ func (c *Client) choose(ctx context.Context) time.Time {
 	for k, r := range c.st.records() {
 		if r.Token != "" || r.Href != "" {
 			in.sticky[k] = true
+		}
+	}
+	// A server without a self TXT whose self URN was learned keeps its record under the URN.
+	for _, s := range in.discovered {
+		if s.Self == "" && in.sticky[c.st.recordKey(s)] {
+			in.sticky[stickyKey(s)] = true
 		}
 	}
 	s := choose(in)
@@ -297,12 +384,12 @@ func (c *Client) discovered() []Server {
 	return out
 }
 
-// markUnreachable skips a discovered server that did not answer.
+// markUnreachable skips a discovered server that did not answer, by self URN and address.
 func (c *Client) markUnreachable(s Server) {
-	if s.Source != "discovered" || s.Self == "" {
+	if s.Source != "discovered" {
 		return
 	}
-	if c.skips.add(s.Self, c.clk.Now().Add(SkipUnreachable)) {
+	if c.skips.add(s, c.clk.Now().Add(SkipUnreachable)) {
 		c.log.Warn("signalk: server unreachable, skipped for 5 minutes", "server", s.Addr(), "self", s.Self)
 		c.kickChoice()
 		c.publishServers()

@@ -18,6 +18,7 @@ import (
 	"devhost/host/clock"
 	"devhost/host/events"
 	"devhost/host/health"
+	"devhost/host/skstream"
 )
 
 // Config reads the sk.* and time.* keys (host/config.Config fits).
@@ -128,15 +129,20 @@ type Client struct {
 	server *Server
 	target Target
 	// stall tracking
-	netUp       bool
-	netUpSince  time.Time
-	connected   bool
-	everUp      bool
-	downSince   time.Time
-	stallTimer  clockwork.Timer
-	stalled     bool
-	connects    int
-	lastCertSt  string
+	netUp      bool
+	netUpSince time.Time
+	connected  bool
+	everUp     bool
+	downSince  time.Time
+	stallTimer clockwork.Timer
+	stalled    bool
+	connects   int
+	lastCertSt string
+	// refused counts the stream's 401/403 reports and resumed the count the stream was last
+	// re-targeted or retried at: while they differ the stream waits for the token machine.
+	refused, resumed uint64
+	// wsBackoff: the stream's last status was a backoff wait (a failed attempt).
+	wsBackoff   bool
 	lastPut     *PutRecord
 	telemetryCh chan struct{}
 	timeKick    chan struct{}
@@ -192,6 +198,7 @@ func New(o Options) (*Client, error) {
 	}
 	c.tm.changed = c.tokenChanged
 	c.tm.unreachable = c.markUnreachable
+	c.tm.guessTried = c.guessTried
 	return c, nil
 }
 
@@ -321,9 +328,20 @@ func (c *Client) tokenChanged() {
 	c.mu.Lock()
 	old := c.target
 	c.target = t
+	retarget := old.Host != t.Host || old.Port != t.Port || old.TLS != t.TLS || old.Token != t.Token
+	// A stream refused with 401/403 stops until it is told to go on. The token machine
+	// (re-)entering APPROVED is that word even when the target is the same (a plaintext 401
+	// whose 5 s re-check found the token good).
+	resume := !retarget && t.Host != "" && st.State == StateApproved && c.refused != c.resumed
+	if retarget || resume {
+		c.resumed = c.refused
+	}
 	c.mu.Unlock()
-	if old.Host != t.Host || old.Port != t.Port || old.TLS != t.TLS || old.Token != t.Token {
+	switch {
+	case retarget:
 		c.stream.SetTarget(t)
+	case resume:
+		c.resumeStream()
 	}
 	if c.hlth != nil {
 		c.mu.Lock()
@@ -338,6 +356,9 @@ func (c *Client) tokenChanged() {
 	}
 	c.publish("sk", c.Status())
 }
+
+// resumeStream lifts the stream's stop after a refusal without dropping a live connection.
+func (c *Client) resumeStream() { c.stream.Retry() }
 
 func certMessage(reason string) string {
 	m := "server certificate refused: " + reason
@@ -361,6 +382,9 @@ func (c *Client) publishServers() { c.publish("sk_servers", c.Servers()) }
 func (c *Client) StreamUnauthorized() {
 	c.mu.Lock()
 	t := c.target
+	if t.Host != "" {
+		c.refused++
+	}
 	c.mu.Unlock()
 	_, srv := c.tm.token()
 	if srv == nil || t.Host == "" {
@@ -378,10 +402,19 @@ func (c *Client) StreamCertError(err error) {
 }
 
 // StreamStatus is told about every change of the stream's status (skstream Options.OnStatus):
-// it publishes `sk_ws` and follows the link for skLinkStalled and skReconnects.
+// it publishes `sk_ws` and follows the link for skLinkStalled and skReconnects. A failed
+// attempt on a guessed scheme has the scheme probed again.
 func (c *Client) StreamStatus() {
 	up := c.stream.Connected()
+	ws := c.stream.Status()
+	failed := false
 	c.mu.Lock()
+	if s, ok := ws.(skstream.Status); ok {
+		backoff := s.State == skstream.StateBackoff
+		failed = backoff && !c.wsBackoff
+		c.wsBackoff = backoff
+	}
+	guess := c.server != nil && c.server.Guess
 	if up && !c.connected {
 		c.connects++
 		c.everUp = true
@@ -398,7 +431,18 @@ func (c *Client) StreamStatus() {
 	c.connected = up
 	c.mu.Unlock()
 	c.evalStall()
-	c.publish("sk_ws", c.stream.Status())
+	if failed && guess {
+		c.guessTried()
+	}
+	c.publish("sk_ws", ws)
+}
+
+// guessTried is told after each attempt on a server whose scheme is a guess: the scheme is
+// asked again before the next one (the chooser probes a guess every time it runs).
+func (c *Client) guessTried() {
+	if c.tls != nil {
+		c.kickChoice()
+	}
 }
 
 // RetryNow makes a cert_error retry at once (after DELETE /sk/tls or a new CA).

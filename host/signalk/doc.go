@@ -38,10 +38,19 @@
 //     not drop a working socket) and, without a token, while OPEN; never otherwise.
 //   - A transport failure (no HTTP status) marks a discovered server unreachable: it is
 //     skipped for 5 minutes, unless every discovered server is skipped (trying one beats none).
-//     sk.server_self names one server, so skipping does not apply to it. Among candidates,
-//     "sticky" prefers the last choice, then the lowest self URN with a token or pending
-//     request; then the master with the lowest self URN; then the lowest self URN.
+//     A server is known by its self URN and by its address (host:port), so one that
+//     advertises no self is skipped and kept sticky by address. sk.server_self names one
+//     server, so skipping does not apply to it. A server advertised as both
+//     _signalk-http._tcp and _signalk-https._tcp (same self, or same host without one) is
+//     reached over https only: the token never crosses in clear when TLS is on offer. Among
+//     candidates, "sticky" prefers the last choice, then the lowest self URN with a token or
+//     pending request; then the master with the lowest self URN; then the lowest self URN.
 //     sk.server_pin keeps a discovered choice even when a pass misses it.
+//   - A manual server whose probe got no answer is reached over plain http as a guess; the
+//     probe runs again after each attempt on the guess (a token call or a stream failure)
+//     and at network-up, and its first answer ends the guess.
+//   - A stream refused with 401 or 403 sends the token machine to VERIFYING; when the
+//     re-check approves the same token, the stream is retried at once.
 //   - POST /sk/request takes no body (an empty object is tolerated) and answers 202 with the
 //     status document. POST /sk/token {token} answers 200 with the status document when the
 //     server accepted it, 202 when it could not be verified yet (kept, VERIFYING or

@@ -69,6 +69,7 @@ type fakeStream struct {
 	putErr    error
 	puts      []string
 	answers   []func(PutAnswer)
+	retries   int
 }
 
 func newFakeStream() *fakeStream { return &fakeStream{subs: map[string]func(Delta){}} }
@@ -112,7 +113,7 @@ func (s *fakeStream) values() []Value {
 	defer s.mu.Unlock()
 	return append([]Value(nil), s.published...)
 }
-func (s *fakeStream) DeclareMeta(string, json.RawMessage) error { return nil }
+func (s *fakeStream) DeclareMeta(string, json.RawMessage, time.Duration) error { return nil }
 func (s *fakeStream) Subscribe(p string, fn func(Delta)) (func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,7 +129,15 @@ func (s *fakeStream) sub(p string) func(Delta) {
 	defer s.mu.Unlock()
 	return s.subs[p]
 }
-func (s *fakeStream) HandlePut(string, PutHandler) (func(), error) { return func() {}, nil }
+func (s *fakeStream) HandlePut(string, PutHandler, func() any) (func(), error) {
+	return func() {}, nil
+}
+
+func (s *fakeStream) Retry() {
+	s.mu.Lock()
+	s.retries++
+	s.mu.Unlock()
+}
 func (s *fakeStream) Put(path string, _ json.RawMessage, answer func(PutAnswer)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

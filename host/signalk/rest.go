@@ -97,10 +97,13 @@ func (c *Client) Servers() ServersDoc {
 			}
 			e.AgeS = &a
 		}
-		if until, ok := skipped[s.Self]; ok {
+		if until, ok := skippedUntil(skipped, s); ok {
 			e.SkippedS = int64((until.Sub(now) + time.Second - 1) / time.Second)
 		}
-		e.Chosen = cur != nil && cur.Source == "discovered" && cur.Self == s.Self
+		// One server may be listed twice (http and https) and servers without a self share
+		// the empty one: the chosen entry is the very address in use.
+		e.Chosen = cur != nil && cur.Source == "discovered" && cur.Self == s.Self &&
+			cur.Host == s.Host && cur.Port == s.Port && cur.Scheme == s.Scheme
 		d.Servers = append(d.Servers, e)
 	}
 	return d
@@ -116,7 +119,10 @@ type PutRecord struct {
 	// AgeS is the time since the PUT was sent.
 	AgeS int64     `json:"age_s"`
 	sent time.Time `json:"-"`
-	seq  uint64
+	// prev is the record this one replaced, kept while the PUT may still be refused; dead marks
+	// a PUT that was never sent.
+	prev *PutRecord
+	dead bool
 }
 
 // Routes are the Signal K client's endpoints (GET/DELETE /sk/tls and PUT /sk/tls/ca belong to
@@ -235,20 +241,34 @@ func (c *Client) postPut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	value = json.RawMessage(compact(value))
+	// The record is in place before the PUT goes out, so an answer that comes back before Put
+	// returns finds it; an answer counts only while its own record is the newest.
 	c.mu.Lock()
-	var seq uint64 = 1
-	if c.lastPut != nil {
-		seq = c.lastPut.seq + 1
-	}
+	rec := &PutRecord{Path: path, Value: value, State: "PENDING", sent: c.clk.Now(), prev: c.lastPut}
+	c.lastPut = rec
 	c.mu.Unlock()
-	rec := &PutRecord{Path: path, Value: value, State: "PENDING", sent: c.clk.Now(), seq: seq}
 	err := c.Put(path, value, func(a PutAnswer) {
 		c.mu.Lock()
-		if c.lastPut != nil && c.lastPut.seq == seq {
-			c.lastPut.State, c.lastPut.StatusCode, c.lastPut.Message = a.State, a.StatusCode, a.Message
+		if c.lastPut == rec {
+			rec.State, rec.StatusCode, rec.Message = a.State, a.StatusCode, a.Message
 		}
 		c.mu.Unlock()
 	})
+	c.mu.Lock()
+	if err == nil {
+		rec.prev = nil
+	} else {
+		// Nothing was sent: GET /sk/put goes back to the newest PUT that was.
+		rec.dead = true
+		if c.lastPut == rec {
+			back := rec.prev
+			for back != nil && back.dead {
+				back = back.prev
+			}
+			c.lastPut = back
+		}
+	}
+	c.mu.Unlock()
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrBusy):
@@ -260,11 +280,6 @@ func (c *Client) postPut(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	c.mu.Lock()
-	if c.lastPut == nil || c.lastPut.seq < seq {
-		c.lastPut = rec
-	}
-	c.mu.Unlock()
 	api.WriteJSON(w, http.StatusAccepted, map[string]any{"path": path, "state": "PENDING"})
 }
 

@@ -62,6 +62,9 @@ type tokenMachine struct {
 	changed func()
 	// unreachable is told about a server that did not answer (discovered servers are skipped).
 	unreachable func(Server)
+	// guessTried is told after each call to a server whose scheme is a guess, so the scheme
+	// is asked again before the next attempt.
+	guessTried func()
 
 	cmds chan func()
 
@@ -92,7 +95,7 @@ func newTokenMachine(clk clockwork.Clock, log *slog.Logger, h *httpHelper, st pe
 		permissions: func() string { return "readwrite" },
 		description: func() string { return "devhost" },
 		checkEvery:  func() time.Duration { return time.Hour },
-		changed:     func() {}, unreachable: func(Server) {},
+		changed:     func() {}, unreachable: func(Server) {}, guessTried: func() {},
 		cmds: make(chan func(), 64), state: StateNoServer, since: clk.Now()}
 	m.snap = TokenStatus{State: StateNoServer, ClientID: clientID}
 	return m
@@ -253,6 +256,13 @@ func (m *tokenMachine) save() {
 // setServer is the "server known" edge (or its loss when s is nil).
 func (m *tokenMachine) setServer(s *Server) {
 	if s != nil && m.srv != nil && s.same(*m.srv) {
+		if s.Guess != m.srv.Guess {
+			// The probe answered (or lost its answer): the flow goes on, only the mark changes.
+			// A copy, since other goroutines read the old value without the machine's lock.
+			cp := *m.srv
+			cp.Guess = s.Guess
+			m.srv = &cp
+		}
 		return
 	}
 	m.stopTimer()
@@ -296,7 +306,12 @@ func (m *tokenMachine) enter() {
 func (m *tokenMachine) call(token, method, path string, body []byte) (*response, error) {
 	ctx, cancel := context.WithCancel(m.ctx)
 	defer cancel()
-	return m.http.do(ctx, *m.srv, token, method, path, body)
+	srv := *m.srv
+	resp, err := m.http.do(ctx, srv, token, method, path, body)
+	if srv.Guess {
+		m.guessTried()
+	}
+	return resp, err
 }
 
 // transportFailed handles a call that got no HTTP status. It answers true when it moved the
@@ -515,7 +530,7 @@ func (m *tokenMachine) doVerify() {
 	}
 	status := resp.Status
 	switch {
-	case status == http.StatusOK && err == nil:
+	case verified(resp, err):
 		m.backoff, m.strikes = 0, 0
 		var self string
 		if json.Unmarshal(resp.Body, &self) == nil {
@@ -533,6 +548,12 @@ func (m *tokenMachine) doVerify() {
 		}
 		m.after(m.verifyRetry(), m.doVerify)
 	}
+}
+
+// verified reports a check answered 200 with a JSON body. A 200 page of another kind (a
+// captive portal, a proxy) proves nothing about the token: it is retried like a 5xx.
+func verified(resp *response, err error) bool {
+	return err == nil && resp.Status == http.StatusOK && json.Valid(resp.Body)
 }
 
 // verifyRetry is the retry delay of a check that got no usable answer: the error backoff,
@@ -577,7 +598,10 @@ func (m *tokenMachine) learnSelf(self string) {
 		return
 	}
 	m.key = self
-	m.srv.Self = self
+	// A copy: other goroutines hold the old value (token) and read it without the lock.
+	cp := *m.srv
+	cp.Self = self
+	m.srv = &cp
 }
 
 // certError enters cert_error: the token is kept, the stream stays down, retry flat 60 s.
@@ -596,6 +620,13 @@ func (m *tokenMachine) certRetry() {
 		prev = StateIdle
 	}
 	m.resume = ""
+	defer func() {
+		// Still refused: the flow to resume is the one first interrupted, not the state the
+		// retry passed through (APPROVED retries through VERIFYING).
+		if m.state == StateCertError {
+			m.resume = prev
+		}
+	}()
 	switch {
 	case prev == StateApproved || prev == StateVerifying || (m.rec.Token != "" && m.rec.Href == ""):
 		m.to(StateVerifying, "retrying after a certificate refusal")
@@ -724,7 +755,7 @@ func (m *tokenMachine) setToken(ctx context.Context, tok string) error {
 			m.after(m.verifyRetry(), m.doVerify)
 			return
 		}
-		if resp.Status == http.StatusOK && cerr == nil {
+		if verified(resp, cerr) {
 			var self string
 			if json.Unmarshal(resp.Body, &self) == nil {
 				m.learnSelf(strings.TrimPrefix(self, "vessels."))

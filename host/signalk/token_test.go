@@ -374,6 +374,8 @@ func TestTokenStream401(t *testing.T) {
 	r.waitState(StateRequested, true)
 	r.clk.Advance(PollFirst)
 	r.waitState(StateApproved, true)
+	// The target is handed to the stream just after the state is published.
+	eventually(t, "stream target", func() bool { return r.stream.target().Token == "tok1" })
 	r.c.StreamUnauthorized()
 	r.waitState(StateVerifying, true)
 	if r.nextRetry() != RecheckPlain {

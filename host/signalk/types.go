@@ -162,9 +162,14 @@ type Stream interface {
 	Status() any
 	Connected() bool
 	Publish(values ...Value) error
-	DeclareMeta(path string, meta json.RawMessage) error
+	// DeclareMeta declares a path's metadata; a period above zero adds `timeout` = 2.5 × period.
+	DeclareMeta(path string, meta json.RawMessage, period time.Duration) error
 	Subscribe(pattern string, fn func(Delta)) (cancel func(), err error)
-	HandlePut(pattern string, h PutHandler) (remove func(), err error)
+	// HandlePut routes PUTs for pattern to h; a non-nil current (exact paths only) reads the
+	// path's state (nil: unknown), published at registration, on connect and after a PUT.
+	HandlePut(pattern string, h PutHandler, current func() any) (remove func(), err error)
+	// Retry lifts a stop after a 401, 403 or certificate error; a live connection stays.
+	Retry()
 	Put(path string, value json.RawMessage, answer func(PutAnswer)) error
 	Flush(ctx context.Context) error
 }

@@ -1,22 +1,61 @@
 // Package skplugin lets the plugin host use the Signal K client: it adapts *signalk.Client to
 // plugin.SignalK, mapping the client's errors to the ABI's error codes (invalid state, busy,
 // invalid argument, limit).
+//
+// It also keeps the state of the paths plugins answer PUTs for. The server routes a PUT only
+// to a path this device has published, and forgets that when it restarts, so the state must be
+// published again on every connect. Plugins publish their state as ordinary values; the
+// adapter keeps the last value published for each path under a plugin's PUT pattern and
+// registers that path with the client as PUT-able with that value as its current state.
 package skplugin
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 
 	"devhost/abi"
 	"devhost/host/plugin"
 	"devhost/host/signalk"
 )
 
-// New adapts c for the plugin host.
-func New(c *signalk.Client) plugin.SignalK { return adapter{c} }
+// MaxStatePaths bounds the PUT-able paths whose state is kept. A path published past it is
+// still answered through its pattern, but its state is not published again on reconnect.
+const MaxStatePaths = 256
 
-type adapter struct{ c *signalk.Client }
+// New adapts c for the plugin host.
+func New(c *signalk.Client) plugin.SignalK {
+	return &adapter{c: c, pats: map[string]*patReg{}, paths: map[string]*pathState{}}
+}
+
+type adapter struct {
+	c *signalk.Client
+
+	// regMu orders the registrations with the client, which run outside mu: registering an
+	// exact path reads its state through mu at once.
+	regMu sync.Mutex
+
+	mu sync.Mutex
+	// pats are the PUT patterns plugins registered.
+	pats map[string]*patReg
+	// paths are the exact paths registered with the client with a current state.
+	paths map[string]*pathState
+}
+
+// patReg is one plugin pattern; remove is its family registration with the client (nil for
+// an exact path, which lives in paths).
+type patReg struct {
+	h      plugin.PutHandler
+	remove func()
+}
+
+type pathState struct {
+	value  any
+	known  bool
+	remove func()
+}
 
 func errno(err error) error {
 	switch {
@@ -32,19 +71,132 @@ func errno(err error) error {
 	return err
 }
 
-func (a adapter) Publish(values ...plugin.SKValue) error {
+func (a *adapter) Publish(values ...plugin.SKValue) error {
 	vs := make([]signalk.Value, len(values))
 	for i, v := range values {
 		vs[i] = signalk.Value{Path: v.Path, Value: v.Value}
 	}
-	return errno(a.c.Publish(vs...))
+	a.mu.Lock()
+	covered := false
+	if len(a.pats) > 0 {
+		for _, v := range vs {
+			if a.ownerLocked(v.Path) != nil {
+				covered = true
+				break
+			}
+		}
+	}
+	if !covered {
+		a.mu.Unlock()
+		return errno(a.c.Publish(vs...))
+	}
+	// Published and recorded under one lock, so a reconnect reading the state in between
+	// cannot send an older value after this one.
+	err := a.c.Publish(vs...)
+	var fresh []string
+	if err == nil {
+		for _, v := range vs {
+			if a.ownerLocked(v.Path) == nil {
+				continue
+			}
+			st := a.paths[v.Path]
+			if st == nil {
+				if len(a.paths) >= MaxStatePaths {
+					continue
+				}
+				st = &pathState{}
+				a.paths[v.Path] = st
+				fresh = append(fresh, v.Path)
+			}
+			st.value, st.known = v.Value, true
+		}
+	}
+	a.mu.Unlock()
+	if len(fresh) > 0 {
+		a.regMu.Lock()
+		for _, p := range fresh {
+			a.registerPath(p)
+		}
+		a.regMu.Unlock()
+	}
+	return errno(err)
 }
 
-func (a adapter) DeclareMeta(path string, meta json.RawMessage) error {
-	return errno(a.c.DeclareMeta(path, meta))
+// registerPath registers an exact path with the client, with its kept state as the current
+// one, unless the path was dropped meanwhile. regMu is held.
+func (a *adapter) registerPath(path string) {
+	a.mu.Lock()
+	st := a.paths[path]
+	a.mu.Unlock()
+	if st == nil {
+		return
+	}
+	remove, err := a.c.HandlePut(path, a.dispatch, a.current(path))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case err != nil:
+		// Only a path the client refuses ends here; its PUTs stay with the family, if any.
+		if a.paths[path] == st {
+			delete(a.paths, path)
+		}
+	case a.paths[path] == st:
+		st.remove = remove
+	default:
+		// Dropped while registering: undo it once mu is released.
+		defer remove()
+	}
 }
 
-func (a adapter) Subscribe(pattern string, deliver func(plugin.Delta)) (func(), error) {
+func (a *adapter) current(path string) func() (any, bool) {
+	return func() (any, bool) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if st := a.paths[path]; st != nil && st.known {
+			return st.value, true
+		}
+		return nil, false
+	}
+}
+
+// ownerLocked finds the plugin handler of a path the way the stream routes: the exact pattern
+// first, else the family with the longest prefix.
+func (a *adapter) ownerLocked(path string) *patReg {
+	if r := a.pats[path]; r != nil {
+		return r
+	}
+	var best *patReg
+	bestLen := -1
+	for pat, r := range a.pats {
+		prefix, family := strings.CutSuffix(pat, "*")
+		if family && strings.HasPrefix(path, prefix) && len(prefix) > bestLen {
+			best, bestLen = r, len(prefix)
+		}
+	}
+	return best
+}
+
+// dispatch is the one handler the adapter registers with the client: it picks the plugin
+// pattern that owns the path at the time of the request.
+func (a *adapter) dispatch(req signalk.PutRequest, reply func(signalk.PutResult, string)) {
+	a.mu.Lock()
+	r := a.ownerLocked(req.Path)
+	a.mu.Unlock()
+	if r == nil {
+		reply(signalk.PutFailure, "no handler for "+req.Path)
+		return
+	}
+	r.h(plugin.PutRequest{Path: req.Path, Value: req.Value}, func(res plugin.PutResult, msg string) {
+		reply(signalk.PutResult(res), msg)
+	})
+}
+
+func (a *adapter) DeclareMeta(path string, meta json.RawMessage) error {
+	// The ABI's sk_meta carries no period; a plugin that wants a timeout writes it into meta.
+	return errno(a.c.DeclareMeta(path, meta, 0))
+}
+
+func (a *adapter) Subscribe(pattern string, deliver func(plugin.Delta)) (func(), error) {
 	cancel, err := a.c.Subscribe(pattern, func(d signalk.Delta) {
 		deliver(plugin.Delta{Path: d.Path, Value: d.Value, Timestamp: d.Timestamp})
 	})
@@ -54,16 +206,77 @@ func (a adapter) Subscribe(pattern string, deliver func(plugin.Delta)) (func(), 
 	return cancel, errno(err)
 }
 
-func (a adapter) HandlePut(pattern string, h plugin.PutHandler) (func(), error) {
-	remove, err := a.c.HandlePut(pattern, func(req signalk.PutRequest, reply func(signalk.PutResult, string)) {
-		h(plugin.PutRequest{Path: req.Path, Value: req.Value}, func(r plugin.PutResult, msg string) {
-			reply(signalk.PutResult(r), msg)
-		})
-	})
-	return remove, errno(err)
+// HandlePut registers a plugin's pattern. Registering a pattern again replaces its handler.
+func (a *adapter) HandlePut(pattern string, h plugin.PutHandler) (func(), error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: %w: nil handler", abi.ErrInvalid, signalk.ErrInvalidArgument)
+	}
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	reg := &patReg{h: h}
+	_, family := strings.CutSuffix(pattern, "*")
+	var err error
+	if family {
+		reg.remove, err = a.c.HandlePut(pattern, a.dispatch, nil)
+		if err != nil {
+			return nil, errno(err)
+		}
+	}
+	// A family registered again replaced its registration with the client above; an exact
+	// path keeps the one it has.
+	a.mu.Lock()
+	a.pats[pattern] = reg
+	needPath := false
+	if !family && a.paths[pattern] == nil {
+		a.paths[pattern] = &pathState{}
+		needPath = true
+	}
+	a.mu.Unlock()
+	if needPath {
+		a.registerPath(pattern)
+		a.mu.Lock()
+		_, ok := a.paths[pattern]
+		if !ok && a.pats[pattern] == reg {
+			delete(a.pats, pattern)
+		}
+		a.mu.Unlock()
+		if !ok {
+			return nil, fmt.Errorf("%w: %w: PUT pattern %q", abi.ErrInvalid, signalk.ErrInvalidArgument, pattern)
+		}
+	}
+	var once sync.Once
+	return func() { once.Do(func() { a.removePattern(pattern, reg) }) }, nil
 }
 
-func (a adapter) Put(path string, value json.RawMessage, answer func(plugin.PutAnswer)) error {
+// removePattern drops a plugin pattern and every kept path no pattern owns any more.
+func (a *adapter) removePattern(pattern string, reg *patReg) {
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	a.mu.Lock()
+	if a.pats[pattern] != reg {
+		a.mu.Unlock()
+		return
+	}
+	delete(a.pats, pattern)
+	var removes []func()
+	if reg.remove != nil {
+		removes = append(removes, reg.remove)
+	}
+	for p, st := range a.paths {
+		if a.ownerLocked(p) == nil {
+			delete(a.paths, p)
+			if st.remove != nil {
+				removes = append(removes, st.remove)
+			}
+		}
+	}
+	a.mu.Unlock()
+	for _, rm := range removes {
+		rm()
+	}
+}
+
+func (a *adapter) Put(path string, value json.RawMessage, answer func(plugin.PutAnswer)) error {
 	return errno(a.c.Put(path, value, func(p signalk.PutAnswer) {
 		answer(plugin.PutAnswer{State: p.State, StatusCode: p.StatusCode, Message: p.Message})
 	}))

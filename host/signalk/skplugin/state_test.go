@@ -1,0 +1,388 @@
+package skplugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/jonboulle/clockwork"
+
+	"devhost/host/plugin"
+	"devhost/host/signalk"
+	"devhost/host/skstream"
+	"devhost/host/store"
+)
+
+// wait bounds every hand-off between goroutines; no spec timer is waited for.
+const wait = 5 * time.Second
+
+// config is the sk.* configuration pointing at one server.
+type config map[string]any
+
+func (c config) Int(ns, key string) int        { n, _ := c[ns+"."+key].(int); return n }
+func (c config) String(ns, key string) string  { s, _ := c[ns+"."+key].(string); return s }
+func (c config) Bool(ns, key string) bool      { b, _ := c[ns+"."+key].(bool); return b }
+func (c config) OnChange(func(ns, key string)) {}
+
+// server is a Signal K server running without security: access requests get 404 (the client
+// streams without a token) and the stream endpoint records what the device sends.
+type server struct {
+	srv   *httptest.Server
+	conns chan *conn
+}
+
+type conn struct {
+	ws     *websocket.Conn
+	frames chan []byte
+	wmu    sync.Mutex
+}
+
+func newServer(t *testing.T) *server {
+	s := &server{conns: make(chan *conn, 8)}
+	up := websocket.Upgrader{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/signalk/v1/stream" {
+			http.NotFound(w, r)
+			return
+		}
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		c := &conn{ws: ws, frames: make(chan []byte, 1024)}
+		t.Cleanup(func() { _ = ws.Close() })
+		hello := `{"name":"signalk-server","version":"2.32.0","self":"vessels.urn:mrn:signalk:uuid:00000000-0000-4000-8000-000000000001"}`
+		if ws.WriteMessage(websocket.TextMessage, []byte(hello)) != nil {
+			return
+		}
+		go func() {
+			for {
+				_, b, err := ws.ReadMessage()
+				if err != nil {
+					return
+				}
+				c.frames <- b
+			}
+		}()
+		s.conns <- c
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *server) accept(t *testing.T) *conn {
+	t.Helper()
+	select {
+	case c := <-s.conns:
+		return c
+	case <-time.After(wait):
+		t.Fatal("no stream connection")
+	}
+	return nil
+}
+
+func (c *conn) send(t *testing.T, id, path, value string) {
+	t.Helper()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	msg := `{"requestId":"` + id + `","context":"vessels.self","put":[{"path":"` + path + `","value":` + value + `}]}`
+	if err := c.ws.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+}
+
+type frame struct {
+	RequestID  string `json:"requestId"`
+	State      string `json:"state"`
+	StatusCode int    `json:"statusCode"`
+	Updates    []struct {
+		Values []struct {
+			Path  string          `json:"path"`
+			Value json.RawMessage `json:"value"`
+		} `json:"values"`
+	} `json:"updates"`
+}
+
+func (c *conn) next(t *testing.T, what string, match func(frame) bool) {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		select {
+		case b := <-c.frames:
+			var f frame
+			if json.Unmarshal(b, &f) == nil && match(f) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no frame: %s", what)
+		}
+	}
+}
+
+// value waits for a delta with path = want (JSON).
+func (c *conn) value(t *testing.T, path, want string) {
+	t.Helper()
+	c.next(t, path+" = "+want, func(f frame) bool {
+		for _, u := range f.Updates {
+			for _, v := range u.Values {
+				if v.Path == path && string(v.Value) == want {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+// answered waits for the answer to id with the status code.
+func (c *conn) answered(t *testing.T, id string, code int) {
+	t.Helper()
+	c.next(t, fmt.Sprintf("%s answered %d", id, code), func(f frame) bool {
+		return f.RequestID == id && f.State == "COMPLETED" && f.StatusCode == code
+	})
+}
+
+type rig struct {
+	srv *server
+	st  *skstream.Stream
+	c   *signalk.Client
+	a   *adapter
+}
+
+// newRig runs a client with the real stream against the server and answers the first
+// connection.
+func newRig(t *testing.T) (*rig, *conn) {
+	t.Helper()
+	r := &rig{srv: newServer(t)}
+	host, ps, _ := net.SplitHostPort(r.srv.srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(ps)
+	db, err := store.Open(filepath.Join(t.TempDir(), "nvs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	var mu sync.Mutex
+	r.st = skstream.New(skstream.Options{
+		// The stream's timers are not under test; batching is off so nothing waits for one.
+		Clock: clockwork.NewRealClock(), Hostname: "dev-ab12",
+		Settings: func() skstream.Settings { s := skstream.DefaultSettings(); s.BatchMS = 0; return s }(),
+		OnStatus: func(skstream.Status) {
+			mu.Lock()
+			c := r.c
+			mu.Unlock()
+			if c != nil {
+				c.StreamStatus()
+			}
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := r.st.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config{"sk.server_host": host, "sk.server_port": port, "sk.permissions": "readwrite",
+		"sk.scheme": "auto", "sk.check_s": 3600, "sk.stall_s": 300, "sk.discover_s": 60}
+	c, err := signalk.New(signalk.Options{Clock: clockwork.NewFakeClock(), Config: cfg, Store: db,
+		Stream: signalk.StreamFrom(r.st)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	r.c = c
+	mu.Unlock()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; r.st.Close() })
+	r.a = New(c).(*adapter)
+	first := r.srv.accept(t)
+	deadline := time.Now().Add(wait)
+	for !r.st.Connected() {
+		if time.Now().After(deadline) {
+			t.Fatal("stream not connected")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return r, first
+}
+
+// reconnect drops the connection (as a server restart does) and answers the next one.
+func (r *rig) reconnect(t *testing.T) *conn {
+	t.Helper()
+	r.st.NetworkChanged()
+	return r.srv.accept(t)
+}
+
+func (r *rig) kept() map[string]string {
+	r.a.mu.Lock()
+	defer r.a.mu.Unlock()
+	out := map[string]string{}
+	for p, st := range r.a.paths {
+		b, _ := json.Marshal(st.value)
+		if !st.known {
+			b = []byte("?")
+		}
+		out[p] = string(b)
+	}
+	return out
+}
+
+// switchPlugin answers PUTs the way a plugin does: it publishes the new state, then replies.
+type switchPlugin struct {
+	t    *testing.T
+	a    *adapter
+	mu   sync.Mutex
+	seen []string
+}
+
+func (p *switchPlugin) handle(req plugin.PutRequest, reply func(plugin.PutResult, string)) {
+	p.mu.Lock()
+	p.seen = append(p.seen, req.Path)
+	p.mu.Unlock()
+	var on bool
+	if json.Unmarshal(req.Value, &on) != nil {
+		reply(plugin.PutInvalid, "state is a boolean")
+		return
+	}
+	if err := p.a.Publish(plugin.SKValue{Path: req.Path, Value: on}); err != nil {
+		p.t.Errorf("publish: %v", err)
+	}
+	reply(plugin.PutSuccess, "")
+}
+
+func (p *switchPlugin) last() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.seen) == 0 {
+		return ""
+	}
+	return p.seen[len(p.seen)-1]
+}
+
+// A plugin's PUT-able paths under a family: the last state it published is the path's
+// current state, published again on every connect, so the server keeps routing PUTs to it.
+func TestPluginStateRepublishedOnReconnect(t *testing.T) {
+	r, c := newRig(t)
+	sw := &switchPlugin{t: t, a: r.a}
+	remove, err := r.a.HandlePut("electrical.switches.*", sw.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.a.Publish(plugin.SKValue{Path: "electrical.switches.a.state", Value: true},
+		plugin.SKValue{Path: "environment.inside.temperature", Value: 293.0}); err != nil {
+		t.Fatal(err)
+	}
+	c.value(t, "electrical.switches.a.state", "true")
+	if got := r.kept(); len(got) != 1 || got["electrical.switches.a.state"] != "true" {
+		t.Fatalf("kept state: %v", got)
+	}
+	c.send(t, "r1", "electrical.switches.a.state", "false")
+	c.answered(t, "r1", 200)
+	c.value(t, "electrical.switches.a.state", "false")
+	if sw.last() != "electrical.switches.a.state" {
+		t.Fatalf("handler saw %q", sw.last())
+	}
+	c = r.reconnect(t)
+	c.value(t, "electrical.switches.a.state", "false")
+	c.send(t, "r2", "electrical.switches.a.state", "true")
+	c.answered(t, "r2", 200)
+	// Removed: nothing kept, and the path answers 405 like any unhandled one.
+	remove()
+	if got := r.kept(); len(got) != 0 {
+		t.Fatalf("kept after remove: %v", got)
+	}
+	c.send(t, "r3", "electrical.switches.a.state", "true")
+	c.answered(t, "r3", 405)
+}
+
+// An exact PUT pattern: unknown until the plugin publishes it, then kept and republished.
+func TestPluginExactPatternState(t *testing.T) {
+	r, c := newRig(t)
+	sw := &switchPlugin{t: t, a: r.a}
+	remove, err := r.a.HandlePut("electrical.pump.state", sw.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remove()
+	if got := r.kept(); got["electrical.pump.state"] != "?" {
+		t.Fatalf("before any publish: %v", got)
+	}
+	if err := r.a.Publish(plugin.SKValue{Path: "electrical.pump.state", Value: false}); err != nil {
+		t.Fatal(err)
+	}
+	c.value(t, "electrical.pump.state", "false")
+	c = r.reconnect(t)
+	c.value(t, "electrical.pump.state", "false")
+	c.send(t, "r1", "electrical.pump.state", "1")
+	c.answered(t, "r1", 400)
+	if _, err := r.a.HandlePut("electrical..x", sw.handle); err == nil {
+		t.Fatal("a bad exact pattern was accepted")
+	}
+	if _, ok := r.kept()["electrical..x"]; ok {
+		t.Fatal("a refused pattern left state behind")
+	}
+}
+
+// Several patterns: a path goes to the longest family, as the stream routes, and stays
+// PUT-able through the shorter one when the longer is removed.
+func TestPluginPatternOwnership(t *testing.T) {
+	r, c := newRig(t)
+	outer, inner := &switchPlugin{t: t, a: r.a}, &switchPlugin{t: t, a: r.a}
+	removeOuter, err := r.a.HandlePut("electrical.*", outer.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer removeOuter()
+	removeInner, err := r.a.HandlePut("electrical.switches.*", inner.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.a.Publish(plugin.SKValue{Path: "electrical.switches.b.state", Value: true}); err != nil {
+		t.Fatal(err)
+	}
+	c.send(t, "r1", "electrical.switches.b.state", "false")
+	c.answered(t, "r1", 200)
+	if inner.last() != "electrical.switches.b.state" || outer.last() != "" {
+		t.Fatalf("routed to inner %q, outer %q", inner.last(), outer.last())
+	}
+	removeInner()
+	if got := r.kept(); got["electrical.switches.b.state"] != "false" {
+		t.Fatalf("kept through the outer family: %v", got)
+	}
+	c.send(t, "r2", "electrical.switches.b.state", "true")
+	c.answered(t, "r2", 200)
+	if outer.last() != "electrical.switches.b.state" {
+		t.Fatalf("not routed to the outer family: %q", outer.last())
+	}
+	c = r.reconnect(t)
+	c.value(t, "electrical.switches.b.state", "true")
+}
+
+// The kept state is bounded; paths past the bound are still answered through their family.
+func TestPluginStateBound(t *testing.T) {
+	r, c := newRig(t)
+	sw := &switchPlugin{t: t, a: r.a}
+	remove, err := r.a.HandlePut("electrical.switches.*", sw.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remove()
+	for i := range MaxStatePaths + 4 {
+		if err := r.a.Publish(plugin.SKValue{Path: fmt.Sprintf("electrical.switches.s%d.state", i), Value: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(r.kept()); n != MaxStatePaths {
+		t.Fatalf("kept %d paths", n)
+	}
+	last := fmt.Sprintf("electrical.switches.s%d.state", MaxStatePaths+3)
+	c.send(t, "r1", last, "false")
+	c.answered(t, "r1", 200)
+}
