@@ -86,10 +86,12 @@ func TestRestartBackoffAndDisable(t *testing.T) {
 	h.run()
 	h.install(pack(t, manifest("trapinit"), loadKey(t, "publisher")), nil)
 	for i, delay := range []time.Duration{time.Second, 2 * time.Second} {
-		st := h.waitState("trapinit", StateFailed)
-		if st.Failures != i+1 {
-			t.Fatalf("failures %d, want %d", st.Failures, i+1)
-		}
+		// A restart counts before its attempt fails: until then the state still shows the
+		// previous failure, so wait for this attempt's count.
+		waitFor(t, fmt.Sprintf("failure %d", i+1), func() bool {
+			s, _ := h.m.Status("trapinit")
+			return s.State == StateFailed && s.Failures == i+1
+		})
 		h.clk.Advance(delay - time.Millisecond)
 		time.Sleep(20 * time.Millisecond)
 		if st, _ := h.m.Status("trapinit"); st.State != StateFailed {
