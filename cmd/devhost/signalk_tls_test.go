@@ -1,0 +1,541 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"reflect"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"devhost/host/signalk/sktest"
+)
+
+// The whole device against the real signalk-server serving https: the probe finds TLS behind
+// the http port, first use pins the CA, a renewal by that CA passes unnoticed, a leaf from
+// another CA is cert_error (token kept, alarm raised, no plaintext), DELETE /sk/tls re-pins and
+// resumes with the same token, and a power cut keeps both pin and token.
+func TestSignalKTLSEndToEnd(t *testing.T) {
+	ca1 := newSKTLSCA(t, "Boat CA")
+	leaf1 := ca1.issue(t)
+	s := sktest.Require(t, sktest.Options{TLS: leaf1.files(t)})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	d := newDev(t)
+	seen := collectEvents(d.events())
+	// A short backoff cap so the stream notices each server restart within seconds.
+	cfg := fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d,"scheme":"auto","tls_trust":"tofu","health_s":1},"wifi":{"backoff_max_s":2}}`, s.Host, s.Port)
+	if r := d.call("PUT", "/api/v1/config", cfg); r.status != 200 {
+		t.Fatalf("configure: %d %s", r.status, r.body)
+	}
+	httpsAddr := net.JoinHostPort(s.Host, strconv.Itoa(s.HTTPSPort))
+
+	status := func() skStatus {
+		t.Helper()
+		var st skStatus
+		r := d.call("GET", "/api/v1/sk/status", "")
+		if r.status != 200 || json.Unmarshal(r.body, &st) != nil {
+			t.Fatalf("GET /sk/status: %d %s", r.status, r.body)
+		}
+		return st
+	}
+	waitStatus := func(what string, ok func(skStatus) bool) skStatus {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			st := status()
+			if ok(st) {
+				return st
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: status %+v", what, st)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// onHTTPS checks the scheme the device uses: https on the port the probe found, never a guess.
+	onHTTPS := func(what string, st skStatus) {
+		t.Helper()
+		if st.Server.Scheme != "https" || st.Server.Port != s.HTTPSPort || st.Server.Host != s.Host || st.Server.Guess {
+			t.Fatalf("%s: server %+v, want https on %s", what, st.Server, httpsAddr)
+		}
+	}
+	streaming := func(st skStatus) bool { return st.Token.State == "APPROVED" && st.WS.Connected }
+	tlsDoc := func() skTLSDoc {
+		t.Helper()
+		var doc skTLSDoc
+		r := d.call("GET", "/api/v1/sk/tls", "")
+		if r.status != 200 || json.Unmarshal(r.body, &doc) != nil {
+			t.Fatalf("GET /sk/tls: %d %s", r.status, r.body)
+		}
+		return doc
+	}
+	certCondition := func() string {
+		t.Helper()
+		var h struct {
+			Conditions []struct{ Key, State, Message string }
+		}
+		r := d.call("GET", "/api/v1/health", "")
+		if r.status != 200 || json.Unmarshal(r.body, &h) != nil {
+			t.Fatalf("GET /health: %d %s", r.status, r.body)
+		}
+		for _, c := range h.Conditions {
+			if c.Key == "skCertificate" {
+				return c.State
+			}
+		}
+		return ""
+	}
+	waitCertCondition := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for got := certCondition(); got != want; got = certCondition() {
+			if time.Now().After(deadline) {
+				t.Fatalf("skCertificate is %q, want %q", got, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// uptime is the device's telemetry as the server holds it (a server restart forgets it).
+	waitUptime := func(what string, ok func(float64) bool) float64 {
+		t.Helper()
+		var up float64
+		if _, err := s.WaitValue(ctx, "dev.dev-abcd.uptime", func(v json.RawMessage) bool {
+			return json.Unmarshal(v, &up) == nil && ok(up)
+		}); err != nil {
+			t.Fatalf("%s: telemetry on the server: %v", what, err)
+		}
+		return up
+	}
+	noNewRequest := func(what, clientID string) {
+		t.Helper()
+		reqs, err := s.Requests(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reqs {
+			if r.ClientID == clientID {
+				t.Fatalf("%s: the device asked for access again: %+v", what, r)
+			}
+		}
+	}
+	// tokenKept fails when an sk event since mark shows the token dropped or asked for anew.
+	tokenKept := func(what string, mark int) {
+		t.Helper()
+		for _, e := range seen.since(mark) {
+			if e.name != "sk" {
+				continue
+			}
+			var st skStatus
+			if err := json.Unmarshal([]byte(e.data), &st); err != nil {
+				t.Fatalf("sk event %q: %v", e.data, err)
+			}
+			switch st.Token.State {
+			case "IDLE", "REQUESTED", "DENIED", "ERROR":
+				t.Fatalf("%s: the token machine went through %s: %s", what, st.Token.State, e.data)
+			}
+			if st.Token.State != "NO_SERVER" && !st.Token.HasToken {
+				t.Fatalf("%s: the token was dropped: %s", what, e.data)
+			}
+		}
+	}
+
+	// 1. The probe finds https behind the http port; the request is approved over TLS.
+	st := waitStatus("access requested", func(st skStatus) bool { return st.Token.State == "REQUESTED" })
+	onHTTPS("while requesting", st)
+	clientID := st.Token.ClientID
+	if _, err := s.WaitRequest(ctx, clientID); err != nil {
+		t.Fatalf("the server never saw the request of %q: %v", clientID, err)
+	}
+	if err := s.Approve(ctx, clientID, "readwrite"); err != nil {
+		t.Fatal(err)
+	}
+	st = waitStatus("approved and streaming", streaming)
+	onHTTPS("approved", st)
+	if st.Server.Self != s.Self || !st.Token.HasToken || st.Token.ClientID != clientID {
+		t.Fatalf("approved status: %+v (server self %s)", st, s.Self)
+	}
+	up := waitUptime("first connection", func(float64) bool { return true })
+
+	// 2. First use pinned the CA for the leaf's names.
+	doc := tlsDoc()
+	pinnedAt := checkPinnedCA(t, "after first use", doc, httpsAddr, ca1, leaf1)
+	if doc.Presented.ChainLength != 2 {
+		t.Fatalf("presented chain length %d, want 2", doc.Presented.ChainLength)
+	}
+	if c := certCondition(); c != "normal" && c != "" {
+		t.Fatalf("skCertificate while trusted: %q", c)
+	}
+	seen.wait(t, 0, 10*time.Second, "sk_tls event with the CA pinned", func(e event) bool {
+		var doc skTLSDoc
+		return e.name == "sk_tls" && json.Unmarshal([]byte(e.data), &doc) == nil &&
+			doc.State == "trusted" && doc.Pinned != nil && doc.Pinned.SHA256 == ca1.fingerprint()
+	})
+
+	// 3. A renewal by the same CA: the device reconnects by itself and keeps streaming.
+	mark := seen.len()
+	renewed := ca1.issue(t)
+	if err := s.Restart(ctx, renewed.files(t)); err != nil {
+		t.Fatal(err)
+	}
+	seen.wait(t, mark, 30*time.Second, "sk_ws disconnected by the restart", wsConnected(false))
+	seen.wait(t, mark, 30*time.Second, "sk_ws connected after the renewal", wsConnected(true))
+	waitUptime("after the renewal", func(v float64) bool { return v >= up })
+	st = waitStatus("streaming after the renewal", streaming)
+	onHTTPS("after the renewal", st)
+	doc = tlsDoc()
+	if at := checkPinnedCA(t, "after the renewal", doc, httpsAddr, ca1, renewed); !at.Equal(pinnedAt) {
+		t.Fatalf("the renewal re-pinned: pinned_at %v, was %v", at, pinnedAt)
+	}
+	for _, e := range seen.since(mark) {
+		if e.name == "sk" || e.name == "sk_ws" || e.name == "sk_tls" {
+			if bytes.Contains([]byte(e.data), []byte("cert_error")) || bytes.Contains([]byte(e.data), []byte(`"mismatch"`)) {
+				t.Fatalf("the renewal was refused: %s %s", e.name, e.data)
+			}
+		}
+	}
+	tokenKept("renewal", mark)
+
+	// 4. A leaf from another CA (same subject): cert_error, token kept, alarm, no plaintext.
+	mark = seen.len()
+	ca2 := newSKTLSCA(t, "Boat CA")
+	changed := ca2.issue(t)
+	if err := s.Restart(ctx, changed.files(t)); err != nil {
+		t.Fatal(err)
+	}
+	st = waitStatus("cert_error after the changed leaf", func(st skStatus) bool { return st.Token.State == "cert_error" })
+	onHTTPS("in cert_error", st)
+	if st.Token.Reason == "" || !st.Token.HasToken || st.WS.Connected || st.Token.ClientID != clientID {
+		t.Fatalf("cert_error status: %+v", st)
+	}
+	if st.Token.Resume != "APPROVED" && st.Token.Resume != "VERIFYING" {
+		t.Fatalf("cert_error resumes %q, want the approved flow", st.Token.Resume)
+	}
+	seen.wait(t, mark, 10*time.Second, "sk event with cert_error", func(e event) bool {
+		var st skStatus
+		return e.name == "sk" && json.Unmarshal([]byte(e.data), &st) == nil &&
+			st.Token.State == "cert_error" && st.Token.Reason != "" && st.Server.Scheme == "https"
+	})
+	seen.wait(t, mark, 10*time.Second, "sk_tls event with the mismatch", func(e event) bool {
+		var doc skTLSDoc
+		return e.name == "sk_tls" && json.Unmarshal([]byte(e.data), &doc) == nil && doc.State == "mismatch" &&
+			doc.Presented != nil && doc.Presented.SHA256 == changed.fingerprint()
+	})
+	doc = tlsDoc()
+	if doc.State != "mismatch" || doc.Error == "" || doc.Server != httpsAddr ||
+		doc.Pinned == nil || doc.Pinned.SHA256 != ca1.fingerprint() ||
+		doc.Presented == nil || doc.Presented.SHA256 != changed.fingerprint() ||
+		doc.Presented.CA == nil || doc.Presented.CA.SHA256 != ca2.fingerprint() {
+		t.Fatalf("GET /sk/tls in cert_error: %+v", doc)
+	}
+	waitCertCondition("alarm")
+	// The stream stays down and nothing reaches the server by any port: the restart emptied
+	// its data, so any delta from the device would bring the uptime back.
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if v, ok, err := s.Value(ctx, "dev.dev-abcd.uptime"); err != nil || ok {
+			t.Fatalf("telemetry reached the server in cert_error: %s %v", v, err)
+		}
+		st := status()
+		onHTTPS("in cert_error", st)
+		if st.Token.State != "cert_error" || st.WS.Connected {
+			t.Fatalf("left cert_error by itself: %+v", st)
+		}
+	}
+	tokenKept("changed leaf", mark)
+
+	// 5. DELETE /sk/tls: the new CA is pinned and the same token streams again.
+	mark = seen.len()
+	r := d.call("DELETE", "/api/v1/sk/tls", "")
+	var del skTLSDoc
+	if r.status != 200 || json.Unmarshal(r.body, &del) != nil || del.Mode != "tofu" {
+		t.Fatalf("DELETE /sk/tls: %d %s", r.status, r.body)
+	}
+	// The retry runs at once, so the answer may already show the new pin, never the old one.
+	if del.Pinned != nil && del.Pinned.SHA256 != ca2.fingerprint() {
+		t.Fatalf("DELETE /sk/tls kept the old pin: %s", r.body)
+	}
+	st = waitStatus("streaming after DELETE /sk/tls", streaming)
+	onHTTPS("after DELETE /sk/tls", st)
+	up = waitUptime("after DELETE /sk/tls", func(float64) bool { return true })
+	doc = tlsDoc()
+	repinnedAt := checkPinnedCA(t, "after DELETE /sk/tls", doc, httpsAddr, ca2, changed)
+	waitCertCondition("normal")
+	tokenKept("DELETE /sk/tls", mark)
+	noNewRequest("after DELETE /sk/tls", clientID)
+
+	// 6. A power cut keeps the pin and the token.
+	d.powerCut()
+	d.powerOn()
+	seen = collectEvents(d.events())
+	st = waitStatus("streaming after the power cut", streaming)
+	onHTTPS("after the power cut", st)
+	if st.Token.ClientID != clientID {
+		t.Fatalf("client id after the power cut: %q, was %q", st.Token.ClientID, clientID)
+	}
+	// The app's uptime starts again, so a smaller value is telemetry of the new boot.
+	waitUptime("after the power cut", func(v float64) bool { return v < up })
+	if at := checkPinnedCA(t, "after the power cut", tlsDoc(), httpsAddr, ca2, changed); !at.Equal(repinnedAt) {
+		t.Fatalf("the power cut re-pinned: pinned_at %v, was %v", at, repinnedAt)
+	}
+	tokenKept("power cut", 0)
+	noNewRequest("after the power cut", clientID)
+	if c := certCondition(); c != "normal" && c != "" {
+		t.Fatalf("skCertificate after the power cut: %q", c)
+	}
+}
+
+// checkPinnedCA checks a trusted /sk/tls document with ca pinned for leaf's names and leaf
+// presented, and answers pinned_at.
+func checkPinnedCA(t *testing.T, what string, doc skTLSDoc, addr string, ca *skTLSCA, leaf skTLSLeaf) time.Time {
+	t.Helper()
+	p := doc.Pinned
+	switch {
+	case doc.Server != addr || doc.Mode != "tofu" || doc.State != "trusted" || doc.Error != "":
+		t.Fatalf("%s: /sk/tls %+v, want tofu trusted for %s", what, doc, addr)
+	case doc.Anchor == nil || *doc.Anchor != "ca":
+		t.Fatalf("%s: anchor %v, want ca", what, doc.Anchor)
+	case p == nil || p.Kind != "ca" || !p.IsCA || p.SHA256 != ca.fingerprint() || p.Subject != ca.cert.Subject.String():
+		t.Fatalf("%s: pinned %+v, want the CA %s", what, p, ca.fingerprint())
+	case !reflect.DeepEqual(p.Names, []string{"127.0.0.1", "localhost"}):
+		t.Fatalf("%s: pinned names %v", what, p.Names)
+	case p.PinnedAt.IsZero():
+		t.Fatalf("%s: pinned_at unset", what)
+	case doc.Presented == nil || doc.Presented.SHA256 != leaf.fingerprint() || doc.Presented.IsCA:
+		t.Fatalf("%s: presented %+v, want the leaf %s", what, doc.Presented, leaf.fingerprint())
+	case doc.Presented.CA == nil || doc.Presented.CA.SHA256 != ca.fingerprint():
+		t.Fatalf("%s: presented CA %+v", what, doc.Presented.CA)
+	}
+	return p.PinnedAt
+}
+
+func wsConnected(want bool) func(event) bool {
+	return func(e event) bool {
+		var ws struct{ Connected bool }
+		return e.name == "sk_ws" && json.Unmarshal([]byte(e.data), &ws) == nil && ws.Connected == want
+	}
+}
+
+// skStatus is the part of GET /sk/status (and the sk event) the test reads.
+type skStatus struct {
+	Server struct {
+		Host   string
+		Port   int
+		Scheme string
+		Self   string
+		Guess  bool `json:"scheme_guessed"`
+	}
+	Token struct {
+		State    string
+		ClientID string `json:"client_id"`
+		HasToken bool   `json:"has_token"`
+		Reason   string
+		Resume   string
+	}
+	WS struct {
+		Connected bool
+		State     string
+	}
+}
+
+// skTLSIdentity and skTLSDoc are the /sk/tls document (and the sk_tls event).
+type skTLSIdentity struct {
+	Subject string
+	SHA256  string
+	IsCA    bool `json:"is_ca"`
+}
+
+type skTLSDoc struct {
+	Server string
+	Mode   string
+	State  string
+	Anchor *string
+	Pinned *struct {
+		skTLSIdentity
+		Kind     string
+		Names    []string
+		PinnedAt time.Time `json:"pinned_at"`
+	}
+	Presented *struct {
+		skTLSIdentity
+		CA          *skTLSIdentity
+		ChainLength int `json:"chain_length"`
+	}
+	Error string
+}
+
+// eventLog keeps every event of one /events subscription so a phase can look back at what
+// happened since it began; its goroutine ends when the subscription does.
+type eventLog struct {
+	mu   sync.Mutex
+	all  []event
+	done bool
+	cond *sync.Cond
+}
+
+func collectEvents(evs <-chan event) *eventLog {
+	l := &eventLog{}
+	l.cond = sync.NewCond(&l.mu)
+	go func() {
+		for e := range evs {
+			l.mu.Lock()
+			l.all = append(l.all, e)
+			l.cond.Broadcast()
+			l.mu.Unlock()
+		}
+		l.mu.Lock()
+		l.done = true
+		l.cond.Broadcast()
+		l.mu.Unlock()
+	}()
+	return l
+}
+
+func (l *eventLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.all)
+}
+
+func (l *eventLog) since(i int) []event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]event(nil), l.all[i:]...)
+}
+
+// wait answers the first event from index from on that ok accepts.
+func (l *eventLog) wait(t *testing.T, from int, timeout time.Duration, what string, ok func(event) bool) event {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	timer := time.AfterFunc(timeout, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
+	defer timer.Stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := from; ; {
+		for ; i < len(l.all); i++ {
+			if ok(l.all[i]) {
+				return l.all[i]
+			}
+		}
+		if l.done {
+			t.Fatalf("%s: the event stream ended", what)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no such event within %v", what, timeout)
+		}
+		l.cond.Wait()
+	}
+}
+
+// skTLSCA is a test CA issuing leaves for the names the device dials (127.0.0.1, localhost).
+type skTLSCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+}
+
+// skTLSLeaf is a server certificate with its chain (leaf, then CA) and key.
+type skTLSLeaf struct {
+	chain []*x509.Certificate
+	key   *ecdsa.PrivateKey
+}
+
+func skTLSKey(t *testing.T) *ecdsa.PrivateKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func skTLSSerial(t *testing.T) *big.Int {
+	t.Helper()
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func skTLSSign(t *testing.T, tmpl, parent *x509.Certificate, pub *ecdsa.PublicKey, signer *ecdsa.PrivateKey) *x509.Certificate {
+	t.Helper()
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func newSKTLSCA(t *testing.T, cn string) *skTLSCA {
+	t.Helper()
+	k := skTLSKey(t)
+	tmpl := &x509.Certificate{
+		SerialNumber:          skTLSSerial(t),
+		Subject:               pkix.Name{CommonName: cn, Organization: []string{"devhost test"}},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(5 * 365 * 24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	return &skTLSCA{cert: skTLSSign(t, tmpl, tmpl, &k.PublicKey, k), key: k}
+}
+
+func (ca *skTLSCA) fingerprint() string { return skTLSFingerprint(ca.cert) }
+
+// issue makes a fresh leaf (new key, new serial) for localhost and 127.0.0.1.
+func (ca *skTLSCA) issue(t *testing.T) skTLSLeaf {
+	t.Helper()
+	k := skTLSKey(t)
+	tmpl := &x509.Certificate{
+		SerialNumber: skTLSSerial(t),
+		Subject:      pkix.Name{CommonName: "signalk-server"},
+		NotBefore:    time.Now().Add(-time.Minute),
+		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	return skTLSLeaf{chain: []*x509.Certificate{skTLSSign(t, tmpl, ca.cert, &k.PublicKey, ca.key), ca.cert}, key: k}
+}
+
+func (l skTLSLeaf) fingerprint() string { return skTLSFingerprint(l.chain[0]) }
+
+// files are signalk-server's ssl-cert.pem (the chain, leaf first) and ssl-key.pem.
+func (l skTLSLeaf) files(t *testing.T) *sktest.TLSFiles {
+	t.Helper()
+	var cert bytes.Buffer
+	for _, c := range l.chain {
+		if err := pem.Encode(&cert, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key, err := x509.MarshalPKCS8PrivateKey(l.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &sktest.TLSFiles{CertPEM: cert.Bytes(), KeyPEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key})}
+}
+
+func skTLSFingerprint(c *x509.Certificate) string {
+	sum := sha256.Sum256(c.Raw)
+	return hex.EncodeToString(sum[:])
+}
