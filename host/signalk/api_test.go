@@ -16,6 +16,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"devhost/host/skstream"
+	"devhost/host/skstream/skpeer"
 )
 
 const liveHello = `{"name":"signalk-server","version":"2.32.0","self":"vessels.` + testSelf + `","roles":["master","main"]}`
@@ -25,48 +26,23 @@ const liveHello = `{"name":"signalk-server","version":"2.32.0","self":"vessels.`
 type liveRig struct {
 	*rig
 	p      *peer
+	ws     *skpeer.Server
 	sk     *skstream.Stream
-	conns  chan *wsConn
 	client atomic.Pointer[Client]
-}
-
-// wsConn is one stream connection as the server sees it.
-type wsConn struct {
-	ws     *websocket.Conn
-	frames chan []byte
-	wmu    sync.Mutex
 }
 
 func newLiveRig(t *testing.T) *liveRig {
 	t.Helper()
 	p := newPeer(t, false)
 	selfOK(p, "tok1")
-	lr := &liveRig{p: p, conns: make(chan *wsConn, 8)}
-	up := websocket.Upgrader{}
-	p.on("GET", "/signalk/v1/stream", func(w http.ResponseWriter, r *http.Request) {
+	lr := &liveRig{p: p, ws: skpeer.New(t)}
+	lr.ws.SetHello(func(ws *websocket.Conn) { _ = ws.WriteMessage(websocket.TextMessage, []byte(liveHello)) })
+	p.on("GET", skpeer.StreamPath, func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer tok1" {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		c := &wsConn{ws: ws, frames: make(chan []byte, 1024)}
-		t.Cleanup(func() { _ = ws.Close() })
-		if ws.WriteMessage(websocket.TextMessage, []byte(liveHello)) != nil {
-			return
-		}
-		go func() {
-			for {
-				_, b, err := ws.ReadMessage()
-				if err != nil {
-					return
-				}
-				c.frames <- b
-			}
-		}()
-		lr.conns <- c
+		lr.ws.ServeHTTP(w, r)
 	})
 	client := &lr.client
 	st := skstream.New(skstream.Options{
@@ -116,7 +92,7 @@ func (lr *liveRig) cl() *Client {
 }
 
 // connect runs the client and answers the stream's first connection.
-func (lr *liveRig) connect() *wsConn {
+func (lr *liveRig) connect() *skpeer.Conn {
 	lr.t.Helper()
 	c := lr.cl()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -124,85 +100,9 @@ func (lr *liveRig) connect() *wsConn {
 	go func() { defer close(lr.done); _ = c.Run(ctx) }()
 	lr.t.Cleanup(lr.stop)
 	lr.waitState(StateApproved, true)
-	conn := lr.accept()
+	conn := lr.ws.Accept(lr.t)
 	eventually(lr.t, "stream connected", lr.sk.Connected)
 	return conn
-}
-
-func (lr *liveRig) accept() *wsConn {
-	lr.t.Helper()
-	select {
-	case c := <-lr.conns:
-		return c
-	case <-time.After(5 * time.Second):
-		lr.t.Fatal("no stream connection")
-	}
-	return nil
-}
-
-func (c *wsConn) send(t *testing.T, s string) {
-	t.Helper()
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if err := c.ws.WriteMessage(websocket.TextMessage, []byte(s)); err != nil {
-		t.Fatalf("send: %v", err)
-	}
-}
-
-// devFrame is what the device sends: a delta or a PUT answer (other frames decode to neither).
-type devFrame struct {
-	RequestID  string `json:"requestId"`
-	State      string `json:"state"`
-	StatusCode int    `json:"statusCode"`
-	Message    string `json:"message"`
-	Updates    []struct {
-		Values []struct {
-			Path  string          `json:"path"`
-			Value json.RawMessage `json:"value"`
-		} `json:"values"`
-	} `json:"updates"`
-}
-
-// next waits for the next frame that matches.
-func (c *wsConn) next(t *testing.T, what string, match func(devFrame) bool) devFrame {
-	t.Helper()
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case b := <-c.frames:
-			var f devFrame
-			if json.Unmarshal(b, &f) == nil && match(f) {
-				return f
-			}
-		case <-deadline:
-			t.Fatalf("no devFrame: %s", what)
-		}
-	}
-}
-
-// value waits for a delta carrying path with the value want (JSON).
-func (c *wsConn) value(t *testing.T, path, want string) {
-	t.Helper()
-	c.next(t, path+" = "+want, func(f devFrame) bool {
-		for _, u := range f.Updates {
-			for _, x := range u.Values {
-				if x.Path == path && string(x.Value) == want {
-					return true
-				}
-			}
-		}
-		return false
-	})
-}
-
-// answer waits for the answer to requestId.
-func (c *wsConn) answer(t *testing.T, id string) devFrame {
-	t.Helper()
-	return c.next(t, "the answer to "+id, func(f devFrame) bool { return f.RequestID == id })
-}
-
-func serverPut(id, path, value string) string {
-	return `{"requestId":"` + id + `","context":"vessels.self","put":[{"path":"` + path + `","value":` + value + `}]}`
 }
 
 // A PUT-able path registered through the client: its state reaches the server at connect,
@@ -227,16 +127,16 @@ func TestPutableStateThroughClient(t *testing.T) {
 	}
 	defer remove()
 	c := lr.connect()
-	c.value(t, "dev.probe.mode", `"standby"`)
-	c.send(t, serverPut("r1", "dev.probe.mode", `"auto"`))
-	if a := c.answer(t, "r1"); a.State != "COMPLETED" || a.StatusCode != 200 {
+	c.AwaitValue(t, "dev.probe.mode", `"standby"`)
+	c.SendPut(t, "r1", "dev.probe.mode", `"auto"`)
+	if a := c.AwaitAnswer(t, "r1"); a.State != "COMPLETED" || a.StatusCode != 200 {
 		t.Fatalf("answer %+v", a)
 	}
-	c.value(t, "dev.probe.mode", `"auto"`)
+	c.AwaitValue(t, "dev.probe.mode", `"auto"`)
 	// A new connection (the server may have restarted and forgotten the path) sees it again.
 	lr.sk.NetworkChanged()
-	c = lr.accept()
-	c.value(t, "dev.probe.mode", `"auto"`)
+	c = lr.ws.Accept(t)
+	c.AwaitValue(t, "dev.probe.mode", `"auto"`)
 }
 
 // A declared period reaches the server as `timeout` = 2.5 × period (seconds) in the meta PUT;
@@ -335,12 +235,12 @@ func TestInboundPutResultTableThroughClient(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			id := "req-" + string(rune('a'+i))
-			c.send(t, serverPut(id, "dev.table.p"+string(rune('a'+i)), "1"))
+			c.SendPut(t, id, "dev.table.p"+string(rune('a'+i)), "1")
 			for n, w := range tc.want {
 				if n == 1 {
 					tc.later(<-kept[i])
 				}
-				a := c.answer(t, id)
+				a := c.AwaitAnswer(t, id)
 				if a.State != w.state || a.StatusCode != w.code || a.Message != w.msg {
 					t.Fatalf("answer %d: %+v, want %+v", n, a, w)
 				}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"devhost/host/skstream/skpeer"
 )
 
 // expectBackoffKeepingData checks that a bad server leaves the stream backing off with its
@@ -36,7 +38,7 @@ func TestMalformedHello(t *testing.T) {
 		"not json":      func(c *websocket.Conn) { _ = c.WriteMessage(websocket.TextMessage, []byte("Welcome!")) },
 		"no version":    func(c *websocket.Conn) { _ = c.WriteMessage(websocket.TextMessage, []byte(`{"name":"x"}`)) },
 		"a delta first": func(c *websocket.Conn) { _ = c.WriteMessage(websocket.TextMessage, []byte(`{"updates":[]}`)) },
-		"binary":        func(c *websocket.Conn) { _ = c.WriteMessage(websocket.BinaryMessage, []byte(helloFrame)) },
+		"binary":        func(c *websocket.Conn) { _ = c.WriteMessage(websocket.BinaryMessage, []byte(skpeer.Hello)) },
 		"huge": func(c *websocket.Conn) {
 			_ = c.WriteMessage(websocket.TextMessage, []byte(`{"version":"`+strings.Repeat("1", MaxFrameBytes)+`"}`))
 		},
@@ -46,8 +48,8 @@ func TestMalformedHello(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
 			bufferOne(t, f)
-			f.p.set(func(p *peer) { p.hello = hello })
-			f.s.SetTarget(&Target{URL: f.p.url()})
+			f.p.SetHello(hello)
+			f.s.SetTarget(&Target{URL: f.p.URL()})
 			want := "hello"
 			if name == "closed at once" {
 				want = "read"
@@ -60,8 +62,8 @@ func TestMalformedHello(t *testing.T) {
 func TestHelloTimeout(t *testing.T) {
 	f := newFixture(t)
 	bufferOne(t, f)
-	f.p.set(func(p *peer) { p.hello = func(*websocket.Conn) {} })
-	f.s.SetTarget(&Target{URL: f.p.url()})
+	f.p.SetHello(func(*websocket.Conn) {})
+	f.s.SetTarget(&Target{URL: f.p.URL()})
 	eventually(t, "dialed", func() bool { return f.p.dials.Load() == 1 })
 	f.advance(1, 10*time.Second)
 	expectBackoffKeepingData(t, f, "no hello")
@@ -77,7 +79,7 @@ func TestServerAnsweringHTML(t *testing.T) {
 			return true
 		}
 	})
-	f.s.SetTarget(&Target{URL: f.p.url(), Token: "t"})
+	f.s.SetTarget(&Target{URL: f.p.URL(), Token: "t"})
 	expectBackoffKeepingData(t, f, "200")
 	f.mu.Lock()
 	got := len(f.unauth)
@@ -93,15 +95,15 @@ func TestGarbageFramesKeepTheStreamUp(t *testing.T) {
 	_, err := f.s.Subscribe("ok.*", got.add)
 	must(t, err)
 	c := f.connect()
-	c.next(t)
+	c.Next(t)
 	for _, g := range []string{"garbage", "[1,2,3]", `{"updates":5}`, `{"updates":[{"values":7}]}`,
 		`{"requestId":"x","state":"COMPLETED","statusCode":"two hundred"}`, `{"requestId":"x","put":"nope"}`, "{", ""} {
-		c.send(t, g)
+		c.Send(t, g)
 	}
-	_ = c.ws.WriteMessage(websocket.BinaryMessage, []byte{0, 1, 2})
-	c.send(t, `{"unknown":"shape"}`)
-	c.send(t, `"period assumes policy 'fixed', ignoring policy instant"`) // a server notice, not garbage
-	c.send(t, `{"updates":[{"values":[{"path":"ok.v","value":1},{"value":2}]}]}`)
+	_ = c.WS.WriteMessage(websocket.BinaryMessage, []byte{0, 1, 2})
+	c.Send(t, `{"unknown":"shape"}`)
+	c.Send(t, `"period assumes policy 'fixed', ignoring policy instant"`) // a server notice, not garbage
+	c.Send(t, `{"updates":[{"values":[{"path":"ok.v","value":1},{"value":2}]}]}`)
 	eventually(t, "good frame delivered", func() bool { return got.len() == 1 })
 	st := f.s.Status()
 	if !st.Connected || st.In.Bad != 9 || st.In.Frames != 12 {
@@ -117,9 +119,9 @@ func TestServerVanishesMidFrame(t *testing.T) {
 		must(t, f.s.PublishNumber("p.n", float64(i)))
 	}
 	c := f.connect()
-	c.nextDelta(t)
+	nextDelta(t, c)
 	// A text frame header announcing 100 bytes, 10 of them sent, then the TCP connection ends.
-	raw := c.ws.NetConn()
+	raw := c.WS.NetConn()
 	_, _ = raw.Write(append([]byte{0x81, 100}, []byte(`{"updates"`)...))
 	raw.Close()
 	eventually(t, "backoff", func() bool { return f.s.Status().State == StateBackoff })
@@ -128,7 +130,7 @@ func TestServerVanishesMidFrame(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	f.advance(1, time.Second)
-	c2 := f.p.accept(t)
+	c2 := f.p.Accept(t)
 	for _, want := range []string{"p.n=1", "p.n=2"} {
 		if got := deltaValues(t, f.pump(c2, time.Second)); got[0] != want {
 			t.Fatalf("got %v, want %s", got, want)
@@ -140,8 +142,8 @@ func TestServerVanishesMidFrame(t *testing.T) {
 func TestConnectionRefused(t *testing.T) {
 	f := newFixture(t)
 	bufferOne(t, f)
-	addr := f.p.srv.Listener.Addr().String()
-	f.p.srv.Close()
+	addr := f.p.Addr()
+	f.p.Close()
 	f.s.SetTarget(&Target{URL: "ws://" + addr})
 	eventually(t, "backoff", func() bool { return f.s.Status().State == StateBackoff })
 	if st := f.s.Status(); st.Buffered != 1 || !strings.Contains(st.LastError, "dial") {
@@ -169,6 +171,6 @@ func TestHijackedGarbageUpgrade(t *testing.T) {
 			return true
 		}
 	})
-	f.s.SetTarget(&Target{URL: f.p.url()})
+	f.s.SetTarget(&Target{URL: f.p.URL()})
 	expectBackoffKeepingData(t, f, "upgrade answered 101")
 }

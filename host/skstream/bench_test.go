@@ -13,6 +13,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/jonboulle/clockwork"
+
+	"devhost/host/skstream/skpeer"
 )
 
 // benchPeer accepts one stream, sends the hello and counts values; with stall set it never
@@ -26,7 +28,7 @@ func benchPeer(b *testing.B, stall bool) (url string, values *atomic.Int64) {
 			return
 		}
 		defer ws.Close()
-		_ = ws.WriteMessage(websocket.TextMessage, []byte(helloFrame))
+		_ = ws.WriteMessage(websocket.TextMessage, []byte(skpeer.Hello))
 		if stall {
 			<-r.Context().Done()
 			return

@@ -73,7 +73,7 @@ func TestConcurrentPublishers(t *testing.T) {
 				deadline := time.After(wait)
 				for {
 					select {
-					case b := <-c.frames:
+					case b := <-c.Frames():
 						vs, ok := decodeValues(b)
 						if !ok {
 							t.Errorf("not a delta: %s", b)
@@ -142,7 +142,7 @@ func TestConcurrentPublishers(t *testing.T) {
 			if t.Failed() {
 				return
 			}
-			c.none(t)
+			c.ExpectNone(t)
 
 			// Per message, a path at most once.
 			seen, messages := map[string]bool{}, 0

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"devhost/host/skstream/skpeer"
 )
 
 func TestParseFrameKinds(t *testing.T) {
@@ -17,7 +19,7 @@ func TestParseFrameKinds(t *testing.T) {
 		kind  FrameKind
 		check func(t *testing.T, f Frame)
 	}{
-		{"hello", helloFrame, FrameHello, func(t *testing.T, f Frame) {
+		{"hello", skpeer.Hello, FrameHello, func(t *testing.T, f Frame) {
 			if f.Hello.Version != "2.32.0" || f.Hello.Name != "signalk-server" || len(f.Hello.Roles) != 2 ||
 				!strings.HasPrefix(f.Hello.Self, "vessels.urn:") {
 				t.Fatalf("hello %+v", f.Hello)
@@ -154,7 +156,7 @@ func TestRingTrimOrder(t *testing.T) {
 
 func FuzzParseFrame(f *testing.F) {
 	seeds := []string{
-		helloFrame,
+		skpeer.Hello,
 		`{"context":"vessels.self","updates":[{"$source":"a.b","timestamp":"2024-01-01T00:00:00Z","values":[{"path":"a","value":1}],"meta":[{"path":"a","value":{"units":"m"}}]}]}`,
 		`{"requestId":"r","state":"PENDING","statusCode":202,"href":"/signalk/v1/requests/r"}`,
 		`{"requestId":"r","context":"vessels.self","put":[{"path":"a","value":{"x":[1,2]}}]}`,

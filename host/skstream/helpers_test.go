@@ -5,162 +5,57 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/jonboulle/clockwork"
+
+	"devhost/host/skstream/skpeer"
 )
 
 // wait bounds every real-time hand-off in these tests; nothing waits for a spec timer.
 const wait = 5 * time.Second
 
-const helloFrame = `{"name":"signalk-server","version":"2.32.0","self":"vessels.urn:mrn:signalk:uuid:00000000-0000-4000-8000-000000000001","roles":["master","main"],"timestamp":"2024-01-01T00:00:00.000Z"}`
-
-// peer is a scripted Signal K server: it upgrades, sends a hello and records every frame.
+// peer is the scripted server with the refusals these tests need on top: every request is
+// counted, and may be refused or answered by raw before the upgrade.
 type peer struct {
-	t     *testing.T
-	srv   *httptest.Server
-	conns chan *peerConn
+	*skpeer.Server
 
 	mu     sync.Mutex
 	reject int                              // answer the upgrade with this status instead
-	hello  func(c *websocket.Conn)          // replaces the hello
 	raw    func(w http.ResponseWriter) bool // takes over the whole request when it returns true
-	stall  bool                             // never read after the hello
 	dials  atomic.Int32
-}
-
-type peerConn struct {
-	ws     *websocket.Conn
-	req    *http.Request
-	frames chan []byte
-	closed chan struct{}
-	wmu    sync.Mutex
 }
 
 func newPeer(t *testing.T) *peer { return newPeerTLS(t, false) }
 
 func newPeerTLS(t *testing.T, tls bool) *peer {
 	t.Helper()
-	p := &peer{t: t, conns: make(chan *peerConn, 16)}
-	up := websocket.Upgrader{}
-	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p := &peer{}
+	p.Server = skpeer.Start(t, skpeer.Options{TLS: tls, Before: func(w http.ResponseWriter, _ *http.Request) bool {
 		p.dials.Add(1)
 		p.mu.Lock()
-		reject, hello, raw, stall := p.reject, p.hello, p.raw, p.stall
+		reject, raw := p.reject, p.raw
 		p.mu.Unlock()
 		if raw != nil && raw(w) {
-			return
+			return true
 		}
 		if reject != 0 {
 			http.Error(w, "refused", reject)
-			return
+			return true
 		}
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		c := &peerConn{ws: ws, req: r, frames: make(chan []byte, 4096), closed: make(chan struct{})}
-		if hello != nil {
-			hello(ws)
-		} else {
-			_ = ws.WriteMessage(websocket.TextMessage, []byte(helloFrame))
-		}
-		go func() {
-			defer close(c.closed)
-			if stall {
-				<-r.Context().Done()
-				return
-			}
-			for {
-				_, b, err := ws.ReadMessage()
-				if err != nil {
-					return
-				}
-				c.frames <- b
-			}
-		}()
-		p.conns <- c
-	}))
-	if tls {
-		p.srv.StartTLS()
-	} else {
-		p.srv.Start()
-	}
-	t.Cleanup(p.srv.Close)
+		return false
+	}})
 	return p
 }
-
-func (p *peer) url() string { return "ws://" + p.srv.Listener.Addr().String() }
 
 func (p *peer) set(fn func(p *peer)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fn(p)
-}
-
-func (p *peer) accept(t *testing.T) *peerConn {
-	t.Helper()
-	select {
-	case c := <-p.conns:
-		t.Cleanup(func() { c.ws.Close() })
-		return c
-	case <-time.After(wait):
-		t.Fatal("no connection from the stream")
-	}
-	return nil
-}
-
-func (p *peer) noConn(t *testing.T) {
-	t.Helper()
-	select {
-	case <-p.conns:
-		t.Fatal("unexpected connection")
-	case <-time.After(50 * time.Millisecond):
-	}
-}
-
-func (c *peerConn) next(t *testing.T) []byte {
-	t.Helper()
-	select {
-	case b := <-c.frames:
-		return b
-	case <-time.After(wait):
-		t.Fatal("no frame from the stream")
-	}
-	return nil
-}
-
-func (c *peerConn) none(t *testing.T) {
-	t.Helper()
-	select {
-	case b := <-c.frames:
-		t.Fatalf("unexpected frame %s", b)
-	case <-time.After(50 * time.Millisecond):
-	}
-}
-
-func (c *peerConn) send(t *testing.T, s string) {
-	t.Helper()
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if err := c.ws.WriteMessage(websocket.TextMessage, []byte(s)); err != nil {
-		t.Fatalf("send: %v", err)
-	}
-}
-
-func (c *peerConn) waitClosed(t *testing.T) {
-	t.Helper()
-	select {
-	case <-c.closed:
-	case <-time.After(wait):
-		t.Fatal("the stream did not close the socket")
-	}
 }
 
 // wireDelta is an outbound delta as the server reads it.
@@ -178,9 +73,10 @@ type wireDelta struct {
 	} `json:"updates"`
 }
 
-func (c *peerConn) nextDelta(t *testing.T) wireDelta {
+// nextDelta reads the next frame, which must be a delta with one update.
+func nextDelta(t *testing.T, c *skpeer.Conn) wireDelta {
 	t.Helper()
-	b := c.next(t)
+	b := c.Next(t)
 	var d wireDelta
 	if err := json.Unmarshal(b, &d); err != nil || len(d.Updates) != 1 {
 		t.Fatalf("not a delta with one update: %s (%v)", b, err)
@@ -269,10 +165,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // connect points the stream at the peer and returns the connection once the hello is consumed.
-func (f *fixture) connect() *peerConn {
+func (f *fixture) connect() *skpeer.Conn {
 	f.t.Helper()
-	f.s.SetTarget(&Target{URL: f.p.url(), Token: "tok-123"})
-	c := f.p.accept(f.t)
+	f.s.SetTarget(&Target{URL: f.p.URL(), Token: "tok-123"})
+	c := f.p.Accept(f.t)
 	eventually(f.t, "connected", f.s.Connected)
 	return c
 }

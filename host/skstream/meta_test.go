@@ -89,7 +89,7 @@ func TestMetaReconciliation(t *testing.T) {
 	ms.calls = nil
 	ms.mu.Unlock()
 	f.s.NetworkChanged()
-	f.p.accept(t)
+	f.p.Accept(t)
 	eventually(t, "reconciled again", func() bool { return len(ms.log()) == 4 && f.s.Status().Meta.Reconciled == 3 })
 	for _, c := range ms.log() {
 		if c[:3] != "GET" {

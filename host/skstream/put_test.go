@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"devhost/host/skstream/skpeer"
 )
 
 type putFrame struct {
@@ -21,9 +23,9 @@ type putFrame struct {
 	} `json:"put"`
 }
 
-func readPut(t *testing.T, c *peerConn) putFrame {
+func readPut(t *testing.T, c *skpeer.Conn) putFrame {
 	t.Helper()
-	b := c.next(t)
+	b := c.Next(t)
 	var p putFrame
 	if err := json.Unmarshal(b, &p); err != nil || p.RequestID == "" {
 		t.Fatalf("not a PUT frame: %s", b)
@@ -69,13 +71,13 @@ func TestPutOutboundFrameAndAnswer(t *testing.T) {
 		t.Fatalf("pending %d", st.Put.Pending)
 	}
 	// An answer to someone else and a PENDING answer change nothing.
-	c.send(t, `{"requestId":"other","state":"COMPLETED","statusCode":200}`)
-	c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"PENDING","statusCode":202,"href":"/signalk/v1/requests/x"}`, id))
+	c.Send(t, `{"requestId":"other","state":"COMPLETED","statusCode":200}`)
+	c.Send(t, fmt.Sprintf(`{"requestId":%q,"state":"PENDING","statusCode":202,"href":"/signalk/v1/requests/x"}`, id))
 	time.Sleep(30 * time.Millisecond)
 	if len(rs.get()) != 0 {
 		t.Fatalf("answered early: %+v", rs.get())
 	}
-	c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":200,"message":"ok","put":{"path":"x","value":1}}`, id))
+	c.Send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":200,"message":"ok","put":{"path":"x","value":1}}`, id))
 	eventually(t, "answer", func() bool { return len(rs.get()) == 1 })
 	r := rs.get()[0]
 	if r.State != "COMPLETED" || r.StatusCode != 200 || r.Message != "ok" || !r.OK() || r.RequestID != id {
@@ -94,7 +96,7 @@ func TestPutFailedAnswerAndTimeout(t *testing.T) {
 	id1, err := f.s.Put("a.b", "x", rs.add)
 	must(t, err)
 	readPut(t, c)
-	c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":405,"message":"no handler"}`, id1))
+	c.Send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":405,"message":"no handler"}`, id1))
 	eventually(t, "405", func() bool { return len(rs.get()) == 1 })
 	if r := rs.get()[0]; r.OK() || r.StatusCode != 405 {
 		t.Fatalf("405 result %+v", r)
@@ -103,7 +105,7 @@ func TestPutFailedAnswerAndTimeout(t *testing.T) {
 	id2, err := f.s.Put("a.b", true, rs.add)
 	must(t, err)
 	readPut(t, c)
-	c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"PENDING","statusCode":202}`, id2))
+	c.Send(t, fmt.Sprintf(`{"requestId":%q,"state":"PENDING","statusCode":202}`, id2))
 	f.advance(1, PutTimeout-time.Millisecond)
 	time.Sleep(20 * time.Millisecond)
 	if len(rs.get()) != 1 {
@@ -115,7 +117,7 @@ func TestPutFailedAnswerAndTimeout(t *testing.T) {
 		t.Fatalf("timeout result %+v", r)
 	}
 	// A late answer is ignored.
-	c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":200}`, id2))
+	c.Send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":200}`, id2))
 	time.Sleep(20 * time.Millisecond)
 	if st := f.s.Status(); st.Put.Failed != 2 || st.Put.OK != 0 || len(rs.get()) != 2 {
 		t.Fatalf("put status %+v, results %d", st.Put, len(rs.get()))
@@ -124,7 +126,7 @@ func TestPutFailedAnswerAndTimeout(t *testing.T) {
 	id3, err := f.s.Put("a.b", 1, rs.add)
 	must(t, err)
 	readPut(t, c)
-	c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"FAILED","statusCode":502,"message":"device error"}`, id3))
+	c.Send(t, fmt.Sprintf(`{"requestId":%q,"state":"FAILED","statusCode":502,"message":"device error"}`, id3))
 	eventually(t, "failed", func() bool { return len(rs.get()) == 3 })
 	if r := rs.get()[2]; r.State != "FAILED" || r.StatusCode != 502 {
 		t.Fatalf("failed result %+v", r)
@@ -151,7 +153,7 @@ func TestPutInFlightCap(t *testing.T) {
 	if !slices.Equal(seen, ids) {
 		t.Fatalf("frames %v, want %v", seen, ids)
 	}
-	c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":200}`, ids[3]))
+	c.Send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":200}`, ids[3]))
 	eventually(t, "slot freed", func() bool { return f.s.Status().Put.Pending == MaxPutsInFlight-1 })
 	if _, err := f.s.Put("a.b", 99, rs.add); err != nil {
 		t.Fatalf("put after a slot freed: %v", err)
@@ -168,7 +170,7 @@ func TestPutEndsWhenStreamDrops(t *testing.T) {
 	_, err := f.s.Put("a.b", 1, rs.add)
 	must(t, err)
 	readPut(t, c)
-	c.ws.Close()
+	c.WS.Close()
 	eventually(t, "failed on drop", func() bool { return len(rs.get()) == 1 })
 	if r := rs.get()[0]; r.State != "FAILED" {
 		t.Fatalf("result %+v", r)
@@ -183,7 +185,7 @@ func TestPutWait(t *testing.T) {
 	c := f.connect()
 	go func() {
 		p := readPut(t, c)
-		c.send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":200}`, p.RequestID))
+		c.Send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":200}`, p.RequestID))
 	}()
 	r, err := f.s.PutWait(t.Context(), "a.b", json.RawMessage(`{"x":1}`))
 	if err != nil || !r.OK() {
@@ -202,10 +204,10 @@ type answer struct {
 }
 
 // nextAnswer skips deltas and returns the next PUT answer.
-func nextAnswer(t *testing.T, c *peerConn) answer {
+func nextAnswer(t *testing.T, c *skpeer.Conn) answer {
 	t.Helper()
 	for {
-		b := c.next(t)
+		b := c.Next(t)
 		var a answer
 		if err := json.Unmarshal(b, &a); err != nil {
 			t.Fatalf("frame %s: %v", b, err)
@@ -288,7 +290,7 @@ func TestInboundPutHandlerTable(t *testing.T) {
 				if form == "array" {
 					item = "[" + item + "]"
 				}
-				c.send(t, `{"requestId":"req-1","context":"vessels.self","put":`+item+`}`)
+				c.Send(t, `{"requestId":"req-1","context":"vessels.self","put":`+item+`}`)
 				for i, w := range tc.want {
 					if i == 1 {
 						mu.Lock()
@@ -304,7 +306,7 @@ func TestInboundPutHandlerTable(t *testing.T) {
 						t.Fatalf("message %q, want %q", a.Message, tc.msg)
 					}
 				}
-				c.none(t)
+				c.ExpectNone(t)
 				if tc.handler != nil && (len(got) != 1 || string(got[0].Value) != `"auto"` || got[0].Context != "vessels.self") {
 					t.Fatalf("handler saw %+v", got)
 				}
@@ -343,7 +345,7 @@ func TestInboundPutEdgeCases(t *testing.T) {
 		{`{"requestId":"r6","put":{"path":"bad path","value":1}}`, 400},
 	}
 	for _, tc := range cases {
-		c.send(t, tc.frame)
+		c.Send(t, tc.frame)
 		if a := nextAnswer(t, c); a.StatusCode != tc.code || a.State != "COMPLETED" {
 			t.Fatalf("%s: %+v, want %d", tc.frame, a, tc.code)
 		}
@@ -353,8 +355,8 @@ func TestInboundPutEdgeCases(t *testing.T) {
 		t.Fatalf("calls %v, want %v", calls, want)
 	}
 	// No requestId: nothing to answer to.
-	c.send(t, `{"put":[{"path":"dev.a.one","value":1}]}`)
-	c.none(t)
+	c.Send(t, `{"put":[{"path":"dev.a.one","value":1}]}`)
+	c.ExpectNone(t)
 }
 
 func TestPutableStatePublishedAtBootConnectAndChange(t *testing.T) {
@@ -388,10 +390,10 @@ func TestPutableStatePublishedAtBootConnectAndChange(t *testing.T) {
 		}
 	}
 	eventually(t, "drained", func() bool { return !f.s.Status().Draining })
-	c.send(t, `{"requestId":"r1","context":"vessels.self","put":[{"path":"dev.probe.mode","value":"auto"}]}`)
+	c.Send(t, `{"requestId":"r1","context":"vessels.self","put":[{"path":"dev.probe.mode","value":"auto"}]}`)
 	var sawAnswer, sawState bool
 	for !sawAnswer || !sawState {
-		b := c.next(t)
+		b := c.Next(t)
 		switch {
 		case json.Valid(b) && string(b) == `{"requestId":"r1","state":"COMPLETED","statusCode":200}`:
 			sawAnswer = true
@@ -403,11 +405,11 @@ func TestPutableStatePublishedAtBootConnectAndChange(t *testing.T) {
 		}
 	}
 	// A refused PUT republishes nothing.
-	c.send(t, `{"requestId":"r2","context":"vessels.self","put":[{"path":"dev.probe.mode","value":5}]}`)
+	c.Send(t, `{"requestId":"r2","context":"vessels.self","put":[{"path":"dev.probe.mode","value":5}]}`)
 	if a := nextAnswer(t, c); a.StatusCode != 400 {
 		t.Fatalf("answer %+v", a)
 	}
-	c.none(t)
+	c.ExpectNone(t)
 }
 
 func TestHandlePutRegistration(t *testing.T) {
@@ -423,7 +425,7 @@ func TestHandlePutRegistration(t *testing.T) {
 	must(t, err)
 	cancel()
 	c := f.connect()
-	c.send(t, `{"requestId":"r","put":[{"path":"a.b","value":1}]}`)
+	c.Send(t, `{"requestId":"r","put":[{"path":"a.b","value":1}]}`)
 	if a := nextAnswer(t, c); a.StatusCode != 405 {
 		t.Fatalf("after cancel: %+v", a)
 	}

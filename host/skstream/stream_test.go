@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -15,16 +14,18 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"devhost/host/skstream/skpeer"
 )
 
 // pump reads the next frame, advancing the fake clock by step while none arrives (for paced
 // drains where the exact timer count does not matter to the test).
-func (f *fixture) pump(c *peerConn, step time.Duration) []byte {
+func (f *fixture) pump(c *skpeer.Conn, step time.Duration) []byte {
 	f.t.Helper()
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		select {
-		case b := <-c.frames:
+		case b := <-c.Frames():
 			return b
 		case <-time.After(10 * time.Millisecond):
 			f.clk.Advance(step)
@@ -117,9 +118,9 @@ func TestBatchWindowCoalescesAndLastValueWins(t *testing.T) {
 	must(t, f.s.PublishJSON("dev.probe.obj", []byte(` {"a":[1,2]} `)))
 	must(t, f.s.Publish("dev.probe.nil", nil))
 	f.advance(1, 99*time.Millisecond)
-	c.none(t)
+	c.ExpectNone(t)
 	f.advance(1, time.Millisecond)
-	d := c.nextDelta(t)
+	d := nextDelta(t, c)
 	if d.Context != "vessels.self" || d.Updates[0].Source.Label != "dev.probe-1" {
 		t.Fatalf("context/label: %+v", d)
 	}
@@ -134,7 +135,7 @@ func TestBatchWindowCoalescesAndLastValueWins(t *testing.T) {
 	// The next window starts with the next value, not before.
 	must(t, f.s.PublishNumber("a.b", 2))
 	f.advance(1, 100*time.Millisecond)
-	if got := c.nextDelta(t).values(); !slices.Equal(got, []string{"a.b=2"}) {
+	if got := nextDelta(t, c).values(); !slices.Equal(got, []string{"a.b=2"}) {
 		t.Fatalf("second window %v", got)
 	}
 	eventually(t, "sent 2", func() bool { return f.s.Status().Sent == 2 })
@@ -144,7 +145,7 @@ func TestPublishValuesShareOneBatch(t *testing.T) {
 	f := newFixture(t, withSettings(func(s *Settings) { s.BatchMS = 0 }))
 	c := f.connect()
 	must(t, f.s.PublishValues(Item{"a.b", 1}, Item{"c.d", "x"}, Item{"a.b", 2}))
-	if got := c.nextDelta(t).values(); !slices.Equal(got, []string{"a.b=2", `c.d="x"`}) {
+	if got := nextDelta(t, c).values(); !slices.Equal(got, []string{"a.b=2", `c.d="x"`}) {
 		t.Fatalf("values %v", got)
 	}
 }
@@ -155,7 +156,7 @@ func TestBatchMSZeroSendsEachValue(t *testing.T) {
 	must(t, f.s.PublishNumber("a.b", 1))
 	must(t, f.s.PublishNumber("a.b", 2))
 	for _, want := range []string{"a.b=1", "a.b=2"} {
-		if got := c.nextDelta(t).values(); !slices.Equal(got, []string{want}) {
+		if got := nextDelta(t, c).values(); !slices.Equal(got, []string{want}) {
 			t.Fatalf("got %v, want %s", got, want)
 		}
 	}
@@ -186,7 +187,7 @@ func TestTimestamps(t *testing.T) {
 			c := f.connect()
 			must(t, f.s.PublishNumber("a.b", 1))
 			f.advance(1, 100*time.Millisecond)
-			d := c.nextDelta(t)
+			d := nextDelta(t, c)
 			got := ""
 			if d.Updates[0].Timestamp != nil {
 				got = *d.Updates[0].Timestamp
@@ -247,27 +248,27 @@ func TestDrainRateWithNewValuesBehindBacklog(t *testing.T) {
 		must(t, f.s.PublishNumber("p.n", float64(i)))
 	}
 	c := f.connect()
-	if got := c.nextDelta(t).values(); got[0] != "p.n=1" {
+	if got := nextDelta(t, c).values(); got[0] != "p.n=1" {
 		t.Fatalf("first %v", got)
 	}
 	must(t, f.s.PublishNumber("p.new", 9)) // behind the backlog
-	c.none(t)
+	c.ExpectNone(t)
 	f.advance(1, 499*time.Millisecond)
-	c.none(t)
+	c.ExpectNone(t)
 	for _, want := range []string{"p.n=2", "p.n=3", "p.new=9"} {
 		if want != "p.n=2" {
 			f.advance(1, 499*time.Millisecond)
-			c.none(t)
+			c.ExpectNone(t)
 		}
 		f.advance(1, time.Millisecond)
-		if got := c.nextDelta(t).values(); got[0] != want {
+		if got := nextDelta(t, c).values(); got[0] != want {
 			t.Fatalf("got %v, want %s", got, want)
 		}
 	}
 	// Backlog gone: live values go out at once again.
 	eventually(t, "drain finished", func() bool { return !f.s.Status().Draining })
 	must(t, f.s.PublishNumber("p.live", 1))
-	if got := c.nextDelta(t).values(); got[0] != "p.live=1" {
+	if got := nextDelta(t, c).values(); got[0] != "p.live=1" {
 		t.Fatalf("live %v", got)
 	}
 }
@@ -278,19 +279,19 @@ func TestRawFramesGoAheadOfBufferedDeltas(t *testing.T) {
 	must(t, f.s.PublishNumber("p.n", 2))
 	must(t, f.s.SendRaw([]byte(` {"raw":1} `)))
 	c := f.connect()
-	if b := c.next(t); string(b) != `{"raw":1}` {
+	if b := c.Next(t); string(b) != `{"raw":1}` {
 		t.Fatalf("first frame %s, want the raw one", b)
 	}
-	if got := c.nextDelta(t).values(); got[0] != "p.n=1" {
+	if got := nextDelta(t, c).values(); got[0] != "p.n=1" {
 		t.Fatalf("second %v", got)
 	}
 	// While the backlog drains, a raw frame still jumps the queue.
 	must(t, f.s.SendRaw([]byte(`{"raw":2}`)))
-	if b := c.next(t); string(b) != `{"raw":2}` {
+	if b := c.Next(t); string(b) != `{"raw":2}` {
 		t.Fatalf("raw during drain: %s", b)
 	}
 	f.advance(1, time.Second)
-	if got := c.nextDelta(t).values(); got[0] != "p.n=2" {
+	if got := nextDelta(t, c).values(); got[0] != "p.n=2" {
 		t.Fatalf("third %v", got)
 	}
 }
@@ -303,7 +304,7 @@ func TestFlushOutcomes(t *testing.T) {
 		if err := f.s.Flush(context.Background(), time.Second); err != nil {
 			t.Fatalf("flush: %v", err)
 		}
-		if got := c.nextDelta(t).values(); got[0] != "a.b=1" {
+		if got := nextDelta(t, c).values(); got[0] != "a.b=1" {
 			t.Fatalf("flushed %v", got)
 		}
 		if st := f.s.Status(); st.Buffered != 0 || st.Sent != 1 {
@@ -323,7 +324,7 @@ func TestFlushOutcomes(t *testing.T) {
 			must(t, f.s.PublishNumber("p.n", float64(i)))
 		}
 		c := f.connect()
-		c.nextDelta(t)
+		nextDelta(t, c)
 		res := make(chan error, 1)
 		go func() { res <- f.s.Flush(context.Background(), 1500*time.Millisecond) }()
 		f.advance(2, 1500*time.Millisecond) // pacing timer (1 s) and the flush deadline
@@ -345,11 +346,11 @@ func TestFlushOutcomes(t *testing.T) {
 			must(t, f.s.PublishNumber("p.n", float64(i)))
 		}
 		c := f.connect()
-		c.nextDelta(t)
+		nextDelta(t, c)
 		res := make(chan error, 1)
 		go func() { res <- f.s.Flush(context.Background(), time.Hour) }()
 		time.Sleep(20 * time.Millisecond)
-		c.ws.Close()
+		c.WS.Close()
 		select {
 		case err := <-res:
 			if !errors.Is(err, ErrInvalidState) {
@@ -364,7 +365,7 @@ func TestFlushOutcomes(t *testing.T) {
 func TestConnectRequest(t *testing.T) {
 	f := newFixture(t)
 	c := f.connect()
-	r := c.req
+	r := c.Req
 	if got := r.Header.Get("Authorization"); got != "Bearer tok-123" {
 		t.Fatalf("Authorization %q", got)
 	}
@@ -378,13 +379,13 @@ func TestConnectRequest(t *testing.T) {
 	cancel, err := f.s.Subscribe("navigation.*", func(Delta) {})
 	must(t, err)
 	defer cancel()
-	c.next(t) // the incremental subscribe
-	f.s.SetTarget(&Target{URL: "http://" + f.p.srv.Listener.Addr().String()})
-	c2 := f.p.accept(t)
-	if c2.req.URL.RawQuery != "subscribe=none&sendMeta=all" {
-		t.Fatalf("query %q", c2.req.URL.RawQuery)
+	c.Next(t) // the incremental subscribe
+	f.s.SetTarget(&Target{URL: "http://" + f.p.Addr()})
+	c2 := f.p.Accept(t)
+	if c2.Req.URL.RawQuery != "subscribe=none&sendMeta=all" {
+		t.Fatalf("query %q", c2.Req.URL.RawQuery)
 	}
-	if _, ok := c2.req.Header["Authorization"]; ok {
+	if _, ok := c2.Req.Header["Authorization"]; ok {
 		t.Fatal("Authorization sent without a token")
 	}
 }
@@ -423,7 +424,7 @@ func TestUnauthorizedReportedAndNotRetried(t *testing.T) {
 		t.Run(fmt.Sprint(code), func(t *testing.T) {
 			f := newFixture(t)
 			f.p.set(func(p *peer) { p.reject = code })
-			f.s.SetTarget(&Target{URL: f.p.url(), Token: "old"})
+			f.s.SetTarget(&Target{URL: f.p.URL(), Token: "old"})
 			eventually(t, "unauthorized report", func() bool {
 				f.mu.Lock()
 				defer f.mu.Unlock()
@@ -432,7 +433,7 @@ func TestUnauthorizedReportedAndNotRetried(t *testing.T) {
 			f.mu.Lock()
 			u := f.unauth[0]
 			f.mu.Unlock()
-			if u.StatusCode != code || u.TLS || u.URL != f.p.url() {
+			if u.StatusCode != code || u.TLS || u.URL != f.p.URL() {
 				t.Fatalf("report %+v", u)
 			}
 			if st := f.s.Status(); st.State != StateUnauthorized || st.NextRetryS != 0 {
@@ -445,9 +446,9 @@ func TestUnauthorizedReportedAndNotRetried(t *testing.T) {
 			}
 			// A new token lifts the stop.
 			f.p.set(func(p *peer) { p.reject = 0 })
-			f.s.SetTarget(&Target{URL: f.p.url(), Token: "new"})
-			c := f.p.accept(t)
-			if c.req.Header.Get("Authorization") != "Bearer new" {
+			f.s.SetTarget(&Target{URL: f.p.URL(), Token: "new"})
+			c := f.p.Accept(t)
+			if c.Req.Header.Get("Authorization") != "Bearer new" {
 				t.Fatal("new token not used")
 			}
 			eventually(t, "connected", f.s.Connected)
@@ -458,11 +459,11 @@ func TestUnauthorizedReportedAndNotRetried(t *testing.T) {
 func TestRetryLiftsUnauthorizedStop(t *testing.T) {
 	f := newFixture(t)
 	f.p.set(func(p *peer) { p.reject = 401 })
-	f.s.SetTarget(&Target{URL: f.p.url(), Token: "t"})
+	f.s.SetTarget(&Target{URL: f.p.URL(), Token: "t"})
 	eventually(t, "unauthorized", func() bool { return f.s.Status().State == StateUnauthorized })
 	f.p.set(func(p *peer) { p.reject = 0 })
 	f.s.Retry()
-	f.p.accept(t)
+	f.p.Accept(t)
 	eventually(t, "connected", f.s.Connected)
 }
 
@@ -473,7 +474,7 @@ func TestCertErrorStopsDialing(t *testing.T) {
 		o.IsCertError = func(err error) bool { return errors.Is(err, certErr) }
 		o.OnCertError = func(err error) { reports.Add(1) }
 	})
-	f.s.SetTarget(&Target{URL: "wss://" + f.p.srv.Listener.Addr().String(),
+	f.s.SetTarget(&Target{URL: "wss://" + f.p.Addr(),
 		DialTLS: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			dials.Add(1)
 			return nil, certErr
@@ -514,7 +515,7 @@ func TestBackoffCurve(t *testing.T) {
 func TestBackoffBetweenFailedAttempts(t *testing.T) {
 	f := newFixture(t, withSettings(func(s *Settings) { s.BackoffMaxS = 4 }))
 	f.p.set(func(p *peer) { p.reject = 500 })
-	f.s.SetTarget(&Target{URL: f.p.url(), Token: "t"})
+	f.s.SetTarget(&Target{URL: f.p.URL(), Token: "t"})
 	eventually(t, "first attempt", func() bool { return f.p.dials.Load() == 1 })
 	for i, d := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second} {
 		eventually(t, "backoff state", func() bool { return f.s.Status().State == StateBackoff })
@@ -534,7 +535,7 @@ func TestBackoffBetweenFailedAttempts(t *testing.T) {
 func TestBackoffJitterApplied(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.Jitter = func() float64 { return 1 } })
 	f.p.set(func(p *peer) { p.reject = 502 })
-	f.s.SetTarget(&Target{URL: f.p.url()})
+	f.s.SetTarget(&Target{URL: f.p.URL()})
 	eventually(t, "backoff", func() bool { return f.s.Status().State == StateBackoff })
 	f.advance(1, 1249*time.Millisecond)
 	time.Sleep(30 * time.Millisecond)
@@ -551,17 +552,17 @@ func TestWSEnabledFalseClosesSocketAndKeepsBuffering(t *testing.T) {
 	set := DefaultSettings()
 	set.WSEnabled = false
 	f.s.SetSettings(set)
-	c.waitClosed(t)
+	c.WaitClosed(t)
 	eventually(t, "disabled", func() bool { return f.s.Status().State == StateDisabled })
 	must(t, f.s.PublishNumber("a.b", 7))
 	f.advance(1, 100*time.Millisecond)
 	eventually(t, "one buffered message", func() bool { return f.s.Status().Buffered == 1 })
 	f.clk.Advance(time.Hour)
-	f.p.noConn(t)
+	f.p.ExpectNoConn(t)
 	set.WSEnabled = true
 	f.s.SetSettings(set)
-	c2 := f.p.accept(t)
-	if got := c2.nextDelta(t).values(); got[0] != "a.b=7" {
+	c2 := f.p.Accept(t)
+	if got := nextDelta(t, c2).values(); got[0] != "a.b=7" {
 		t.Fatalf("buffered %v", got)
 	}
 }
@@ -570,19 +571,19 @@ func TestNetworkEvents(t *testing.T) {
 	f := newFixture(t)
 	c := f.connect()
 	f.s.NetworkChanged()
-	c.waitClosed(t)
-	c2 := f.p.accept(t) // at once, no clock needed
+	c.WaitClosed(t)
+	c2 := f.p.Accept(t) // at once, no clock needed
 	eventually(t, "connected again", f.s.Connected)
 	f.s.NetworkDown()
-	c2.waitClosed(t)
+	c2.WaitClosed(t)
 	eventually(t, "network_down", func() bool { return f.s.Status().State == StateNetworkDown })
 	must(t, f.s.PublishNumber("a.b", 1))
 	f.advance(1, 100*time.Millisecond)
 	f.clk.Advance(time.Hour)
-	f.p.noConn(t)
+	f.p.ExpectNoConn(t)
 	f.s.NetworkUp()
-	c3 := f.p.accept(t)
-	if got := c3.nextDelta(t).values(); got[0] != "a.b=1" {
+	c3 := f.p.Accept(t)
+	if got := nextDelta(t, c3).values(); got[0] != "a.b=1" {
 		t.Fatalf("buffered %v", got)
 	}
 	if st := f.s.Status(); st.Reconnects != 2 {
@@ -601,7 +602,7 @@ func TestHealthHooks(t *testing.T) {
 	}
 	f.clk.Advance(time.Minute)
 	down := f.clk.Now()
-	c.ws.Close()
+	c.WS.Close()
 	eventually(t, "down", func() bool { return !f.s.Connected() })
 	if worked, since := f.s.Health(); !worked || !since.Equal(down) {
 		t.Fatalf("down %v %v, want %v", worked, since, down)
@@ -612,7 +613,7 @@ func TestStatusEventsAndDocument(t *testing.T) {
 	f := newFixture(t)
 	c := f.connect()
 	eventually(t, "connected event", func() bool { s, _ := f.lastStatus(); return s.Connected })
-	c.ws.Close()
+	c.WS.Close()
 	eventually(t, "disconnected event", func() bool {
 		s, _ := f.lastStatus()
 		return !s.Connected && s.State == StateBackoff && s.LastError != ""
@@ -644,9 +645,9 @@ func TestCloseEndsEverything(t *testing.T) {
 	done := make(chan PutResult, 1)
 	_, err := f.s.Put("a.b", 1, func(r PutResult) { done <- r })
 	must(t, err)
-	c.next(t)
+	c.Next(t)
 	f.s.Close()
-	c.waitClosed(t)
+	c.WaitClosed(t)
 	select {
 	case r := <-done:
 		if r.State != "FAILED" {
@@ -679,14 +680,14 @@ func must(t *testing.T, err error) {
 func TestTLSTargets(t *testing.T) {
 	f := newFixture(t)
 	tp := newPeerTLS(t, true)
-	addr := tp.srv.Listener.Addr().String()
-	roots := tp.srv.Client().Transport.(*http.Transport).TLSClientConfig
+	addr := tp.Addr()
+	roots := tp.ClientTLS()
 
 	// wss with a TLS configuration.
 	f.s.SetTarget(&Target{URL: "wss://" + addr, Token: "t", TLSConfig: roots})
-	c := tp.accept(t)
+	c := tp.Accept(t)
 	eventually(t, "connected over TLS", f.s.Connected)
-	if c.req.TLS == nil || c.req.Header.Get("Authorization") != "Bearer t" {
+	if c.Req.TLS == nil || c.Req.Header.Get("Authorization") != "Bearer t" {
 		t.Fatal("not a TLS upgrade with the token")
 	}
 
@@ -700,7 +701,7 @@ func TestTLSTargets(t *testing.T) {
 		},
 		Proven: func(c net.Conn) { proven <- c },
 	})
-	tp.accept(t)
+	tp.Accept(t)
 	select {
 	case pc := <-proven:
 		if _, ok := pc.(*tls.Conn); !ok {
@@ -723,7 +724,7 @@ func TestTLSTargets(t *testing.T) {
 // socket, and publishing goes on into the ring, which drops its oldest messages.
 func TestPublishDoesNotWaitForStalledSocket(t *testing.T) {
 	f := newFixture(t, withSettings(func(s *Settings) { s.BatchMS = 0 }))
-	f.p.set(func(p *peer) { p.stall = true })
+	f.p.SetStall(true)
 	f.connect()
 	value := strings.Repeat("v", 1024)
 	done := make(chan struct{})

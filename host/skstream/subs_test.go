@@ -49,44 +49,44 @@ func TestSubscriptionsIncrementalAndResent(t *testing.T) {
 
 	cancelPos, err := f.s.Subscribe("navigation.position", nop)
 	must(t, err)
-	if got := subFrame(t, c.next(t)); !slices.Equal(got, []string{"navigation.position"}) {
+	if got := subFrame(t, c.Next(t)); !slices.Equal(got, []string{"navigation.position"}) {
 		t.Fatalf("first subscribe %v", got)
 	}
 	// A broader family replaces the covered exact path on the server.
 	cancelNav, err := f.s.Subscribe("navigation.*", nop)
 	must(t, err)
-	if b := c.next(t); !isUnsubscribeAll(b) {
+	if b := c.Next(t); !isUnsubscribeAll(b) {
 		t.Fatalf("want unsubscribe, got %s", b)
 	}
-	if got := subFrame(t, c.next(t)); !slices.Equal(got, []string{"navigation.*"}) {
+	if got := subFrame(t, c.Next(t)); !slices.Equal(got, []string{"navigation.*"}) {
 		t.Fatalf("resubscribe %v", got)
 	}
 	// Covered by navigation.*: nothing to send.
 	cancelSog, err := f.s.Subscribe("navigation.speedOverGround", nop)
 	must(t, err)
-	c.none(t)
+	c.ExpectNone(t)
 	// New family: incremental.
 	_, err = f.s.Subscribe("environment*", nop)
 	must(t, err)
-	if got := subFrame(t, c.next(t)); !slices.Equal(got, []string{"environment*"}) {
+	if got := subFrame(t, c.Next(t)); !slices.Equal(got, []string{"environment*"}) {
 		t.Fatalf("incremental %v", got)
 	}
 	// Same pattern twice is one server subscription.
 	cancelEnv2, err := f.s.Subscribe("environment*", nop)
 	must(t, err)
-	c.none(t)
+	c.ExpectNone(t)
 	cancelEnv2()
-	c.none(t)
+	c.ExpectNone(t)
 	// Removing a covered pattern sends nothing.
 	cancelSog()
 	cancelSog() // idempotent
-	c.none(t)
+	c.ExpectNone(t)
 	// Removing the family: unsubscribe, then what is still needed.
 	cancelNav()
-	if b := c.next(t); !isUnsubscribeAll(b) {
+	if b := c.Next(t); !isUnsubscribeAll(b) {
 		t.Fatalf("want unsubscribe, got %s", b)
 	}
-	if got := subFrame(t, c.next(t)); !slices.Equal(got, []string{"environment*", "navigation.position"}) {
+	if got := subFrame(t, c.Next(t)); !slices.Equal(got, []string{"environment*", "navigation.position"}) {
 		t.Fatalf("after removal %v", got)
 	}
 	if st := f.s.Status(); st.In.Subs != 3-1 {
@@ -94,18 +94,18 @@ func TestSubscriptionsIncrementalAndResent(t *testing.T) {
 	}
 	// Reconnect: the whole set goes out first, and the URL asks for meta.
 	f.s.NetworkChanged()
-	c2 := f.p.accept(t)
-	if got := subFrame(t, c2.next(t)); !slices.Equal(got, []string{"environment*", "navigation.position"}) {
+	c2 := f.p.Accept(t)
+	if got := subFrame(t, c2.Next(t)); !slices.Equal(got, []string{"environment*", "navigation.position"}) {
 		t.Fatalf("after reconnect %v", got)
 	}
-	if !strings.Contains(c2.req.URL.RawQuery, "sendMeta=all") {
-		t.Fatalf("query %q", c2.req.URL.RawQuery)
+	if !strings.Contains(c2.Req.URL.RawQuery, "sendMeta=all") {
+		t.Fatalf("query %q", c2.Req.URL.RawQuery)
 	}
 	cancelPos()
-	if b := c2.next(t); !isUnsubscribeAll(b) {
+	if b := c2.Next(t); !isUnsubscribeAll(b) {
 		t.Fatalf("want unsubscribe, got %s", b)
 	}
-	if got := subFrame(t, c2.next(t)); !slices.Equal(got, []string{"environment*"}) {
+	if got := subFrame(t, c2.Next(t)); !slices.Equal(got, []string{"environment*"}) {
 		t.Fatalf("after the last exact path went %v", got)
 	}
 }
@@ -140,12 +140,12 @@ func TestLastUnsubscribeSendsUnsubscribeOnly(t *testing.T) {
 	c := f.connect()
 	cancel, err := f.s.Subscribe("a.*", func(Delta) {})
 	must(t, err)
-	c.next(t)
+	c.Next(t)
 	cancel()
-	if b := c.next(t); !isUnsubscribeAll(b) {
+	if b := c.Next(t); !isUnsubscribeAll(b) {
 		t.Fatalf("got %s", b)
 	}
-	c.none(t)
+	c.ExpectNone(t)
 }
 
 type collector struct {
@@ -188,8 +188,8 @@ func TestInboundDeltasMatchedToSubscribers(t *testing.T) {
 		must(t, err)
 	}
 	c := f.connect()
-	c.next(t) // subscribe
-	c.send(t, `{"context":"vessels.urn:mrn:signalk:uuid:x","updates":[{"$source":"nmea.II","timestamp":"2024-01-01T00:00:00Z",
+	c.Next(t) // subscribe
+	c.Send(t, `{"context":"vessels.urn:mrn:signalk:uuid:x","updates":[{"$source":"nmea.II","timestamp":"2024-01-01T00:00:00Z",
 		"values":[{"path":"navigation.speedOverGround","value":3.2},{"path":"environment.wind.speedApparent","value":5},{"path":"electrical.x","value":{"a":1}}],
 		"meta":[{"path":"navigation.speedOverGround","value":{"units":"m/s"}}]}]}`)
 	eventually(t, "deliveries", func() bool { return all.len() == 4 && nav.len() == 2 && wind.len() == 1 })
@@ -215,15 +215,15 @@ func TestInboundFrameSizeCap(t *testing.T) {
 	_, err := f.s.Subscribe("big.*", got.add)
 	must(t, err)
 	c := f.connect()
-	c.next(t)
+	c.Next(t)
 	frame := func(total int) string {
 		head, tail := `{"updates":[{"values":[{"path":"big.x","value":"`, `"}]}]}`
 		return head + strings.Repeat("y", total-len(head)-len(tail)) + tail
 	}
-	c.send(t, frame(MaxFrameBytes+1))
-	c.send(t, frame(MaxFrameBytes)) // exactly the cap is accepted
-	c.send(t, frame(200*1024))      // far over: read through and dropped
-	c.send(t, `{"updates":[{"values":[{"path":"big.y","value":1}]}]}`)
+	c.Send(t, frame(MaxFrameBytes+1))
+	c.Send(t, frame(MaxFrameBytes)) // exactly the cap is accepted
+	c.Send(t, frame(200*1024))      // far over: read through and dropped
+	c.Send(t, `{"updates":[{"values":[{"path":"big.y","value":1}]}]}`)
 	eventually(t, "two deliveries", func() bool { return got.len() == 2 })
 	if p := got.paths(); !slices.Equal(p, []string{"big.x", "big.y"}) {
 		t.Fatalf("delivered %v", p)
@@ -242,10 +242,10 @@ func TestHugeInboundFrameKeepsConnection(t *testing.T) {
 	_, err := f.s.Subscribe("big.*", got.add)
 	must(t, err)
 	c := f.connect()
-	c.next(t) // subscribe
+	c.Next(t) // subscribe
 	head, tail := `{"updates":[{"values":[{"path":"big.x","value":"`, `"}]}]}`
-	c.send(t, head+strings.Repeat("y", 2<<20)+tail)
-	c.send(t, `{"updates":[{"values":[{"path":"big.y","value":1}]}]}`)
+	c.Send(t, head+strings.Repeat("y", 2<<20)+tail)
+	c.Send(t, `{"updates":[{"values":[{"path":"big.y","value":1}]}]}`)
 	eventually(t, "the valid delta", func() bool { return got.len() == 1 })
 	if p := got.paths(); !slices.Equal(p, []string{"big.y"}) {
 		t.Fatalf("delivered %v", p)
@@ -255,7 +255,7 @@ func TestHugeInboundFrameKeepsConnection(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	select {
-	case <-c.closed:
+	case <-c.Closed():
 		t.Fatal("the stream closed the socket")
 	default:
 	}
@@ -265,7 +265,7 @@ func TestHugeInboundFrameKeepsConnection(t *testing.T) {
 	// The same connection still carries traffic both ways.
 	must(t, f.s.PublishNumber("a.b", 1))
 	f.advance(1, 100*time.Millisecond)
-	if v := c.nextDelta(t).values(); !slices.Equal(v, []string{"a.b=1"}) {
+	if v := nextDelta(t, c).values(); !slices.Equal(v, []string{"a.b=1"}) {
 		t.Fatalf("after the drop the stream sent %v", v)
 	}
 }
@@ -348,11 +348,11 @@ func TestSlowSubscriberDoesNotBlockOthers(t *testing.T) {
 	_, err = f.s.Subscribe("x.*", fast.add)
 	must(t, err)
 	c := f.connect()
-	c.next(t)
+	c.Next(t)
 	// In steps the fast subscriber keeps up with, so only the slow one overflows.
 	const n = 300
 	for i := 1; i <= n; i++ {
-		c.send(t, fmt.Sprintf(`{"updates":[{"values":[{"path":"x.v","value":%d}]}]}`, i))
+		c.Send(t, fmt.Sprintf(`{"updates":[{"values":[{"path":"x.v","value":%d}]}]}`, i))
 		if i%100 == 0 {
 			eventually(t, "fast subscriber keeps up", func() bool { return fast.len() == i })
 		}
@@ -382,9 +382,9 @@ func TestSubscriberPanicIsContained(t *testing.T) {
 	})
 	must(t, err)
 	c := f.connect()
-	c.next(t)
-	c.send(t, `{"updates":[{"values":[{"path":"x.v","value":1}]}]}`)
-	c.send(t, `{"updates":[{"values":[{"path":"x.v","value":2}]}]}`)
+	c.Next(t)
+	c.Send(t, `{"updates":[{"values":[{"path":"x.v","value":1}]}]}`)
+	c.Send(t, `{"updates":[{"values":[{"path":"x.v","value":2}]}]}`)
 	eventually(t, "second delivery", func() bool { return got.len() == 1 })
 	time.Sleep(10 * time.Millisecond)
 	if !f.s.Connected() {
@@ -439,8 +439,8 @@ func TestCloseDoesNotWaitForAStuckCallback(t *testing.T) {
 	})
 	must(t, err)
 	c := f.connect()
-	c.next(t)
-	c.send(t, `{"updates":[{"values":[{"path":"x.v","value":1}]}]}`)
+	c.Next(t)
+	c.Send(t, `{"updates":[{"values":[{"path":"x.v","value":1}]}]}`)
 	<-entered
 	closed := make(chan struct{})
 	go func() { f.s.Close(); close(closed) }()

@@ -4,21 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/jonboulle/clockwork"
 
 	"devhost/host/plugin"
 	"devhost/host/signalk"
 	"devhost/host/skstream"
+	"devhost/host/skstream/skpeer"
 	"devhost/host/store"
 )
 
@@ -33,138 +29,30 @@ func (c config) String(ns, key string) string  { s, _ := c[ns+"."+key].(string);
 func (c config) Bool(ns, key string) bool      { b, _ := c[ns+"."+key].(bool); return b }
 func (c config) OnChange(func(ns, key string)) {}
 
-// server is a Signal K server running without security: access requests get 404 (the client
-// streams without a token) and the stream endpoint records what the device sends.
-type server struct {
-	srv   *httptest.Server
-	conns chan *conn
-}
-
-type conn struct {
-	ws     *websocket.Conn
-	frames chan []byte
-	wmu    sync.Mutex
-}
-
-func newServer(t *testing.T) *server {
-	s := &server{conns: make(chan *conn, 8)}
-	up := websocket.Upgrader{}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/signalk/v1/stream" {
-			http.NotFound(w, r)
-			return
-		}
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		c := &conn{ws: ws, frames: make(chan []byte, 1024)}
-		t.Cleanup(func() { _ = ws.Close() })
-		hello := `{"name":"signalk-server","version":"2.32.0","self":"vessels.urn:mrn:signalk:uuid:00000000-0000-4000-8000-000000000001"}`
-		if ws.WriteMessage(websocket.TextMessage, []byte(hello)) != nil {
-			return
-		}
-		go func() {
-			for {
-				_, b, err := ws.ReadMessage()
-				if err != nil {
-					return
-				}
-				c.frames <- b
-			}
-		}()
-		s.conns <- c
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *server) accept(t *testing.T) *conn {
+// answered waits for the answer to id with the status code, skipping every other frame (deltas,
+// a PENDING answer first).
+func answered(t *testing.T, c *skpeer.Conn, id string, code int) {
 	t.Helper()
-	select {
-	case c := <-s.conns:
-		return c
-	case <-time.After(wait):
-		t.Fatal("no stream connection")
-	}
-	return nil
-}
-
-func (c *conn) send(t *testing.T, id, path, value string) {
-	t.Helper()
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	msg := `{"requestId":"` + id + `","context":"vessels.self","put":[{"path":"` + path + `","value":` + value + `}]}`
-	if err := c.ws.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
-		t.Fatalf("send: %v", err)
-	}
-}
-
-type frame struct {
-	RequestID  string `json:"requestId"`
-	State      string `json:"state"`
-	StatusCode int    `json:"statusCode"`
-	Updates    []struct {
-		Values []struct {
-			Path  string          `json:"path"`
-			Value json.RawMessage `json:"value"`
-		} `json:"values"`
-	} `json:"updates"`
-}
-
-func (c *conn) next(t *testing.T, what string, match func(frame) bool) {
-	t.Helper()
-	deadline := time.After(wait)
-	for {
-		select {
-		case b := <-c.frames:
-			var f frame
-			if json.Unmarshal(b, &f) == nil && match(f) {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("no frame: %s", what)
-		}
-	}
-}
-
-// value waits for a delta with path = want (JSON).
-func (c *conn) value(t *testing.T, path, want string) {
-	t.Helper()
-	c.next(t, path+" = "+want, func(f frame) bool {
-		for _, u := range f.Updates {
-			for _, v := range u.Values {
-				if v.Path == path && string(v.Value) == want {
-					return true
-				}
-			}
-		}
-		return false
-	})
-}
-
-// answered waits for the answer to id with the status code.
-func (c *conn) answered(t *testing.T, id string, code int) {
-	t.Helper()
-	c.next(t, fmt.Sprintf("%s answered %d", id, code), func(f frame) bool {
-		return f.RequestID == id && f.State == "COMPLETED" && f.StatusCode == code
+	c.Await(t, fmt.Sprintf("%s answered %d", id, code), func(b []byte) bool {
+		var a skpeer.Answer
+		return json.Unmarshal(b, &a) == nil && a.RequestID == id && a.State == "COMPLETED" && a.StatusCode == code
 	})
 }
 
 type rig struct {
-	srv *server
+	srv *skpeer.Server
 	st  *skstream.Stream
 	c   *signalk.Client
 	a   *adapter
 }
 
-// newRig runs a client with the real stream against the server and answers the first
-// connection.
-func newRig(t *testing.T) (*rig, *conn) {
+// newRig runs a client with the real stream against a Signal K server running without
+// security (access requests get 404, so the client streams without a token) and answers the
+// first connection.
+func newRig(t *testing.T) (*rig, *skpeer.Conn) {
 	t.Helper()
-	r := &rig{srv: newServer(t)}
-	host, ps, _ := net.SplitHostPort(r.srv.srv.Listener.Addr().String())
-	port, _ := strconv.Atoi(ps)
+	r := &rig{srv: skpeer.Start(t, skpeer.Options{})}
+	host, port := r.srv.HostPort()
 	db, err := store.Open(filepath.Join(t.TempDir(), "nvs"))
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +90,7 @@ func newRig(t *testing.T) (*rig, *conn) {
 	go func() { defer close(done); _ = c.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; r.st.Close() })
 	r.a = New(c).(*adapter)
-	first := r.srv.accept(t)
+	first := r.srv.Accept(t)
 	deadline := time.Now().Add(wait)
 	for !r.st.Connected() {
 		if time.Now().After(deadline) {
@@ -214,10 +102,10 @@ func newRig(t *testing.T) (*rig, *conn) {
 }
 
 // reconnect drops the connection (as a server restart does) and answers the next one.
-func (r *rig) reconnect(t *testing.T) *conn {
+func (r *rig) reconnect(t *testing.T) *skpeer.Conn {
 	t.Helper()
 	r.st.NetworkChanged()
-	return r.srv.accept(t)
+	return r.srv.Accept(t)
 }
 
 func (r *rig) kept() map[string]string {
@@ -279,27 +167,27 @@ func TestPluginStateRepublishedOnReconnect(t *testing.T) {
 		plugin.SKValue{Path: "environment.inside.temperature", Value: 293.0}); err != nil {
 		t.Fatal(err)
 	}
-	c.value(t, "electrical.switches.a.state", "true")
+	c.AwaitValue(t, "electrical.switches.a.state", "true")
 	if got := r.kept(); len(got) != 1 || got["electrical.switches.a.state"] != "true" {
 		t.Fatalf("kept state: %v", got)
 	}
-	c.send(t, "r1", "electrical.switches.a.state", "false")
-	c.answered(t, "r1", 200)
-	c.value(t, "electrical.switches.a.state", "false")
+	c.SendPut(t, "r1", "electrical.switches.a.state", "false")
+	answered(t, c, "r1", 200)
+	c.AwaitValue(t, "electrical.switches.a.state", "false")
 	if sw.last() != "electrical.switches.a.state" {
 		t.Fatalf("handler saw %q", sw.last())
 	}
 	c = r.reconnect(t)
-	c.value(t, "electrical.switches.a.state", "false")
-	c.send(t, "r2", "electrical.switches.a.state", "true")
-	c.answered(t, "r2", 200)
+	c.AwaitValue(t, "electrical.switches.a.state", "false")
+	c.SendPut(t, "r2", "electrical.switches.a.state", "true")
+	answered(t, c, "r2", 200)
 	// Removed: nothing kept, and the path answers 405 like any unhandled one.
 	remove()
 	if got := r.kept(); len(got) != 0 {
 		t.Fatalf("kept after remove: %v", got)
 	}
-	c.send(t, "r3", "electrical.switches.a.state", "true")
-	c.answered(t, "r3", 405)
+	c.SendPut(t, "r3", "electrical.switches.a.state", "true")
+	answered(t, c, "r3", 405)
 }
 
 // An exact PUT pattern: unknown until the plugin publishes it, then kept and republished.
@@ -317,11 +205,11 @@ func TestPluginExactPatternState(t *testing.T) {
 	if err := r.a.Publish(plugin.SKValue{Path: "electrical.pump.state", Value: false}); err != nil {
 		t.Fatal(err)
 	}
-	c.value(t, "electrical.pump.state", "false")
+	c.AwaitValue(t, "electrical.pump.state", "false")
 	c = r.reconnect(t)
-	c.value(t, "electrical.pump.state", "false")
-	c.send(t, "r1", "electrical.pump.state", "1")
-	c.answered(t, "r1", 400)
+	c.AwaitValue(t, "electrical.pump.state", "false")
+	c.SendPut(t, "r1", "electrical.pump.state", "1")
+	answered(t, c, "r1", 400)
 	if _, err := r.a.HandlePut("electrical..x", sw.handle); err == nil {
 		t.Fatal("a bad exact pattern was accepted")
 	}
@@ -347,8 +235,8 @@ func TestPluginPatternOwnership(t *testing.T) {
 	if err := r.a.Publish(plugin.SKValue{Path: "electrical.switches.b.state", Value: true}); err != nil {
 		t.Fatal(err)
 	}
-	c.send(t, "r1", "electrical.switches.b.state", "false")
-	c.answered(t, "r1", 200)
+	c.SendPut(t, "r1", "electrical.switches.b.state", "false")
+	answered(t, c, "r1", 200)
 	if inner.last() != "electrical.switches.b.state" || outer.last() != "" {
 		t.Fatalf("routed to inner %q, outer %q", inner.last(), outer.last())
 	}
@@ -356,13 +244,13 @@ func TestPluginPatternOwnership(t *testing.T) {
 	if got := r.kept(); got["electrical.switches.b.state"] != "false" {
 		t.Fatalf("kept through the outer family: %v", got)
 	}
-	c.send(t, "r2", "electrical.switches.b.state", "true")
-	c.answered(t, "r2", 200)
+	c.SendPut(t, "r2", "electrical.switches.b.state", "true")
+	answered(t, c, "r2", 200)
 	if outer.last() != "electrical.switches.b.state" {
 		t.Fatalf("not routed to the outer family: %q", outer.last())
 	}
 	c = r.reconnect(t)
-	c.value(t, "electrical.switches.b.state", "true")
+	c.AwaitValue(t, "electrical.switches.b.state", "true")
 }
 
 // The kept state is bounded; paths past the bound are still answered through their family.
@@ -383,6 +271,6 @@ func TestPluginStateBound(t *testing.T) {
 		t.Fatalf("kept %d paths", n)
 	}
 	last := fmt.Sprintf("electrical.switches.s%d.state", MaxStatePaths+3)
-	c.send(t, "r1", last, "false")
-	c.answered(t, "r1", 200)
+	c.SendPut(t, "r1", last, "false")
+	answered(t, c, "r1", 200)
 }
