@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,8 +131,13 @@ func TestRingTrimOrder(t *testing.T) {
 	r.add(true, []byte("r1"))
 	r.add(false, []byte("d2"))
 	r.add(true, []byte("r2"))
-	if n := r.trim(2, 1<<20, 0); n != 2 {
+	var spared []string
+	if n := r.trim(2, 1<<20, 0, func(b []byte) { spared = append(spared, string(b)) }); n != 2 {
 		t.Fatalf("dropped %d", n)
+	}
+	// Only a dropped delta's buffer is handed back for reuse; raw frames belong to callers.
+	if !slices.Equal(spared, []string{"d1"}) {
+		t.Fatalf("spared %q, want d1 only", spared)
 	}
 	// The oldest two (d1, r1) went, whatever their kind.
 	if r.raw.len() != 1 || r.delta.len() != 1 || string(r.take(true).b) != "r2" || string(r.take(false).b) != "d2" {
@@ -140,7 +146,7 @@ func TestRingTrimOrder(t *testing.T) {
 	r.add(false, []byte("x"))
 	m := r.take(false)
 	r.putBack(false, m)
-	if r.len() != 1 || r.bytes != 1 || r.trim(0, 0, 1) != 0 {
+	if r.len() != 1 || r.bytes != 1 || r.trim(0, 0, 1, nil) != 0 {
 		t.Fatal("putBack or keep broken")
 	}
 	for i := 0; i < 500; i++ {

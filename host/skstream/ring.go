@@ -86,12 +86,16 @@ func (r *ring) take(raw bool) message {
 }
 
 // trim drops the oldest messages until the ring fits maxMsgs and maxBytes, keeping at least
-// keep messages. It returns how many were dropped.
-func (r *ring) trim(maxMsgs, maxBytes, keep int) int {
+// keep messages, and hands each dropped delta's buffer to spare (nil: none). It returns how
+// many were dropped.
+func (r *ring) trim(maxMsgs, maxBytes, keep int, spare func([]byte)) int {
 	dropped := 0
 	for r.len() > keep && (r.len() > maxMsgs || r.bytes > maxBytes) {
 		raw := r.delta.len() == 0 || (r.raw.len() > 0 && r.raw.front().seq < r.delta.front().seq)
-		r.take(raw)
+		m := r.take(raw)
+		if !raw && spare != nil {
+			spare(m.b)
+		}
 		dropped++
 	}
 	return dropped

@@ -56,6 +56,7 @@ type Stream struct {
 	// Outbound queues: control frames (subscriptions, PUTs and their answers) only exist for the
 	// live connection; the ring holds raw frames and deltas across outages.
 	ring      ring
+	spare     [][]byte // written delta buffers for the next batches (bufferLocked)
 	ctrl      [][]byte
 	writing   bool
 	draining  bool
@@ -596,8 +597,7 @@ func (s *Stream) closeBatchLocked() {
 	if len(s.batch) == 0 {
 		return
 	}
-	b := make([]byte, 0, s.batchBytes+deltaOverhead+len(s.label))
-	b = appendDelta(b, s.label, s.batchTS, s.batch)
+	b := appendDelta(s.bufferLocked(s.batchBytes+deltaOverhead+len(s.label)), s.label, s.batchTS, s.batch)
 	clear(s.batch)
 	s.batch = s.batch[:0]
 	clear(s.batchIdx)
@@ -605,6 +605,32 @@ func (s *Stream) closeBatchLocked() {
 	s.ring.add(false, b)
 	s.trimLocked()
 	s.wakeWriterLocked()
+}
+
+// maxSpare is how many written delta buffers are kept for the next batches. At full speed a
+// message is closed for every one written, so a few spares make the steady state allocate
+// nothing; more would only hold memory.
+const maxSpare = 4
+
+// bufferLocked returns an empty buffer of at least n bytes' capacity, a spare one if it fits.
+func (s *Stream) bufferLocked(n int) []byte {
+	for i := len(s.spare) - 1; i >= 0; i-- {
+		if b := s.spare[i]; cap(b) >= n {
+			s.spare[i] = s.spare[len(s.spare)-1]
+			s.spare[len(s.spare)-1] = nil
+			s.spare = s.spare[:len(s.spare)-1]
+			return b[:0]
+		}
+	}
+	return make([]byte, 0, n)
+}
+
+// recycleLocked keeps a delta buffer the socket is done with (written or dropped) for a later
+// batch.
+func (s *Stream) recycleLocked(b []byte) {
+	if len(s.spare) < maxSpare && cap(b) <= 2*MaxMessageBytes {
+		s.spare = append(s.spare, b)
+	}
 }
 
 // SendRaw queues a complete frame (a JSON document); raw frames go out ahead of buffered deltas.
@@ -667,7 +693,7 @@ func (s *Stream) trimLocked() {
 	if s.connected {
 		keep = 1
 	}
-	n := s.ring.trim(s.set.BufferMsgs, s.set.BufferKB*1024, keep)
+	n := s.ring.trim(s.set.BufferMsgs, s.set.BufferKB*1024, keep, s.recycleLocked)
 	if n == 0 {
 		return
 	}
@@ -1288,6 +1314,10 @@ func (s *Stream) writeLoop(sess *session) {
 		}
 		if kind != kCtrl {
 			s.sent++
+		}
+		if kind == kDelta {
+			// WriteMessage has copied the frame into the connection's own buffer.
+			s.recycleLocked(frame)
 		}
 		if kind == kDelta && s.draining {
 			s.nextDrain = s.clk.Now().Add(time.Second / time.Duration(s.set.DrainPerS))

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/jonboulle/clockwork"
 
@@ -743,4 +744,36 @@ func TestPublishDoesNotWaitForStalledSocket(t *testing.T) {
 	if st.Dropped == 0 || st.Sent >= 40000 || !st.Connected {
 		t.Fatalf("status %+v", st)
 	}
+}
+
+// A delta buffer the socket is done with carries the next batch: at full speed the stream
+// allocates no message buffers, and the reused buffer never leaks the old frame's bytes.
+func TestWrittenDeltaBufferIsReused(t *testing.T) {
+	f := newFixture(t, withSettings(func(s *Settings) { s.BatchMS = 0 }))
+	c := f.connect()
+	spare := func() []unsafe.Pointer {
+		f.s.mu.Lock()
+		defer f.s.mu.Unlock()
+		var ps []unsafe.Pointer
+		for _, b := range f.s.spare {
+			ps = append(ps, unsafe.Pointer(unsafe.SliceData(b)))
+		}
+		return ps
+	}
+	must(t, f.s.PublishString("a.long.path.name", strings.Repeat("x", 200)))
+	if got := nextDelta(t, c).values(); len(got) != 1 || !strings.HasPrefix(got[0], "a.long.path.name=") {
+		t.Fatalf("first delta %v", got)
+	}
+	eventually(t, "the written buffer kept", func() bool { return len(spare()) == 1 })
+	first := spare()[0]
+	must(t, f.s.PublishNumber("a.b", 2))
+	if got := nextDelta(t, c).values(); !slices.Equal(got, []string{"a.b=2"}) {
+		t.Fatalf("second delta %v", got)
+	}
+	eventually(t, "the same buffer back", func() bool { s := spare(); return len(s) == 1 && s[0] == first })
+	for i := range 2 * maxSpare {
+		must(t, f.s.PublishNumber("a.b", float64(i)))
+		nextDelta(t, c)
+	}
+	eventually(t, "spares bounded", func() bool { return len(spare()) >= 1 && len(spare()) <= maxSpare })
 }
