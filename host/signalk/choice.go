@@ -16,6 +16,8 @@ type choiceInput struct {
 	port int    // sk.server_port
 	self string // sk.server_self
 	pin  bool   // sk.server_pin
+	// plain is sk.scheme http: of a server advertised both ways the http entry is kept.
+	plain bool
 	// current is the last choice (kept across reboots), used by pin.
 	current *Server
 	// discovered servers, at most MaxServers.
@@ -30,7 +32,7 @@ type choiceInput struct {
 
 // choose applies the spec's server-choice table. The scheme of the result is not resolved yet.
 func choose(in choiceInput) *Server {
-	in.discovered = preferTLS(in.discovered)
+	in.discovered = oneScheme(in.discovered, !in.plain)
 	if in.host != "" {
 		port := in.port
 		if port == 0 {
@@ -106,15 +108,16 @@ func sameServer(a, b Server) bool {
 	return a.Host == b.Host
 }
 
-// preferTLS drops the plain http advertisement of a server that also advertises https: the
-// token must not go out in clear to a server that offers TLS. Order is kept.
-func preferTLS(list []Server) []Server {
+// oneScheme keeps one advertisement of a server advertised both ways: https (tls), so the
+// token never goes out in clear to a server that offers TLS, unless sk.scheme forces http,
+// whose port is the http advertisement's. Order is kept.
+func oneScheme(list []Server, tls bool) []Server {
 	drop := func(s Server) bool {
-		if s.TLS() {
+		if s.TLS() == tls {
 			return false
 		}
 		for _, o := range list {
-			if o.TLS() && sameServer(s, o) {
+			if o.TLS() == tls && sameServer(s, o) {
 				return true
 			}
 		}
@@ -270,11 +273,12 @@ func (c *Client) choose(ctx context.Context) time.Time {
 	now := c.clk.Now()
 	skipped, next := c.skips.snapshot(now)
 	in := choiceInput{
-		host: strings.TrimSpace(c.cfg.String("sk", "server_host")),
-		port: c.cfg.Int("sk", "server_port"),
-		self: strings.TrimSpace(c.cfg.String("sk", "server_self")),
-		pin:  c.cfg.Bool("sk", "server_pin"),
-		now:  now, skipped: skipped, discovered: c.discovered(),
+		host:  strings.TrimSpace(c.cfg.String("sk", "server_host")),
+		port:  c.cfg.Int("sk", "server_port"),
+		self:  strings.TrimSpace(c.cfg.String("sk", "server_self")),
+		pin:   c.cfg.Bool("sk", "server_pin"),
+		plain: strings.TrimSpace(c.cfg.String("sk", "scheme")) == "http",
+		now:   now, skipped: skipped, discovered: c.discovered(),
 		sticky: map[string]bool{},
 	}
 	if cur, ok := c.st.current(); ok {

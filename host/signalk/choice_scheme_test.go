@@ -240,6 +240,8 @@ func TestChoosePrefersHTTPS(t *testing.T) {
 		{"pinned", choiceInput{pin: true, current: &cur, discovered: []Server{plain, secure}}, 3443},
 		{"any, no self", choiceInput{discovered: []Server{noSelfPlain, noSelfSecure}}, 443},
 		{"http only stays http", choiceInput{discovered: []Server{plain}}, 3000},
+		{"sk.scheme http keeps the http port", choiceInput{plain: true, discovered: []Server{secure, plain, other}}, 3000},
+		{"sk.scheme http, https only", choiceInput{plain: true, discovered: []Server{secure}}, 3443},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := choose(tc.in)
@@ -249,7 +251,21 @@ func TestChoosePrefersHTTPS(t *testing.T) {
 		})
 	}
 	// Two servers without a self on different hosts are both kept.
-	if l := preferTLS([]Server{noSelfPlain, {Host: "10.0.0.6", Port: 443, Scheme: "https"}}); len(l) != 2 {
-		t.Fatalf("preferTLS merged different hosts: %+v", l)
+	if l := oneScheme([]Server{noSelfPlain, {Host: "10.0.0.6", Port: 443, Scheme: "https"}}, true); len(l) != 2 {
+		t.Fatalf("oneScheme merged different hosts: %+v", l)
+	}
+}
+
+// sk.scheme http with a server advertised both ways dials the http advertisement's port, not
+// plain http to the TLS port.
+func TestForcedHTTPUsesTheHTTPAdvertisement(t *testing.T) {
+	plain := Server{Self: "urn:a", Host: "10.0.0.1", Port: 3000, Scheme: "http"}
+	secure := Server{Self: "urn:a", Host: "10.0.0.1", Port: 3443, Scheme: "https"}
+	r := newRig(t, nil, func(o *Options) { o.Discovery = newFakeDiscovery(secure, plain) })
+	r.cfg.set("sk", "scheme", "http")
+	r.start()
+	eventually(t, "a choice", func() bool { return r.c.Server() != nil })
+	if s := r.c.Server(); s.Scheme != "http" || s.Port != 3000 {
+		t.Fatalf("chose %s://%s, want http on port 3000", s.Scheme, s.Addr())
 	}
 }

@@ -331,8 +331,10 @@ func (c *Client) tokenChanged() {
 	retarget := old.Host != t.Host || old.Port != t.Port || old.TLS != t.TLS || old.Token != t.Token
 	// A stream refused with 401/403 stops until it is told to go on. The token machine
 	// (re-)entering APPROVED is that word even when the target is the same (a plaintext 401
-	// whose 5 s re-check found the token good).
-	resume := !retarget && t.Host != "" && st.State == StateApproved && c.refused != c.resumed
+	// whose 5 s re-check found the token good), and so is OPEN confirmed by its 60 s re-POST
+	// (a server that refused the stream but still answers requests with 404).
+	resume := !retarget && t.Host != "" && (st.State == StateApproved || st.State == StateOpen) &&
+		c.refused != c.resumed
 	if retarget || resume {
 		c.resumed = c.refused
 	}

@@ -242,16 +242,15 @@ func (c *Client) postPut(w http.ResponseWriter, r *http.Request) {
 	}
 	value = json.RawMessage(compact(value))
 	// The record is in place before the PUT goes out, so an answer that comes back before Put
-	// returns finds it; an answer counts only while its own record is the newest.
+	// returns finds it. An answer always lands in its own record: a record that is not the
+	// newest now may be again, when a newer PUT turns out refused.
 	c.mu.Lock()
 	rec := &PutRecord{Path: path, Value: value, State: "PENDING", sent: c.clk.Now(), prev: c.lastPut}
 	c.lastPut = rec
 	c.mu.Unlock()
 	err := c.Put(path, value, func(a PutAnswer) {
 		c.mu.Lock()
-		if c.lastPut == rec {
-			rec.State, rec.StatusCode, rec.Message = a.State, a.StatusCode, a.Message
-		}
+		rec.State, rec.StatusCode, rec.Message = a.State, a.StatusCode, a.Message
 		c.mu.Unlock()
 	})
 	c.mu.Lock()

@@ -154,3 +154,46 @@ func TestPutRefusedKeepsLastSent(t *testing.T) {
 		t.Fatalf("x.d sent: %+v", got)
 	}
 }
+
+// heldStream answers PUTs of x.a later through its callback and holds the PUT of x.b until the
+// test says how it ends.
+type heldStream struct {
+	*fakeStream
+	mu      sync.Mutex
+	answers map[string]func(PutAnswer)
+	hold    chan error
+}
+
+func (s *heldStream) Put(path string, _ json.RawMessage, answer func(PutAnswer)) error {
+	if path == "x.b" {
+		return <-s.hold
+	}
+	s.mu.Lock()
+	s.answers[path] = answer
+	s.mu.Unlock()
+	return nil
+}
+
+// An answer to a PUT that a newer one displaced still lands: when the newer PUT is refused,
+// GET /sk/put goes back to the older one and shows its answer.
+func TestPutAnswerKeptWhileDisplaced(t *testing.T) {
+	s := &heldStream{fakeStream: newFakeStream(), answers: map[string]func(PutAnswer){}, hold: make(chan error)}
+	_, r := approvedRig(t, func(o *Options) { o.Stream = s })
+	if c := postJSON(t, r.c.postPut, `{"path":"x.a","value":1}`).Code; c != http.StatusAccepted {
+		t.Fatal(c)
+	}
+	done := make(chan int)
+	go func() { done <- postJSON(t, r.c.postPut, `{"path":"x.b","value":1}`).Code }()
+	eventually(t, "x.b in Put", func() bool { return getPutRecord(t, r.c).Path == "x.b" })
+	s.mu.Lock()
+	answer := s.answers["x.a"]
+	s.mu.Unlock()
+	answer(PutAnswer{State: "COMPLETED", StatusCode: 200})
+	s.hold <- ErrBusy
+	if c := <-done; c != http.StatusConflict {
+		t.Fatalf("refused PUT answered %d", c)
+	}
+	if got := getPutRecord(t, r.c); got.Path != "x.a" || got.State != "COMPLETED" || got.StatusCode != 200 {
+		t.Fatalf("GET /sk/put after the newer PUT was refused: %+v", got)
+	}
+}

@@ -187,3 +187,42 @@ func TestStreamResumeOnlyAfterRefusal(t *testing.T) {
 		t.Fatalf("resumed more than once: %d", retries())
 	}
 }
+
+// A stream refused while the server answers access requests with 404 (OPEN) is retried by
+// OPEN's 60 s re-POST, once per re-POST: never in a tight loop, never without a refusal.
+func TestOpenRefusedStreamRetriedByRePost(t *testing.T) {
+	p := newPeer(t, false)
+	p.answer("POST", pathRequests, http.StatusNotFound, `{}`)
+	r := newRig(t, p, nil)
+	r.start()
+	r.waitState(StateOpen, true)
+	eventually(t, "stream target", func() bool { return r.stream.target().Host != "" })
+	retries := func() int {
+		r.stream.mu.Lock()
+		defer r.stream.mu.Unlock()
+		return r.stream.retries
+	}
+	posts := func() int { return len(p.calls("POST", pathRequests)) }
+	// OPEN's own re-POST without a refusal leaves the stream alone.
+	r.clk.Advance(FlatRetry)
+	eventually(t, "re-POST", func() bool { return posts() == 2 })
+	time.Sleep(20 * time.Millisecond)
+	if retries() != 0 {
+		t.Fatalf("retried %d times without a refusal", retries())
+	}
+	for i := 1; i <= 2; i++ {
+		// The refusal asks for access at once; the 404 keeps OPEN but does not retry yet.
+		r.c.StreamUnauthorized()
+		eventually(t, "request after the refusal", func() bool { return posts() == 2*i+1 })
+		time.Sleep(20 * time.Millisecond)
+		if retries() != i-1 {
+			t.Fatalf("refusal %d: retried at once (%d)", i, retries())
+		}
+		if st := r.c.tm.Status().State; st != StateOpen {
+			t.Fatalf("state %s after a 404, want OPEN", st)
+		}
+		r.clk.Advance(FlatRetry)
+		eventually(t, "re-POST", func() bool { return posts() == 2*i+2 })
+		eventually(t, "stream retried by the re-POST", func() bool { return retries() == i })
+	}
+}

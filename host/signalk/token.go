@@ -60,6 +60,9 @@ type tokenMachine struct {
 	checkEvery  func() time.Duration
 	// changed is called (on the machine's goroutine) after every transition.
 	changed func()
+	// nudge makes the next publish call changed although nothing changed: OPEN's 60 s re-POST
+	// confirming OPEN is the client's cue to retry a stream the server refused meanwhile.
+	nudge bool
 	// unreachable is told about a server that did not answer (discovered servers are skipped).
 	unreachable func(Server)
 	// guessTried is told after each call to a server whose scheme is a guess, so the scheme
@@ -206,7 +209,8 @@ func (m *tokenMachine) publish() {
 		m.due = time.Time{}
 	}
 	m.mu.Unlock()
-	if old != s || oldTok != tok || oldSrv != m.srv {
+	if old != s || oldTok != tok || oldSrv != m.srv || m.nudge {
+		m.nudge = false
 		m.changed()
 	}
 }
@@ -405,6 +409,9 @@ func (m *tokenMachine) doRequest() {
 func (m *tokenMachine) retryRequest() {
 	if m.state == StateOpen {
 		m.doRequest()
+		// Paced by this timer, never by the refusal itself: a server that refuses the stream
+		// yet answers 404 to requests gets one stream attempt per re-POST, not a tight loop.
+		m.nudge = m.state == StateOpen
 		return
 	}
 	m.to(StateIdle, "")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -204,13 +205,31 @@ func (s *Stream) publishCurrent(path string) {
 	}
 	s.mu.Unlock()
 	for _, g := range gs {
-		v := safeCurrent(g.fn)
+		s.publishState(g.path, g.fn)
+	}
+}
+
+// publishState publishes what current reads for path. The owner may publish a newer state
+// between the read and this publish, which would then be overtaken by the older value; so the
+// state is read again after publishing and, while it moved, published again (a few rounds: an
+// owner that publishes without pause is overtaking this anyway).
+func (s *Stream) publishState(path string, current func() any) {
+	v := safeCurrent(current)
+	for range 3 {
 		if v == nil {
-			continue
+			return
 		}
-		if err := s.Publish(g.path, v); err != nil && !errors.Is(err, ErrInvalidState) {
-			s.log.Warn("signal k stream: cannot publish PUT-able state", "path", g.path, "err", err)
+		if err := s.Publish(path, v); err != nil {
+			if !errors.Is(err, ErrInvalidState) {
+				s.log.Warn("signal k stream: cannot publish PUT-able state", "path", path, "err", err)
+			}
+			return
 		}
+		now := safeCurrent(current)
+		if reflect.DeepEqual(now, v) {
+			return
+		}
+		v = now
 	}
 }
 

@@ -430,3 +430,39 @@ func TestHandlePutRegistration(t *testing.T) {
 		t.Fatalf("after cancel: %+v", a)
 	}
 }
+
+// The owner of a PUT-able path publishes a newer state between the stream's read of the current
+// state and its publish of it: the stream reads again and the newer state is the last value
+// the server sees.
+func TestPutableStateNotOvertakenByAnOlderRead(t *testing.T) {
+	f := newFixture(t, withSettings(func(s *Settings) { s.BatchMS = 0 }))
+	c := f.connect()
+	var mu sync.Mutex
+	state, reads := "on", 0
+	_, err := f.s.HandlePut(PutPath{
+		Path:   "dev.probe.pump",
+		Handle: func(PutRequest, func(error)) error { return nil },
+		Current: func() any {
+			mu.Lock()
+			defer mu.Unlock()
+			reads++
+			if reads == 1 {
+				// This read sees "on"; before the stream publishes it the owner switches
+				// to "off" and publishes that.
+				state = "off"
+				must(t, f.s.PublishString("dev.probe.pump", "off"))
+				return "on"
+			}
+			return state
+		},
+	})
+	must(t, err)
+	var seen []string
+	for len(seen) < 3 {
+		seen = append(seen, deltaValues(t, c.Next(t))...)
+	}
+	if want := []string{`dev.probe.pump="off"`, `dev.probe.pump="on"`, `dev.probe.pump="off"`}; !slices.Equal(seen, want) {
+		t.Fatalf("values %v, want %v", seen, want)
+	}
+	c.ExpectNone(t)
+}
