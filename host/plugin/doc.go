@@ -67,8 +67,9 @@
 //     wall clock, and a sleep that returns at once, so a plugin cannot block: one that tries
 //     to sleep spins into its time limit. extism's own HTTP and variables are off.
 //   - Calls into one plugin are serialised on its worker goroutine; on Linux that goroutine
-//     keeps an OS thread of its own at nice 10 (the thread ends with it), so a plugin spinning
-//     into its time limit yields the CPU to the host's own threads. Events are queued in its
+//     keeps an OS thread of its own at nice 10 (the thread ends with it), and a call running
+//     past 5 ms lends the process one more GOMAXPROCS slot until it returns (procs.go), so a
+//     plugin spinning into its time limit yields the CPU to the host's own threads. Events are queued in its
 //     inbox and delivered in batches of at most 1 MiB, consecutive deltas merged. A stop
 //     between calls is orderly (the stop record, host functions working); a stop during a call
 //     cuts it off at once and every later host call answers plugin stopped.

@@ -122,6 +122,7 @@ func (s *session) call(ctx context.Context, export string, batch []byte, final b
 	s.callMu.Unlock()
 	s.batch = batch
 	cctx = context.WithValue(cctx, sessionKey{}, s)
+	lc := lender.startCall()
 	var out []byte
 	if export == abi.ExportEvent && s.inst.event != nil {
 		// The hot path: straight to the export, with the instance where extism's host
@@ -135,6 +136,7 @@ func (s *session) call(ctx context.Context, export string, batch []byte, final b
 		// The first call goes through extism, which runs the guest runtime's _initialize.
 		rc, out, err = s.inst.p.CallWithContext(cctx, export, nil)
 	}
+	lender.endCall(lc)
 	s.callMu.Lock()
 	s.cancel = nil
 	if err != nil {
