@@ -343,7 +343,8 @@ func (c *Client) tokenChanged() {
 	case retarget:
 		c.stream.SetTarget(t)
 	case resume:
-		c.resumeStream()
+		// Lifts the stream's stop after the refusal; a live connection is left alone.
+		c.stream.Retry()
 	}
 	if c.hlth != nil {
 		c.mu.Lock()
@@ -358,9 +359,6 @@ func (c *Client) tokenChanged() {
 	}
 	c.publish("sk", c.Status())
 }
-
-// resumeStream lifts the stream's stop after a refusal without dropping a live connection.
-func (c *Client) resumeStream() { c.stream.Retry() }
 
 func certMessage(reason string) string {
 	m := "server certificate refused: " + reason

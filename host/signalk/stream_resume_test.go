@@ -12,6 +12,7 @@ import (
 
 	"devhost/host/health"
 	"devhost/host/skstream"
+	"devhost/host/skstream/skpeer"
 )
 
 // wsPeer scripts the delta stream on p: the first upgrade waits for release and answers 401,
@@ -19,8 +20,9 @@ import (
 func wsPeer(t *testing.T, p *peer, token string, release <-chan struct{}) *atomic.Int32 {
 	t.Helper()
 	var upgrades atomic.Int32
-	up := websocket.Upgrader{}
-	p.on("GET", "/signalk/v1/stream", func(w http.ResponseWriter, r *http.Request) {
+	ws := skpeer.New(t)
+	ws.SetHello(func(c *websocket.Conn) { _ = c.WriteMessage(websocket.TextMessage, []byte(liveHello)) })
+	p.on("GET", skpeer.StreamPath, func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+token || r.URL.Query().Has("token") {
 			http.Error(w, "token not sent as a Bearer header", http.StatusBadRequest)
 			return
@@ -34,20 +36,7 @@ func wsPeer(t *testing.T, p *peer, token string, release <-chan struct{}) *atomi
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
-		c, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		hello := `{"name":"signalk-server","version":"2.13.0","self":"vessels.` + testSelf + `","roles":["master","main"]}`
-		if c.WriteMessage(websocket.TextMessage, []byte(hello)) != nil {
-			return
-		}
-		for {
-			if _, _, err := c.ReadMessage(); err != nil {
-				return
-			}
-		}
+		ws.ServeHTTP(w, r)
 	})
 	return &upgrades
 }

@@ -77,16 +77,15 @@ func (a *adapter) Publish(values ...plugin.SKValue) error {
 		vs[i] = signalk.Value{Path: v.Path, Value: v.Value}
 	}
 	a.mu.Lock()
-	covered := false
+	var covered []int // the values under a plugin's PUT pattern, whose state is kept
 	if len(a.pats) > 0 {
-		for _, v := range vs {
+		for i, v := range vs {
 			if a.ownerLocked(v.Path) != nil {
-				covered = true
-				break
+				covered = append(covered, i)
 			}
 		}
 	}
-	if !covered {
+	if len(covered) == 0 {
 		a.mu.Unlock()
 		return errno(a.c.Publish(vs...))
 	}
@@ -95,10 +94,8 @@ func (a *adapter) Publish(values ...plugin.SKValue) error {
 	err := a.c.Publish(vs...)
 	var fresh []string
 	if err == nil {
-		for _, v := range vs {
-			if a.ownerLocked(v.Path) == nil {
-				continue
-			}
+		for _, i := range covered {
+			v := vs[i]
 			st := a.paths[v.Path]
 			if st == nil {
 				if len(a.paths) >= MaxStatePaths {
