@@ -1,0 +1,89 @@
+package portal
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/miekg/dns"
+)
+
+// DNSTTL is the TTL of the portal's answers, in seconds: short, so a phone that leaves the
+// portal for the boat's network does not keep resolving every name to the portal.
+const DNSTTL = 1
+
+// errNotQuery marks a packet that parsed but is not a question to answer (a response).
+var errNotQuery = errors.New("not a query")
+
+// dnsAnswer builds the reply to one DNS packet: every A (or ANY) question gets the portal
+// address; other types get an empty NOERROR answer (so clients fall back to IPv4); a query
+// with an opcode other than QUERY gets NOTIMP and one without exactly one question FORMERR.
+// A packet that does not parse, or a response, is an error: it is dropped without a reply.
+func dnsAnswer(pkt []byte, ip net.IP) ([]byte, error) {
+	var q dns.Msg
+	if err := q.Unpack(pkt); err != nil {
+		return nil, fmt.Errorf("dns unpack: %w", err)
+	}
+	if q.Response {
+		return nil, errNotQuery
+	}
+	r := new(dns.Msg)
+	r.Id = q.Id
+	r.Response = true
+	r.Opcode = q.Opcode
+	r.RecursionDesired = q.RecursionDesired
+	r.RecursionAvailable = true
+	r.Question = q.Question
+	switch {
+	case q.Opcode != dns.OpcodeQuery:
+		r.Rcode = dns.RcodeNotImplemented
+	case len(q.Question) != 1:
+		r.Rcode = dns.RcodeFormatError
+	default:
+		r.Authoritative = true
+		qq := q.Question[0]
+		if (qq.Qtype == dns.TypeA || qq.Qtype == dns.TypeANY) && qq.Qclass == dns.ClassINET {
+			r.Answer = []dns.RR{&dns.A{
+				Hdr: dns.RR_Header{Name: qq.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: DNSTTL},
+				A:   ip,
+			}}
+		}
+	}
+	b, err := r.Pack()
+	if err != nil {
+		return nil, fmt.Errorf("dns pack: %w", err)
+	}
+	return b, nil
+}
+
+func (p *Portal) startDNS() error {
+	addr := net.JoinHostPort(p.ip.String(), strconv.Itoa(p.opts.DNSPort))
+	pc, err := net.ListenPacket("udp4", addr)
+	if err != nil {
+		return fmt.Errorf("dns %s: %w", addr, bindErr(err))
+	}
+	p.conns = append(p.conns, pc)
+	ip := p.ip
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return // closed by Down
+			}
+			out, err := dnsAnswer(buf[:n], ip)
+			if err != nil {
+				p.dnsDropped.Add(1)
+				p.log.Debug("dns packet dropped", "from", from.String(), "err", err)
+				continue
+			}
+			if _, err := pc.WriteTo(out, from); err != nil {
+				p.log.Debug("dns reply", "to", from.String(), "err", err)
+			}
+		}
+	}()
+	return nil
+}

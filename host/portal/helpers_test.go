@@ -1,0 +1,165 @@
+package portal
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"devhost/host/auth"
+	"devhost/host/httpd"
+)
+
+// PortalLink is the interface host/wifi drives; the portal must satisfy it.
+type PortalLink interface {
+	Up(ssid, psk string) error
+	Down()
+	Clients() int
+}
+
+var _ PortalLink = (*Portal)(nil)
+
+// testIP is a loopback portal address of its own for each test, so tests (and other test
+// runs on the machine) never share the standard DNS and DHCP ports of one address.
+func testIP(t *testing.T) string {
+	t.Helper()
+	for range 50 {
+		ip := fmt.Sprintf("127.%d.%d.1", 100+rand.IntN(100), rand.IntN(256))
+		free := true
+		for _, c := range []struct{ nw, port string }{{"udp4", "53"}, {"udp4", "67"}, {"tcp4", "8080"}} {
+			if c.nw == "tcp4" {
+				ln, err := net.Listen(c.nw, net.JoinHostPort(ip, c.port))
+				if err != nil {
+					free = false
+					break
+				}
+				_ = ln.Close()
+				continue
+			}
+			pc, err := net.ListenPacket(c.nw, net.JoinHostPort(ip, c.port))
+			if err != nil {
+				free = false
+				break
+			}
+			_ = pc.Close()
+		}
+		if free {
+			return ip
+		}
+	}
+	t.Skip("no free loopback address with ports 53, 67 and 8080 (binding them needs root)")
+	return ""
+}
+
+// health records the portal's reports.
+type health struct {
+	mu    sync.Mutex
+	state map[string]string
+	msg   map[string]string
+}
+
+func (h *health) Report(key, state, message string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state == nil {
+		h.state, h.msg = map[string]string{}, map[string]string{}
+	}
+	h.state[key], h.msg[key] = state, message
+	return nil
+}
+
+func (h *health) get(key string) (string, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state[key], h.msg[key]
+}
+
+// rig is a portal wired to a real device HTTP server and access control, with a station
+// listener on 127.0.0.1 beside the portal listener.
+type rig struct {
+	p       *Portal
+	a       *auth.Auth
+	h       *health
+	srv     *httpd.Server
+	ip      string
+	port    int
+	station string // station-side base URL
+	mu      sync.Mutex
+	key     string
+}
+
+func (r *rig) setKey(k string) { r.mu.Lock(); r.key = k; r.mu.Unlock(); r.a.KeyChanged() }
+
+type authAdapter struct{ a *auth.Auth }
+
+func (c authAdapter) Check(r *http.Request) error                 { _, err := c.a.Check(r); return err }
+func (c authAdapter) WriteError(w http.ResponseWriter, err error) { c.a.WriteError(w, err) }
+
+func newRig(t *testing.T, ip string) *rig {
+	t.Helper()
+	r := &rig{ip: ip, port: 8080, h: &health{}}
+	r.a = auth.New(auth.Options{
+		Key:      func() string { r.mu.Lock(); defer r.mu.Unlock(); return r.key },
+		PortalIP: func() string { return r.p.IP() },
+		Recovery: true,
+	})
+	ui := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<html><body>devhost setup</body></html>"))
+	})
+	r.srv = httpd.New(httpd.Options{Auth: authAdapter{r.a}, UI: ui})
+	r.p = New(Options{IP: ip, HTTPPort: func() int { return r.port }, Serve: r.srv.Serve,
+		Auth: authAdapter{r.a}, Health: r.h})
+	if err := r.srv.HandleAll(r.p.Routes()); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.srv.Serve(ctx, ln) }()
+	r.station = "http://" + ln.Addr().String()
+	t.Cleanup(func() { r.p.Down(); cancel(); <-done })
+	return r
+}
+
+// noFollow is an HTTP client that shows redirects instead of following them.
+var noFollow = &http.Client{
+	Timeout:       30 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+func get(t *testing.T, url string, hdr ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := noFollow.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	_ = resp.Body.Close()
+	return resp
+}
+
+// eventually waits for cond, failing only after a long grace (a loaded machine is slow).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

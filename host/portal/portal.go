@@ -1,0 +1,275 @@
+// Package portal is the network side of the setup access point: while the portal is up it
+// gives the device's HTTP server a second listener on the portal address, answers every DNS
+// name with that address, hands out DHCP leases in the portal's /24 and redirects the
+// captive-portal probes to the portal's root page. The radio (the access point itself) and
+// the decision when the portal is up belong to the WiFi station manager, which drives this
+// package through Up and Down.
+//
+// Addresses. The portal address is the board's (Hardware.PortalIP): on the simulated board a
+// loopback address such as 127.4.1.1, so several simulated devices run side by side, each on
+// its own address; on a real board the spec's 192.168.4.1 on the interface the board names.
+// HTTP (httpd.port) and DNS (53) bind on the portal address only. DHCP (67) binds on the
+// portal address for a loopback portal; on a real interface it binds 0.0.0.0:67 tied to that
+// interface (SO_BINDTODEVICE), because a client without an address broadcasts its DISCOVER
+// and Linux delivers broadcasts only to sockets bound to the wildcard address.
+//
+// A bind that fails raises the health condition KeyBind (warn, naming the services that did
+// not start) and leaves the rest of the portal, and the device, running.
+package portal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// KeyBind is the health condition raised while the portal is up with a service (HTTP, DNS or
+// DHCP) whose socket could not be bound; it returns to normal when a later Up binds them all
+// and when the portal goes down.
+const KeyBind = "portalBind"
+
+// Standard ports of the portal's services.
+const (
+	DNSPort  = 53
+	DHCPPort = 67
+)
+
+// Reporter is the health table as this package uses it.
+type Reporter interface {
+	Report(key, state, message string) error
+}
+
+// Authenticator is the device's credential check, used by the probes on the station side.
+type Authenticator interface {
+	Check(r *http.Request) error
+	WriteError(w http.ResponseWriter, err error)
+}
+
+// Options configure a Portal. IP and Serve are required.
+type Options struct {
+	Clock  clockwork.Clock
+	Logger *slog.Logger
+	// IP is the portal's IPv4 address (the board's PortalIP).
+	IP string
+	// Iface is the real interface that carries IP; "" is the simulated loopback portal.
+	Iface string
+	// HTTPPort returns httpd.port; nil means 80.
+	HTTPPort func() int
+	// Serve is the device's HTTP server answering on one more listener until ctx ends
+	// ((*httpd.Server).Serve).
+	Serve func(ctx context.Context, ln net.Listener) error
+	// Auth checks the probes' credentials on the station side; nil lets every request pass.
+	Auth Authenticator
+	// Health receives KeyBind; nil reports nowhere.
+	Health Reporter
+	// LeaseTime is the DHCP lease; 0 means DefaultLeaseTime.
+	LeaseTime time.Duration
+	// DNSPort and DHCPPort override the standard ports (tests of a second portal); 0 means
+	// the standard port.
+	DNSPort, DHCPPort int
+}
+
+// Stats counts what the portal's UDP services dropped.
+type Stats struct {
+	DNSDropped  uint64 `json:"dns_dropped"`  // packets that did not parse as a DNS query
+	DHCPDropped uint64 `json:"dhcp_dropped"` // packets that did not parse as a DHCP request
+}
+
+// Portal is the setup access point's network side. Its methods are safe for concurrent use.
+type Portal struct {
+	opts Options
+	log  *slog.Logger
+	ip   net.IP // 4-byte form of opts.IP; nil when it does not parse
+
+	mu     sync.Mutex
+	up     bool
+	ssid   string
+	cancel context.CancelFunc
+	conns  []closer
+	wg     sync.WaitGroup
+	leases *leases
+
+	dnsDropped  atomic.Uint64
+	dhcpDropped atomic.Uint64
+	upIP        atomic.Pointer[string]
+}
+
+type closer interface{ Close() error }
+
+// New builds a portal that is down.
+func New(opts Options) *Portal {
+	if opts.Clock == nil {
+		opts.Clock = clockwork.NewRealClock()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.LeaseTime <= 0 {
+		opts.LeaseTime = DefaultLeaseTime
+	}
+	if opts.DNSPort == 0 {
+		opts.DNSPort = DNSPort
+	}
+	if opts.DHCPPort == 0 {
+		opts.DHCPPort = DHCPPort
+	}
+	p := &Portal{opts: opts, log: opts.Logger, ip: net.ParseIP(opts.IP).To4()}
+	empty := ""
+	p.upIP.Store(&empty)
+	return p
+}
+
+// Up brings the portal's listener, DNS responder and DHCP server up. It is idempotent: a
+// second Up while up only records the SSID. The returned error names the services whose bind
+// failed; the others run all the same.
+func (p *Portal) Up(ssid, psk string) error {
+	_ = psk // the radio enforces the passphrase; the network services are the same either way
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ssid = ssid
+	if p.up {
+		return nil
+	}
+	if p.ip == nil {
+		err := fmt.Errorf("portal address %q: not an IPv4 address", p.opts.IP)
+		p.report("warn", err.Error())
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	p.leases = newLeases(p.opts.Clock, p.ip, p.opts.LeaseTime)
+	var errs []error
+	if err := p.startHTTP(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := p.startDNS(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := p.startDHCP(); err != nil {
+		errs = append(errs, err)
+	}
+	p.up = true
+	s := p.ip.String()
+	p.upIP.Store(&s)
+	err := errors.Join(errs...)
+	if err != nil {
+		p.report("warn", err.Error())
+		p.log.Warn("portal up without some services", "ssid", ssid, "ip", s, "err", err)
+	} else {
+		p.report("normal", "")
+		p.log.Info("portal up", "ssid", ssid, "ip", s)
+	}
+	return err
+}
+
+// Down takes the listener, DNS and DHCP down and forgets the leases. It is idempotent.
+func (p *Portal) Down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.up {
+		return
+	}
+	empty := ""
+	p.upIP.Store(&empty)
+	p.cancel()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.wg.Wait()
+	p.conns = nil
+	p.leases = nil
+	p.up = false
+	p.report("normal", "")
+	p.log.Info("portal down")
+}
+
+// Clients is the number of DHCP clients holding a lease while the portal is up.
+func (p *Portal) Clients() int {
+	p.mu.Lock()
+	l := p.leases
+	p.mu.Unlock()
+	if l == nil {
+		return 0
+	}
+	return l.bound()
+}
+
+// IP is the portal's address while it is up and "" while it is down (auth's PortalIP).
+func (p *Portal) IP() string { return *p.upIP.Load() }
+
+// Stats returns the drop counters (they survive Down: they count since boot).
+func (p *Portal) Stats() Stats {
+	return Stats{DNSDropped: p.dnsDropped.Load(), DHCPDropped: p.dhcpDropped.Load()}
+}
+
+// RootURL is the portal's root page as a client on the portal network reaches it.
+func (p *Portal) RootURL() string {
+	host := p.opts.IP
+	if port := p.httpPort(); port != 80 {
+		host = net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	return "http://" + host + "/"
+}
+
+func (p *Portal) httpPort() int {
+	if p.opts.HTTPPort == nil {
+		return 80
+	}
+	return p.opts.HTTPPort()
+}
+
+func (p *Portal) report(state, msg string) {
+	if p.opts.Health == nil {
+		return
+	}
+	if len(msg) > 90 {
+		msg = msg[:90]
+	}
+	if err := p.opts.Health.Report(KeyBind, state, msg); err != nil {
+		p.log.Warn("health report", "key", KeyBind, "err", err)
+	}
+}
+
+func (p *Portal) startHTTP(ctx context.Context) error {
+	addr := net.JoinHostPort(p.ip.String(), strconv.Itoa(p.httpPort()))
+	ln, err := net.Listen("tcp4", addr)
+	if err != nil {
+		return fmt.Errorf("http %s: %w", addr, bindErr(err))
+	}
+	if p.opts.Serve == nil {
+		_ = ln.Close()
+		return fmt.Errorf("http %s: no server to serve it", addr)
+	}
+	p.conns = append(p.conns, ln)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		if err := p.opts.Serve(ctx, ln); err != nil && ctx.Err() == nil {
+			p.log.Warn("portal http listener stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// bindErr shortens a listen error to its cause: the health message has 96 bytes.
+func bindErr(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		msg := op.Err.Error()
+		if i := strings.LastIndex(msg, ": "); i >= 0 {
+			msg = msg[i+2:]
+		}
+		return errors.New(msg)
+	}
+	return err
+}

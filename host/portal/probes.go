@@ -1,0 +1,59 @@
+package portal
+
+import (
+	"net"
+	"net/http"
+
+	"devhost/host/api"
+)
+
+// ProbePaths are the captive-portal probes of the spec: the paths phones and laptops fetch
+// to learn whether the network they joined is captive.
+var ProbePaths = []string{
+	"/generate_204", "/gen_204", "/hotspot-detect.html", "/library/test/success.html",
+	"/connecttest.txt", "/ncsi.txt", "/redirect", "/canonical.html", "/success.txt",
+}
+
+// Routes are the probes as API routes. They are public to the HTTP server's chain because a
+// probe arriving on the portal network needs no credential whatever the key; on the station
+// side the handler applies the ordinary credential check itself.
+func (p *Portal) Routes() []api.Route {
+	rs := make([]api.Route, 0, len(ProbePaths))
+	for _, path := range ProbePaths {
+		rs = append(rs, api.Route{Method: http.MethodGet, Path: path, Handler: p.probe, Public: true})
+	}
+	return rs
+}
+
+// IsProbe reports whether path (without the API prefix) is one of the probes.
+func IsProbe(path string) bool {
+	for _, pp := range ProbePaths {
+		if pp == path {
+			return true
+		}
+	}
+	return false
+}
+
+// probe answers 302 to the portal's root page.
+func (p *Portal) probe(w http.ResponseWriter, r *http.Request) {
+	if !p.FromPortal(r) && p.opts.Auth != nil {
+		if err := p.opts.Auth.Check(r); err != nil {
+			p.opts.Auth.WriteError(w, err)
+			return
+		}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, p.RootURL(), http.StatusFound)
+}
+
+// FromPortal reports whether r arrived on the portal address while the portal is up.
+func (p *Portal) FromPortal(r *http.Request) bool {
+	pip := net.ParseIP(p.IP())
+	if pip == nil {
+		return false
+	}
+	addr, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	ta, ok := addr.(*net.TCPAddr)
+	return ok && ta.IP.Equal(pip)
+}
