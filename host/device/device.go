@@ -35,6 +35,7 @@ import (
 	"devhost/host/httpd"
 	"devhost/host/logs"
 	"devhost/host/netroute"
+	"devhost/host/portal"
 	"devhost/host/signalk"
 	"devhost/host/store"
 	"devhost/host/system"
@@ -93,6 +94,7 @@ type Device struct {
 	rtns  *runtimens.Registry
 	sys   *system.System
 	srv   *httpd.Server
+	ap    *portal.Portal // the setup portal's network side
 
 	exitOnce sync.Once
 	exit     Exit
@@ -205,7 +207,7 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	d.auth = auth.New(auth.Options{Clock: d.clk, Logger: d.ring.Logger("auth"),
 		Key:        func() string { return d.cfg.String("httpd", "api_key") },
 		SessionTTL: func() time.Duration { return time.Duration(d.cfg.Int("httpd", "session_ttl_s")) * time.Second },
-		Required:   opts.AuthRequired, PortalIP: func() string { return "" }, Recovery: opts.PortalRecovery,
+		Required:   opts.AuthRequired, PortalIP: d.portalIP, Recovery: opts.PortalRecovery,
 		Counter: counterStore{d.store}, PowerOn: opts.Handoff.ResetReason == "poweron"})
 	hw := d.sim.Hardware()
 	d.net = netroute.New(netroute.Options{Clock: d.clk, Logger: d.ring.Logger("net"), MAC: hw.MAC, ID: hw.DeviceID(),
@@ -233,9 +235,10 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		Restart:       func(factory bool) { d.restart(ExitReboot, factory) },
 		Crash:         opts.DebugCrash,
 	})
-	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.ui})
+	d.newPortal()
+	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.probeAliases(d.ui)})
 	for _, rs := range [][]api.Route{d.sys.Routes(), d.cfg.Routes(), d.auth.Routes(), d.ring.Routes(),
-		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes()} {
+		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes(), d.ap.Routes()} {
 		if err := d.srv.HandleAll(rs); err != nil {
 			return ExitShutdown, fmt.Errorf("routes: %w", err)
 		}
@@ -289,6 +292,7 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	})
 	g.Go(func() error { d.boardEvents(gctx); return nil })
 	g.Go(func() error { d.compactStore(gctx); return nil })
+	g.Go(func() error { d.runPortal(gctx); return nil })
 	runErr := g.Wait()
 
 	if d.erase {
