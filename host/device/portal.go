@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"devhost/host/httpd"
 	"devhost/host/portal"
 )
 
@@ -36,20 +35,9 @@ func (d *Device) portalIP() string {
 	return d.ap.IP()
 }
 
-// probeAliases answers the captive-portal probes at the paths phones fetch them from (the
-// root: http://connectivitycheck.gstatic.com/generate_204 resolves to the portal) with the
-// same API routes, through the server's whole chain; every other path goes to the UI.
+// probeAliases is the server's UI handler with the probes answered at the root too.
 func (d *Device) probeAliases(ui http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && portal.IsProbe(r.URL.Path) {
-			r2 := r.Clone(r.Context())
-			r2.URL.Path = httpd.Prefix + r.URL.Path
-			r2.URL.RawPath = ""
-			d.srv.ServeHTTP(w, r2)
-			return
-		}
-		ui.ServeHTTP(w, r)
-	})
+	return portal.RootProbes(func() http.Handler { return d.srv }, ui)
 }
 
 // portalWanted is the station's portal decision for a device without a station manager: up

@@ -111,7 +111,7 @@ func newRig(t *testing.T, ip string) *rig {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = w.Write([]byte("<html><body>devhost setup</body></html>"))
 	})
-	r.srv = httpd.New(httpd.Options{Auth: authAdapter{r.a}, UI: ui})
+	r.srv = httpd.New(httpd.Options{Auth: authAdapter{r.a}, UI: RootProbes(func() http.Handler { return r.srv }, ui)})
 	r.p = New(Options{IP: ip, HTTPPort: func() int { return r.port }, Serve: r.srv.Serve,
 		Auth: authAdapter{r.a}, Health: r.h})
 	if err := r.srv.HandleAll(r.p.Routes()); err != nil {

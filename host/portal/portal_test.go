@@ -84,12 +84,14 @@ func TestProbes(t *testing.T) {
 				if tc.bearer != "" {
 					hdr = []string{"Authorization", "Bearer " + tc.bearer}
 				}
-				resp := get(t, base+"/api/v1"+path, hdr...)
-				if resp.StatusCode != tc.status {
-					t.Fatalf("%s: status %d, want %d", path, resp.StatusCode, tc.status)
-				}
-				if got := resp.Header.Get("Location"); got != tc.location {
-					t.Fatalf("%s: Location %q, want %q", path, got, tc.location)
+				for _, url := range []string{base + "/api/v1" + path, base + path} {
+					resp := get(t, url, hdr...)
+					if resp.StatusCode != tc.status {
+						t.Fatalf("%s: status %d, want %d", url, resp.StatusCode, tc.status)
+					}
+					if got := resp.Header.Get("Location"); got != tc.location {
+						t.Fatalf("%s: Location %q, want %q", url, got, tc.location)
+					}
 				}
 			}
 		})

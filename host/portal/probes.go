@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"devhost/host/api"
+	"devhost/host/httpd"
 )
 
 // ProbePaths are the captive-portal probes of the spec: the paths phones and laptops fetch
@@ -33,6 +34,23 @@ func IsProbe(path string) bool {
 		}
 	}
 	return false
+}
+
+// RootProbes answers the probes at the root paths phones and laptops fetch them from
+// (http://connectivitycheck.gstatic.com/generate_204 resolves to the portal) with the same API
+// routes, passed to srv (the device's HTTP server) under the API prefix so its whole chain
+// applies; every other request goes to ui. It is the server's UI handler.
+func RootProbes(srv func() http.Handler, ui http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && IsProbe(r.URL.Path) {
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = httpd.Prefix + r.URL.Path
+			r2.URL.RawPath = ""
+			srv().ServeHTTP(w, r2)
+			return
+		}
+		ui.ServeHTTP(w, r)
+	})
 }
 
 // probe answers 302 to the portal's root page.
