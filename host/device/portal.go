@@ -21,10 +21,16 @@ import (
 // its routes: the captive-portal probes are among them.
 func (d *Device) newPortal() {
 	hw := d.sim.Hardware()
+	serve := func(ctx context.Context, ln net.Listener) error { return d.srv.Serve(ctx, ln) }
+	if ip := net.ParseIP(d.opts.Listen); d.opts.Listen == "" || (ip != nil && ip.IsUnspecified()) {
+		// The station listener holds the port on every address, the portal's included: a
+		// listener of the portal's own cannot bind, and requests there already reach the
+		// server (auth tells them apart by the local address while the portal is up).
+		serve = nil
+	}
 	d.ap = portal.New(portal.Options{Clock: d.clk, Logger: d.ring.Logger("portal"), IP: hw.PortalIP,
-		HTTPPort: func() int { return d.cfg.Int("httpd", "port") },
-		Serve:    func(ctx context.Context, ln net.Listener) error { return d.srv.Serve(ctx, ln) },
-		Auth:     authCheck{d.auth}, Health: healthReporter{d.hlth}})
+		HTTPPort: func() int { return d.cfg.Int("httpd", "port") }, Serve: serve,
+		Auth: authCheck{d.auth}, Health: healthReporter{d.hlth}})
 }
 
 // portalIP is auth's PortalIP: the portal address while the portal is up, "" otherwise.

@@ -66,7 +66,8 @@ type Options struct {
 	// HTTPPort returns httpd.port; nil means 80.
 	HTTPPort func() int
 	// Serve is the device's HTTP server answering on one more listener until ctx ends
-	// ((*httpd.Server).Serve).
+	// ((*httpd.Server).Serve). Nil means the server already answers on the portal address
+	// (a station listener bound to all addresses holds the port): no listener of its own.
 	Serve func(ctx context.Context, ln net.Listener) error
 	// Auth checks the probes' credentials on the station side; nil lets every request pass.
 	Auth Authenticator
@@ -241,14 +242,13 @@ func (p *Portal) report(state, msg string) {
 }
 
 func (p *Portal) startHTTP(ctx context.Context) error {
+	if p.opts.Serve == nil {
+		return nil
+	}
 	addr := net.JoinHostPort(p.ip.String(), strconv.Itoa(p.httpPort()))
 	ln, err := net.Listen("tcp4", addr)
 	if err != nil {
 		return fmt.Errorf("http %s: %w", addr, bindErr(err))
-	}
-	if p.opts.Serve == nil {
-		_ = ln.Close()
-		return fmt.Errorf("http %s: no server to serve it", addr)
 	}
 	p.conns = append(p.conns, ln)
 	p.wg.Add(1)

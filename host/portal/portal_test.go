@@ -288,3 +288,23 @@ func TestBadAddress(t *testing.T) {
 		t.Fatal("a portal that could not come up reports an address or clients")
 	}
 }
+
+func TestNoOwnListenerWhenServedElsewhere(t *testing.T) {
+	ip := testIP(t)
+	h := &health{}
+	p := New(Options{IP: ip, HTTPPort: func() int { return 8080 }, Health: h})
+	if err := p.Up("dev", ""); err != nil {
+		t.Fatalf("Up without a Serve function: %v", err)
+	}
+	defer p.Down()
+	if st, _ := h.get(KeyBind); st != "normal" {
+		t.Fatalf("%s = %q", KeyBind, st)
+	}
+	if c, err := net.Dial("tcp4", net.JoinHostPort(ip, "8080")); err == nil {
+		c.Close()
+		t.Fatal("a listener of the portal's own exists")
+	}
+	if p.IP() != ip {
+		t.Fatalf("IP() = %q", p.IP())
+	}
+}
