@@ -7,9 +7,9 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// The seed corpora are checked in under testdata/fuzz: queries and DHCP messages as clients
-// send them (an EDNS query of each common type, DISCOVER, REQUEST, RELEASE), truncated
-// variants of them and plain garbage.
+// The seed corpora are checked in under testdata/fuzz: packets captured from the real clients
+// (dig's A query, udhcpc's DISCOVER), messages as clients send them (an EDNS query of each
+// common type, DISCOVER, REQUEST, RELEASE), truncated variants of them and plain garbage.
 
 // FuzzDNSAnswer feeds arbitrary packets to the DNS responder's entry point: it must never
 // panic, and whatever it answers must itself parse.

@@ -191,7 +191,8 @@ func (p *Portal) Down() {
 	p.leases = nil
 	p.up = false
 	p.report("normal", "")
-	p.log.Info("portal down")
+	st := p.Stats()
+	p.log.Info("portal down", "dns_dropped", st.DNSDropped, "dhcp_dropped", st.DHCPDropped)
 }
 
 // Clients is the number of DHCP clients holding a lease while the portal is up.
