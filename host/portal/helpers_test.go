@@ -55,14 +55,14 @@ func testIP(t *testing.T) string {
 	return ""
 }
 
-// health records the portal's reports.
-type health struct {
+// healthLog records the portal's reports.
+type healthLog struct {
 	mu    sync.Mutex
 	state map[string]string
 	msg   map[string]string
 }
 
-func (h *health) Report(key, state, message string) error {
+func (h *healthLog) Report(key, state, message string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.state == nil {
@@ -72,7 +72,7 @@ func (h *health) Report(key, state, message string) error {
 	return nil
 }
 
-func (h *health) get(key string) (string, string) {
+func (h *healthLog) get(key string) (string, string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.state[key], h.msg[key]
@@ -83,7 +83,7 @@ func (h *health) get(key string) (string, string) {
 type rig struct {
 	p       *Portal
 	a       *auth.Auth
-	h       *health
+	h       *healthLog
 	srv     *httpd.Server
 	ip      string
 	port    int
@@ -101,7 +101,7 @@ func (c authAdapter) WriteError(w http.ResponseWriter, err error) { c.a.WriteErr
 
 func newRig(t *testing.T, ip string) *rig {
 	t.Helper()
-	r := &rig{ip: ip, port: 8080, h: &health{}}
+	r := &rig{ip: ip, port: 8080, h: &healthLog{}}
 	r.a = auth.New(auth.Options{
 		Key:      func() string { r.mu.Lock(); defer r.mu.Unlock(); return r.key },
 		PortalIP: func() string { return r.p.IP() },

@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"devhost/host/health"
 )
 
 // KeyBind is the health condition raised while the portal is up with a service (HTTP, DNS or
@@ -234,8 +236,10 @@ func (p *Portal) report(state, msg string) {
 	if p.opts.Health == nil {
 		return
 	}
-	if len(msg) > 90 {
-		msg = msg[:90]
+	// One line, within the health table's message limit (the errors are ASCII).
+	msg = strings.ReplaceAll(msg, "\n", "; ")
+	if len(msg) > health.MaxMessageLen {
+		msg = msg[:health.MaxMessageLen]
 	}
 	if err := p.opts.Health.Report(KeyBind, state, msg); err != nil {
 		p.log.Warn("health report", "key", KeyBind, "err", err)
@@ -262,7 +266,7 @@ func (p *Portal) startHTTP(ctx context.Context) error {
 	return nil
 }
 
-// bindErr shortens a listen error to its cause: the health message has 96 bytes.
+// bindErr shortens a listen error to its cause, for a health message that fits on a line.
 func bindErr(err error) error {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Err != nil {

@@ -235,7 +235,7 @@ func TestBindFailureRaisesHealth(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "dns") {
 		t.Fatalf("Up with port 53 taken: %v, want an error naming dns", err)
 	}
-	if st, msg := r.h.get(KeyBind); st != "warn" || !strings.Contains(msg, "dns") {
+	if st, msg := r.h.get(KeyBind); st != "warn" || !strings.Contains(msg, "dns") || strings.Contains(msg, "\n") {
 		t.Fatalf("%s = %q %q", KeyBind, st, msg)
 	}
 	// The rest of the portal runs.
@@ -270,13 +270,19 @@ func TestSideBySide(t *testing.T) {
 	if err := c.p.Up("dev", ""); err == nil {
 		t.Fatal("a second portal on the same address bound everything")
 	}
-	if st, _ := c.h.get(KeyBind); st != "warn" {
-		t.Fatalf("%s = %q", KeyBind, st)
+	st, msg := c.h.get(KeyBind)
+	if st != "warn" || strings.Contains(msg, "\n") {
+		t.Fatalf("%s = %q %q", KeyBind, st, msg)
+	}
+	for _, svc := range []string{"http", "dns", "dhcp"} {
+		if !strings.Contains(msg, svc+" ") {
+			t.Fatalf("%s message %q does not name %s", KeyBind, msg, svc)
+		}
 	}
 }
 
 func TestBadAddress(t *testing.T) {
-	h := &health{}
+	h := &healthLog{}
 	p := New(Options{IP: "not-an-ip", Health: h})
 	if err := p.Up("x", ""); err == nil {
 		t.Fatal("Up with a bad address succeeded")
@@ -291,7 +297,7 @@ func TestBadAddress(t *testing.T) {
 
 func TestNoOwnListenerWhenServedElsewhere(t *testing.T) {
 	ip := testIP(t)
-	h := &health{}
+	h := &healthLog{}
 	p := New(Options{IP: ip, HTTPPort: func() int { return 8080 }, Health: h})
 	if err := p.Up("dev", ""); err != nil {
 		t.Fatalf("Up without a Serve function: %v", err)
