@@ -96,7 +96,6 @@ type Portal struct {
 
 	mu     sync.Mutex
 	up     bool
-	ssid   string
 	cancel context.CancelFunc
 	conns  []closer
 	wg     sync.WaitGroup
@@ -133,13 +132,12 @@ func New(opts Options) *Portal {
 }
 
 // Up brings the portal's listener, DNS responder and DHCP server up. It is idempotent: a
-// second Up while up only records the SSID. The returned error names the services whose bind
-// failed; the others run all the same.
-func (p *Portal) Up(ssid, psk string) error {
-	_ = psk // the radio enforces the passphrase; the network services are the same either way
+// second Up while up changes nothing. The returned error names the services whose bind
+// failed; the others run all the same. The SSID and passphrase are the radio's business (the
+// network services are the same either way); the SSID is logged.
+func (p *Portal) Up(ssid, _ string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.ssid = ssid
 	if p.up {
 		return nil
 	}
