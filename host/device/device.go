@@ -348,8 +348,8 @@ func (d *Device) boardEvents(ctx context.Context) {
 		case ev.Presence > 0:
 			d.log.Warn("presence button: recovery window opened", "seconds", ev.Presence)
 			d.auth.OpenWindow(ev.Presence)
-		case ev.Link != nil:
-			d.net.Update(*ev.Link)
+		case ev.Iface != nil:
+			d.net.Update(*ev.Iface)
 		}
 	}
 }
