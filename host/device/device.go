@@ -39,6 +39,7 @@ import (
 	"devhost/host/store"
 	"devhost/host/system"
 	"devhost/host/ui"
+	"devhost/host/wifi"
 	runtimens "devhost/runtime-ns"
 )
 
@@ -89,6 +90,7 @@ type Device struct {
 	clock *clock.Clock
 	ui    *ui.UI
 	net   *netroute.Route
+	wifi  *wifi.Manager
 	sk    *signalk.Client
 	rtns  *runtimens.Registry
 	sys   *system.System
@@ -212,6 +214,7 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		Hostname: func() string { return d.cfg.String("net", "hostname") },
 		Publish:  d.hub.Publish, Health: healthReporter{d.hlth}})
 	d.hub.OnConnect(func() []events.Event { name, st := d.net.OnConnect(); return []events.Event{{Name: name, Data: st}} })
+	d.wifi = d.wifiStation(nil)
 	d.ui = ui.New(filepath.Join(opts.DataDir, "ui"), d.ring.Logger("ui"))
 	d.rtns = runtimens.New(d.cfg, healthReporter{d.hlth})
 	d.sys = system.New(system.Options{Clock: d.clk, Logger: d.ring.Logger("system"), Board: d.sim,
@@ -235,7 +238,7 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	})
 	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.ui})
 	for _, rs := range [][]api.Route{d.sys.Routes(), d.cfg.Routes(), d.auth.Routes(), d.ring.Routes(),
-		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes()} {
+		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes(), d.wifi.Routes()} {
 		if err := d.srv.HandleAll(rs); err != nil {
 			return ExitShutdown, fmt.Errorf("routes: %w", err)
 		}
@@ -288,6 +291,7 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		return nil
 	})
 	g.Go(func() error { d.boardEvents(gctx); return nil })
+	runWiFi(gctx, g, d.wifi)
 	g.Go(func() error { d.compactStore(gctx); return nil })
 	runErr := g.Wait()
 

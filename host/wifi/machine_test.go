@@ -92,6 +92,7 @@ type env struct {
 
 	mu       sync.Mutex
 	settings Settings
+	reads    int // Settings calls: the manager read a change
 	net      []netroute.Iface
 	events   map[string]int
 }
@@ -122,7 +123,7 @@ func newEnv(t *testing.T, f func(*Settings), aps ...board.APUpdate) *env {
 		f(&e.settings)
 	}
 	e.mg = New(Options{Clock: e.clk, Logger: slog.New(e.warn), Radio: sim, ID: "abcd", Portal: e.portal, PortalIP: "127.4.171.205",
-		Settings: func() Settings { e.mu.Lock(); defer e.mu.Unlock(); return e.settings },
+		Settings: func() Settings { e.mu.Lock(); defer e.mu.Unlock(); e.reads++; return e.settings },
 		Net:      func(i netroute.Iface) { e.mu.Lock(); e.net = append(e.net, i); e.mu.Unlock() },
 		Publish:  func(name string, _ any) { e.mu.Lock(); e.events[name]++; e.mu.Unlock() },
 		Jitter:   func() float64 { return 0.5 }})
