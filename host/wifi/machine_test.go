@@ -384,7 +384,9 @@ func TestConfigChanges(t *testing.T) {
 	_, reports := e.lastNet()
 
 	// The network moves to slot 2 and another is added first: the live connection is kept.
-	e.set(func(s *Settings) { s.Networks = nets(Network{SSID: "Fuel Dock", PSK: "diesel-only"}, Network{}, marinaNet) })
+	e.set(func(s *Settings) {
+		s.Networks = nets(Network{SSID: "Fuel Dock", PSK: "diesel-only"}, Network{}, marinaNet)
+	})
 	st := e.waitState("kept, now slot 2", StateConnected, 2)
 	if st.ConnectCount != 1 {
 		t.Fatalf("the connection was not kept: %+v", st)
@@ -485,8 +487,13 @@ func TestStaticAddressing(t *testing.T) {
 	if err := e.sim.SetFault("Marina", board.FaultNoIP); err != nil {
 		t.Fatal(err)
 	}
-	e.set(func(s *Settings) { s.IP, s.Gateway = "192.168.1.30", "192.168.1.1"; s.Networks[0].PSK = "mooring-line-7" })
-	e.set(func(s *Settings) { s.Networks = nets(Network{SSID: "Marina", PSK: "mooring-line-7", BSSID: board.DefaultBSSID("Marina")}) })
+	e.set(func(s *Settings) {
+		s.IP, s.Gateway = "192.168.1.30", "192.168.1.1"
+		s.Networks[0].PSK = "mooring-line-7"
+	})
+	e.set(func(s *Settings) {
+		s.Networks = nets(Network{SSID: "Marina", PSK: "mooring-line-7", BSSID: board.DefaultBSSID("Marina")})
+	})
 	st = e.wait("static", func(s Status) bool { return s.State == StateConnected && s.IP != nil && *s.IP == "192.168.1.30" })
 	if *st.Netmask != "255.255.255.0" || *st.Gateway != "192.168.1.1" {
 		t.Fatalf("static status %+v", st)
