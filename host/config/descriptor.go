@@ -76,7 +76,10 @@ type Key struct {
 	// are not re-checked on read, so a short stored secret never silently reads as unset.
 	MinLength       int
 	Enum            []string // string
-	Pattern         string   // string; schema only (see the package doc)
+	Pattern         string   // string; schema only (see the package doc) unless CheckPattern
+	// CheckPattern (Go descriptors) makes writes check Pattern too, for a key whose alphabet
+	// is a device rule rather than a UI hint (net.hostname: a DNS label).
+	CheckPattern bool
 	Secret          bool     // string or blob
 	RestartRequired bool
 	ReadOnly        bool
