@@ -81,6 +81,7 @@ const (
 	StaDisconnected = "disconnected" // left or refused, with a reason
 	StaGotIP        = "got_ip"       // the AP's DHCP server gave an address
 	StaLostIP       = "lost_ip"      // the address went away while associated
+	StaRSSI         = "rssi"         // the signal of the AP the station is on changed
 )
 
 // StaEvent is something the station did. Attempt is the Connect call it belongs to.
@@ -243,7 +244,8 @@ func (s *Sim) wifiLocked() WiFiState {
 	return w
 }
 
-// AddAP adds an access point, or replaces the one with the same BSSID.
+// AddAP adds an access point, or replaces the one with the same BSSID. Replacing the AP the
+// station is on with another RSSI is a signal change the station hears.
 func (s *Sim) AddAP(u APUpdate) (AP, error) {
 	ap := AP{SSID: u.SSID, PSK: u.PSK, Auth: u.Auth, BSSID: u.BSSID, Channel: u.Channel, RSSI: DefaultAPRSSI}
 	if u.RSSI != nil {
@@ -255,7 +257,11 @@ func (s *Sim) AddAP(u APUpdate) (AP, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i := slices.IndexFunc(s.wifi.APs, func(o AP) bool { return o.BSSID == ap.BSSID }); i >= 0 {
+		old := s.wifi.APs[i]
 		s.wifi.APs[i] = ap
+		if (s.sta.state == "associated" || s.sta.state == "got_ip") && s.sta.bssid == ap.BSSID && old.RSSI != ap.RSSI {
+			s.publishLocked(Event{Station: &StaEvent{Attempt: s.sta.attempt, Kind: StaRSSI, SSID: s.sta.req.SSID, BSSID: ap.BSSID, RSSI: ap.RSSI}})
+		}
 	} else {
 		s.wifi.APs = append(s.wifi.APs, ap)
 	}

@@ -113,6 +113,17 @@ func TestStationLiveFaults(t *testing.T) {
 		return n
 	}
 	n := join()
+	// The AP the station is on changes signal: an RSSI event; the same signal again is none.
+	if _, err := s.AddAP(APUpdate{SSID: DefaultSSID, PSK: DefaultPSK, RSSI: ptr(-75)}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := wantStation(t, ch, n, StaRSSI, 0); ev.RSSI != -75 {
+		t.Fatalf("rssi event %+v", ev)
+	}
+	if _, err := s.AddAP(APUpdate{SSID: DefaultSSID, PSK: DefaultPSK, RSSI: ptr(-75)}); err != nil {
+		t.Fatal(err)
+	}
+	noEvent(t, ch)
 	// drop on a connected station: at once, once; the AP then reads none.
 	if err := s.SetFault(DefaultSSID, FaultDrop); err != nil {
 		t.Fatal(err)

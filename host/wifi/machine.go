@@ -278,6 +278,9 @@ func (m *machine) driverEvent(ev board.StaEvent) {
 	case m.state == StateObtainingIP && ev.Kind == board.StaDisconnected:
 		m.disconnects++
 		m.fail(ev.Reason)
+	// An RSSI refresh: no transition; the network layer hears it on the station route.
+	case (m.state == StateObtainingIP || m.state == StateConnected) && ev.Kind == board.StaRSSI:
+		m.rssi = ev.RSSI
 	// connected | drop or IP lost → retry the same network once, then move on as above
 	case m.state == StateConnected && (ev.Kind == board.StaDisconnected || ev.Kind == board.StaLostIP):
 		reason := ev.Reason

@@ -178,11 +178,11 @@ func (e *env) lastNet() (netroute.Iface, int) {
 	return e.net[len(e.net)-1], len(e.net)
 }
 
-func (e *env) waitNet(what string, up bool) netroute.Iface {
+func (e *env) waitNet(what string, up bool, also ...func(netroute.Iface) bool) netroute.Iface {
 	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if n, c := e.lastNet(); c > 0 && n.Up == up {
+		if n, c := e.lastNet(); c > 0 && n.Up == up && (len(also) == 0 || also[0](n)) {
 			return n
 		}
 		if time.Now().After(deadline) {
@@ -229,9 +229,15 @@ func TestUnconfiguredAndDisabledPortalUpAtOnce(t *testing.T) {
 	if st.Reason != (Reason{1005, "station disabled"}) || st.StaEnabled {
 		t.Fatalf("disabled status %+v", st)
 	}
-	e.wait("portal follows its SSID", func(s Status) bool { return s.Portal.Active && s.Portal.SSID == "Setup Me" })
-	if up, ssid := e.portal.state(); !up || ssid != "Setup Me" || e.portal.psk != "portal-pass" {
-		t.Fatalf("portal %v %q %q", up, ssid, e.portal.psk)
+	e.wait("portal follows its SSID", func(s Status) bool {
+		up, ssid := e.portal.state()
+		return s.Portal.Active && s.Portal.SSID == "Setup Me" && up && ssid == "Setup Me"
+	})
+	e.portal.mu.Lock()
+	psk := e.portal.psk
+	e.portal.mu.Unlock()
+	if psk != "portal-pass" {
+		t.Fatalf("portal psk %q", psk)
 	}
 	e.set(func(s *Settings) { s.PortalEnabled = false })
 	e.waitPortal("wifi.portal_enabled false: never up", false)
@@ -252,6 +258,12 @@ func TestJoinReportsUpAndTakesThePortalDown(t *testing.T) {
 		t.Fatalf("network report %+v", n)
 	}
 	e.waitPortal("down when connected", false)
+	// The signal changes: the status and the station route follow, no transition.
+	if _, err := e.sim.AddAP(board.APUpdate{SSID: "Marina", PSK: "mooring-line-7", RSSI: ptr(-71)}); err != nil {
+		t.Fatal(err)
+	}
+	e.wait("rssi refresh", func(s Status) bool { return s.RSSI != nil && *s.RSSI == -71 && s.ConnectCount == 1 })
+	e.waitNet("rssi reported", true, func(n netroute.Iface) bool { return n.RSSI != nil && *n.RSSI == -71 })
 	e.clk.Advance(90 * time.Second)
 	if st := e.mg.Status(); *st.ConnectedS != 90 {
 		t.Fatalf("connected_s %d", *st.ConnectedS)
@@ -381,6 +393,7 @@ func TestConfigChanges(t *testing.T) {
 	marinaNet := Network{SSID: "Marina", PSK: "mooring-line-7"}
 	e := newEnv(t, func(s *Settings) { s.Networks = nets(marinaNet) }, marina, fuel)
 	e.waitState("connected", StateConnected, 0)
+	e.waitNet("up", true)
 	_, reports := e.lastNet()
 
 	// The network moves to slot 2 and another is added first: the live connection is kept.
@@ -498,9 +511,7 @@ func TestStaticAddressing(t *testing.T) {
 	if *st.Netmask != "255.255.255.0" || *st.Gateway != "192.168.1.1" {
 		t.Fatalf("static status %+v", st)
 	}
-	if n := e.waitNet("static reported up", true); n.IP != "192.168.1.30" {
-		t.Fatalf("report %+v", n)
-	}
+	e.waitNet("static reported up", true, func(n netroute.Iface) bool { return n.IP == "192.168.1.30" })
 }
 
 func TestBSSIDPinDisablesRoaming(t *testing.T) {
