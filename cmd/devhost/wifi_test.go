@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,6 +44,7 @@ func TestWiFiJoinAndFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newDev(t, withArgs("--board", boardFile))
+	evs := d.events()
 	st := d.waitWiFi("a fresh device is unconfigured", 10*time.Second, func(m map[string]any) bool { return m["state"] == "unconfigured" })
 	if _, ok := st["ssid"]; ok || st["network_index"] != -1.0 {
 		t.Fatalf("unconfigured status %v", st)
@@ -57,7 +59,14 @@ func TestWiFiJoinAndFailover(t *testing.T) {
 		t.Fatalf("PUT /config: %d %s", r.status, r.body)
 	}
 	st = d.waitWiFi("connected", 20*time.Second, func(m map[string]any) bool { return m["state"] == "connected" })
-	t.Logf("wifi ap add to connected: %v", time.Since(start))
+	t.Logf("wifi ap add, then PUT /config, to connected: %v", time.Since(start))
+	// The route comes up (`net`) and the status says connected (`wifi`), in either order.
+	var sawWiFi, sawNet bool
+	waitEvent(t, evs, 10*time.Second, "wifi connected and net on the station", func(e event) bool {
+		sawWiFi = sawWiFi || (e.name == "wifi" && strings.Contains(e.data, `"state":"connected"`))
+		sawNet = sawNet || (e.name == "net" && strings.Contains(e.data, `"iface":"wifi_sta"`))
+		return sawWiFi && sawNet
+	})
 	if st["ssid"] != "Pier" || st["channel"] != 11.0 || st["rssi"] != -58.0 || st["ip"] != "127.0.0.1" || st["network_index"] != 0.0 {
 		t.Fatalf("connected status %v", st)
 	}
@@ -75,7 +84,7 @@ func TestWiFiJoinAndFailover(t *testing.T) {
 
 	// Network 1 in range; a short DHCP timeout so the failover takes seconds, not thirty.
 	d.devctlBoard("wifi", "ap", "add", "--ssid", "Fuel Dock", "--psk", "diesel-only")
-	if r := d.call("PUT", "/api/v1/config", `{"wifi":{"ssid1":"Fuel Dock","psk1":"diesel-only","dhcp_tmo_s":1}}`); r.status != 200 {
+	if r := d.call("PUT", "/api/v1/config", `{"wifi":{"ssid1":"Fuel Dock","psk1":"diesel-only","dhcp_tmo_s":1,"backoff_max_s":1}}`); r.status != 200 {
 		t.Fatalf("PUT /config: %d %s", r.status, r.body)
 	}
 	// Pier stops giving addresses: IP lost, the one retry gets none, the station moves on.
@@ -93,6 +102,14 @@ func TestWiFiJoinAndFailover(t *testing.T) {
 	if _, ok := st["backoff_ms"]; !ok {
 		t.Fatalf("backoff status %v", st)
 	}
+	// Configured first, in range later: the station finds it at the end of the backoff
+	// (wifi.backoff_max_s 1 here).
+	start = time.Now()
+	d.devctlBoard("wifi", "ap", "add", "--ssid", "Fuel Dock", "--psk", "diesel-only")
+	d.waitWiFi("joined after the backoff", 20*time.Second, func(m map[string]any) bool {
+		return m["state"] == "connected" && m["ssid"] == "Fuel Dock"
+	})
+	t.Logf("wifi ap add of a configured network to connected (backoff cap 1 s): %v", time.Since(start))
 
 	// Scans: busy, then a result list.
 	d.devctlBoard("wifi", "scan-busy", "on")
@@ -113,7 +130,8 @@ func TestWiFiJoinAndFailover(t *testing.T) {
 	if err := json.Unmarshal(d.call("GET", "/api/v1/wifi/scan", "").body, &scan); err != nil {
 		t.Fatal(err)
 	}
-	if scan.AgeS == nil || len(scan.Results) != 2 || scan.Results[0].SSID != "Pier" || scan.Results[1].SSID != "Marina" || scan.Results[0].Auth != "wpa2" {
+	if scan.AgeS == nil || len(scan.Results) != 3 || scan.Results[0].SSID != "Pier" || scan.Results[1].SSID != "Marina" ||
+		scan.Results[2].SSID != "Fuel Dock" || scan.Results[0].Auth != "wpa2" {
 		t.Fatalf("scan %+v", scan)
 	}
 }
