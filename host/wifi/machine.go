@@ -335,6 +335,13 @@ func (m *machine) configChanged(s Settings) {
 	if s.Networks != old.Networks {
 		m.warnedPSK = [Slots]bool{}
 	}
+	if s.PortalAfter != old.PortalAfter && !m.failingAt.IsZero() {
+		// The delay counts from when retrying began, whatever it is now.
+		if m.portalTimer != nil {
+			m.portalTimer.Stop()
+		}
+		m.portalTimer = m.clk.NewTimer(max(s.PortalAfter-m.clk.Since(m.failingAt), 0))
+	}
 	if !s.StaEnabled || !m.configured() {
 		m.evaluate(0)
 		return

@@ -321,15 +321,16 @@ func TestBackoffJitter(t *testing.T) {
 }
 
 func TestConnectAndDHCPTimeouts(t *testing.T) {
-	e := newEnv(t, func(s *Settings) {
-		s.Networks = nets(Network{SSID: "Silent", PSK: "password1"}, Network{SSID: "Marina", PSK: "mooring-line-7"})
-	}, board.APUpdate{SSID: "Silent", PSK: "password1"}, marina)
+	e := newEnv(t, nil, board.APUpdate{SSID: "Silent", PSK: "password1"}, marina)
 	if err := e.sim.SetFault("Silent", board.FaultNoAnswer); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.sim.SetFault("Marina", board.FaultNoIP); err != nil {
 		t.Fatal(err)
 	}
+	e.set(func(s *Settings) {
+		s.Networks = nets(Network{SSID: "Silent", PSK: "password1"}, Network{SSID: "Marina", PSK: "mooring-line-7"})
+	})
 	e.waitState("connecting network 0", StateConnecting, 0)
 	e.clk.Advance(15 * time.Second)
 	st := e.waitState("connect timeout → next network → obtaining_ip", StateObtainingIP, 1)
@@ -554,6 +555,16 @@ func TestPortalAfterRetrying(t *testing.T) {
 	e.set(func(s *Settings) { s.Networks[0].PSK = "mooring-line-7" })
 	e.waitState("connected", StateConnected, 0)
 	e.waitPortal("down when connected", false)
+}
+
+func TestPortalDelayChangedWhileRetrying(t *testing.T) {
+	e := newEnv(t, func(s *Settings) { s.Networks = nets(Network{SSID: "Elsewhere", PSK: "password1"}) })
+	e.waitState("backoff", StateBackoff, 0)
+	e.clk.Advance(500 * time.Millisecond)
+	e.wait("half a second of retrying", func(s Status) bool { return s.BackoffMS != nil && *s.BackoffMS == 500 })
+	// Shortened below the time already spent retrying: up at once.
+	e.set(func(s *Settings) { s.PortalAfter = 100 * time.Millisecond })
+	e.waitPortal("up after the shortened delay", true)
 }
 
 func TestPortalThatFailsStaysDown(t *testing.T) {
