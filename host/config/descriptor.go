@@ -74,13 +74,13 @@ type Key struct {
 	// MinLength (strings, bytes) refuses a non-empty value shorter than this on writes; the
 	// empty string stays allowed and means "unset" (API key, WiFi passwords). Stored values
 	// are not re-checked on read, so a short stored secret never silently reads as unset.
-	MinLength       int
-	Enum            []string // string
-	Pattern         string   // string; schema only (see the package doc) unless CheckPattern
+	MinLength int
+	Enum      []string // string
+	Pattern   string   // string; schema only (see the package doc) unless CheckPattern
 	// CheckPattern (Go descriptors) makes writes check Pattern too, for a key whose alphabet
 	// is a device rule rather than a UI hint (net.hostname: a DNS label).
-	CheckPattern bool
-	Secret          bool     // string or blob
+	CheckPattern    bool
+	Secret          bool // string or blob
 	RestartRequired bool
 	ReadOnly        bool
 	Unit            string
