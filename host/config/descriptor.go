@@ -74,13 +74,10 @@ type Key struct {
 	// MinLength (strings, bytes) refuses a non-empty value shorter than this on writes; the
 	// empty string stays allowed and means "unset" (API key, WiFi passwords). Stored values
 	// are not re-checked on read, so a short stored secret never silently reads as unset.
-	MinLength int
-	Enum      []string // string
-	Pattern   string   // string; schema only (see the package doc) unless CheckPattern
-	// CheckPattern (Go descriptors) makes writes check Pattern too, for a key whose alphabet
-	// is a device rule rather than a UI hint (net.hostname: a DNS label).
-	CheckPattern    bool
-	Secret          bool // string or blob
+	MinLength       int
+	Enum            []string // string
+	Pattern         string   // string; schema only (see the package doc) unless CheckPattern
+	Secret          bool     // string or blob
 	RestartRequired bool
 	ReadOnly        bool
 	Unit            string
@@ -91,6 +88,9 @@ type Key struct {
 	// MovesTo names a key ("ns.key") that takes over this deprecated key: at every boot a
 	// non-empty stored value moves there when the target is empty, and is dropped otherwise.
 	MovesTo string
+	// CheckPattern (Go descriptors) makes writes check Pattern too, for a key whose alphabet
+	// is a device rule rather than a UI hint (net.hostname: a DNS label).
+	CheckPattern bool
 }
 
 // X holds presentation hints (the descriptor's `x`).
