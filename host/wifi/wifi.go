@@ -23,6 +23,9 @@
 //   - A configuration change restarts from network 0 at once (reason 1004, round 0) unless the
 //     network in use, or being joined, is still listed with the same SSID, password and BSSID
 //     pin; a change that leaves the list and the addressing alone never interrupts a backoff.
+//   - Addressing (wifi.ip_mode, ip, netmask, gateway) is read at each attempt: a live
+//     connection keeps the address it has until it reconnects (ip_mode and gateway are
+//     restart-required keys; the next boot or the next attempt applies them).
 //   - A slot whose password is outside 8..63 is skipped with one warning per configuration; a
 //     static ip/netmask that does not parse falls back to DHCP with one warning per value.
 //   - The portal: once up it stays up while the station retries, so an installer who typed new
