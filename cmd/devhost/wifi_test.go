@@ -135,3 +135,58 @@ func TestWiFiJoinAndFailover(t *testing.T) {
 		t.Fatalf("scan %+v", scan)
 	}
 }
+
+// waitNet polls GET /net/status until ok accepts it.
+func (d *dev) waitNet(what string, ok func(map[string]any) bool) map[string]any {
+	d.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := d.call("GET", "/api/v1/net/status", "").json(d.t)
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("%s: net status %v", what, st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestDefaultRouteAcrossInterfaces drives Ethernet, the WiFi station and Thread with devctl:
+// Ethernet over the station over Thread, each move a CHANGED edge, RSSI only on the station.
+func TestDefaultRouteAcrossInterfaces(t *testing.T) {
+	boardFile := filepath.Join(t.TempDir(), "board.json")
+	if err := os.WriteFile(boardFile, []byte(`{"wifi":{"station_ip":"127.0.0.1"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := newDev(t, withArgs("--board", boardFile))
+	d.devctlBoard("thread", "up", "--ip", "127.0.0.3")
+	d.waitNet("thread carries the route", func(m map[string]any) bool {
+		return m["iface"] == "thread" && m["ip"] == "127.0.0.3" && m["rssi"] == nil && m["up_count"] == 1.0
+	})
+	if r := d.call("PUT", "/api/v1/config", `{"wifi":{"ssid0":"Marina","psk0":"mooring-line-7"}}`); r.status != 200 {
+		t.Fatalf("PUT /config: %d %s", r.status, r.body)
+	}
+	d.waitNet("the station is preferred over Thread", func(m map[string]any) bool {
+		return m["iface"] == "wifi_sta" && m["rssi"] == -60.0 && m["up_count"] == 2.0
+	})
+	d.devctlBoard("eth", "up", "--ip", "127.0.0.2")
+	eth := d.waitNet("Ethernet is preferred over the station", func(m map[string]any) bool {
+		return m["iface"] == "eth" && m["ip"] == "127.0.0.2" && m["up_count"] == 3.0
+	})
+	if eth["rssi"] != nil || eth["ip6_ll"] != "fe80::ff:fe12:abd0" {
+		t.Fatalf("Ethernet route %v", eth)
+	}
+	// A change on a standby interface is no edge.
+	d.devctlBoard("thread", "down")
+	d.devctlBoard("eth", "down")
+	d.waitNet("back on the station", func(m map[string]any) bool { return m["iface"] == "wifi_sta" && m["up_count"] == 4.0 })
+	if r := d.call("PUT", "/api/v1/config", `{"wifi":{"sta_enabled":false}}`); r.status != 200 {
+		t.Fatalf("PUT /config: %d %s", r.status, r.body)
+	}
+	d.waitNet("the last interface went down", func(m map[string]any) bool { return m["up"] == false && m["iface"] == "none" })
+	st := d.call("GET", "/api/v1/wifi/status", "").json(t)
+	if st["state"] != "disabled" || st["reason"].(map[string]any)["code"] != 1005.0 {
+		t.Fatalf("wifi status %v", st)
+	}
+}
