@@ -9,7 +9,8 @@
 // an address change on the route's interface are CHANGED. A change on a standby interface, an
 // RSSI refresh or a report of the same data is no edge; the `net` event goes out only when
 // the status document differs. ip6_ll is the route interface's EUI-64 link-local address,
-// derived from its MAC (board.IfaceMAC).
+// derived from its MAC (board.IfaceMAC). A device whose first report finds no interface up
+// (the default board before WiFi joins) raises `netDown` then, without an edge.
 package netroute
 
 import (
@@ -106,6 +107,7 @@ type Route struct {
 	upSince time.Time
 	upCount int
 	last    Status // the last status published as an event
+	told    bool   // netDown has been reported at least once
 	subs    map[int]func(Edge)
 	nextSub int
 }
@@ -197,8 +199,14 @@ func (r *Route) Report(in Iface) {
 			subs = append(subs, fn)
 		}
 	}
+	// A device that boots with no interface up is down too, though no edge says so.
+	first := !r.told
+	r.told = true
 	r.mu.Unlock()
 
+	if edge == 0 && first && !l.Up && r.opts.Health != nil {
+		_ = r.opts.Health.Report("netDown", "warn", "network down")
+	}
 	if edge != 0 {
 		r.opts.Logger.Info("default route", "edge", edge.String(), "iface", l.Name, "ip", l.IP)
 		if r.opts.Health != nil {

@@ -47,7 +47,8 @@ func TestEdgesTransitionByTransition(t *testing.T) {
 		health string // the netDown report, if any
 		iface  string // the route afterwards
 	}{
-		{"eth down at start: no route", with(eth, func(i *Iface) { i.Up = false }), 0, 0, "", "none"},
+		{"eth down at start: no route, down all the same", with(eth, func(i *Iface) { i.Up = false }), 0, 0, "netDown=warn", "none"},
+		{"thread down at start: said once", with(thread, func(i *Iface) { i.Up = false }), 0, 0, "", "none"},
 		{"first interface comes up", wifi, Up, 1, "netDown=normal", "wifi_sta"},
 		{"same data again", wifi, 0, 1, "", "wifi_sta"},
 		{"RSSI refresh: event, no edge", with(wifi, func(i *Iface) { i.RSSI = rssi(-70) }), 0, 2, "", "wifi_sta"},
