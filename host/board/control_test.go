@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -255,4 +256,55 @@ func TestClientWithoutDevice(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "is the device running") {
 		t.Fatalf("error %v", err)
 	}
+}
+
+// FuzzControl sends arbitrary bodies to every control endpoint: an answer is the state (200)
+// or the JSON error body with a 4xx status, never a panic or a 5xx, and the board stays
+// consistent.
+func FuzzControl(f *testing.F) {
+	for _, seed := range []struct{ path, body string }{
+		{"/wifi/ap", `{"ssid":"Pier","psk":"pier-pass-1","rssi":-58,"channel":11}`},
+		{"/wifi/ap", `{"ssid":"","auth":"wpa9","bssid":"zz"}`},
+		{"/wifi/ap/fault", `{"ssid":"Marina","fault":"drop"}`},
+		{"/wifi/ap/remove", `{"ssid":"Marina"}`},
+		{"/wifi/scan-busy", `{"busy":true}`},
+		{"/eth", `{"up":true,"ip":"127.0.0.2"}`},
+		{"/thread", `{"netmask":"255.0.255.0"}`},
+		{"/net/route", `{"gateway":"gw"}`},
+		{"/memory", `{"free_heap":-1}`},
+		{"/button", `{"seconds":1e9}`},
+		{"/gpio", `{"pin":4,"high":true}`},
+	} {
+		f.Add(seed.path, seed.body)
+	}
+	paths := []string{"/wifi/ap", "/wifi/ap/fault", "/wifi/ap/remove", "/wifi/scan-busy", "/eth", "/thread", "/net/route", "/memory", "/button", "/gpio"}
+	methods := map[string]string{"/wifi/ap": "POST", "/wifi/ap/remove": "POST", "/button": "POST"}
+	f.Fuzz(func(t *testing.T, path, body string) {
+		s, _ := LoadSim("")
+		h := s.Handler()
+		for _, p := range append(paths, path) {
+			m := methods[p]
+			if m == "" {
+				m = "PUT"
+			}
+			req, err := http.NewRequest(m, "http://board"+p, strings.NewReader(body))
+			if err != nil {
+				return
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code >= 500 || (w.Code != 200 && !strings.Contains(w.Body.String(), `"error"`)) {
+				t.Fatalf("%s %s %q: %d %s", m, p, body, w.Code, w.Body.String())
+			}
+		}
+		st := s.State()
+		for _, ap := range st.WiFi.APs {
+			if checkAP(&ap) != nil {
+				t.Fatalf("inconsistent AP %+v", ap)
+			}
+		}
+		if checkAddress(st.Eth.IP, st.Eth.Netmask, st.Eth.Gateway) != nil || checkAddress(st.Thread.IP, st.Thread.Netmask, st.Thread.Gateway) != nil {
+			t.Fatalf("inconsistent interfaces %+v %+v", st.Eth, st.Thread)
+		}
+	})
 }
