@@ -532,3 +532,26 @@ func FuzzSSEParse(f *testing.F) {
 		}
 	})
 }
+
+// TestBoardRefusalsNameTheMember: a command the board refuses fails with the board's message,
+// which names the member.
+func TestBoardRefusalsNameTheMember(t *testing.T) {
+	_, data := serveBoard(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"wifi", "ap", "add", "--ssid", "x", "--auth", "wpa9"}, `auth "wpa9"`},
+		{[]string{"wifi", "ap", "add", "--ssid", "x", "--psk", "short"}, "psk: 5 characters"},
+		{[]string{"wifi", "ap", "add", "--ssid", "x", "--rssi", "-200"}, "rssi -200"},
+		{[]string{"wifi", "ap", "add", "--ssid", "x", "--bssid", "nope"}, `bssid "nope"`},
+		{[]string{"wifi", "ap", "fault", "--ssid", "Marina", "--fault", "fire"}, `fault "fire"`},
+		{[]string{"wifi", "ap", "remove", "--ssid", "Nowhere"}, `ssid "Nowhere"`},
+		{[]string{"eth", "up", "--ip", "300.1.1.1"}, `eth: ip "300.1.1.1"`},
+	} {
+		h := newHarness()
+		if code := h.run(append([]string{"board", "--data", data}, c.args...)...); code != exitFail || !strings.Contains(h.stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, h.stderr.String(), c.want)
+		}
+	}
+}
