@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"devhost/host/board"
 )
@@ -41,7 +42,7 @@ func (a *app) board(ctx context.Context, args []string) error {
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		return usagef("board: no subcommand (state, mem, net, route, button)")
+		return usagef("board: no subcommand (state, mem, wifi, eth, thread, net, route, button)")
 	}
 	sub, rest := rest[0], rest[1:]
 	sfs := newFlags("board " + sub)
@@ -91,20 +92,39 @@ func (a *app) board(ctx context.Context, args []string) error {
 		} else {
 			call = func(c *board.Client) (board.State, error) { return c.NetDown(ctx) }
 		}
+	case "eth", "thread":
+		ip := sfs.String("ip", "", "IPv4 address (with up)")
+		pos, err := parseAll(sfs, rest)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 || (pos[0] != "up" && pos[0] != "down") {
+			return usagef("board %s: want up [--ip IP] or down", sub)
+		}
+		up := pos[0] == "up"
+		u := board.IfUpdate{Up: &up}
+		if setFlags(sfs)["ip"] {
+			if !up {
+				return usagef("board %s down: --ip goes with up", sub)
+			}
+			u.IP = ip
+		}
+		name := sub
+		call = func(c *board.Client) (board.State, error) { return c.SetIface(ctx, name, u) }
+	case "wifi":
+		var err error
+		if call, err = boardWiFi(ctx, sfs, rest); err != nil {
+			return err
+		}
 	case "route":
-		iface := sfs.String("iface", "", "wifi_sta, eth or thread")
 		ip := sfs.String("ip", "", "IPv4 address")
 		mask := sfs.String("netmask", "", "IPv4 netmask")
 		gw := sfs.String("gateway", "", "IPv4 gateway")
-		rssi := sfs.Int("rssi", 0, "signal strength, dBm (wifi_sta only)")
 		if err := parseNoArgs(sfs, rest); err != nil {
 			return err
 		}
 		var u board.RouteUpdate
 		set := setFlags(sfs)
-		if set["iface"] {
-			u.Iface = iface
-		}
 		if set["ip"] {
 			u.IP = ip
 		}
@@ -114,11 +134,8 @@ func (a *app) board(ctx context.Context, args []string) error {
 		if set["gateway"] {
 			u.Gateway = gw
 		}
-		if set["rssi"] {
-			u.RSSI = rssi
-		}
 		if u == (board.RouteUpdate{}) {
-			return usagef("board route: give at least one of --iface, --ip, --netmask, --gateway, --rssi")
+			return usagef("board route: give at least one of --ip, --netmask, --gateway (the Ethernet address)")
 		}
 		call = func(c *board.Client) (board.State, error) { return c.SetRoute(ctx, u) }
 	case "button":
@@ -131,7 +148,7 @@ func (a *app) board(ctx context.Context, args []string) error {
 		}
 		call = func(c *board.Client) (board.State, error) { return c.Button(ctx, *secs) }
 	default:
-		return usagef("board: unknown subcommand %q (state, mem, net, route, button)", sub)
+		return usagef("board: unknown subcommand %q (state, mem, wifi, eth, thread, net, route, button)", sub)
 	}
 	if late.data != "" {
 		tgt.data = late.data
@@ -153,6 +170,71 @@ func (a *app) board(ctx context.Context, args []string) error {
 	}
 	_, err = fmt.Fprintf(a.stdout, "%s\n", b)
 	return err
+}
+
+// boardWiFi parses `wifi ap add|remove|fault ...` and `wifi scan-busy on|off`. The late
+// --data/--socket flags are registered on fs by the caller.
+func boardWiFi(ctx context.Context, fs *flag.FlagSet, args []string) (func(*board.Client) (board.State, error), error) {
+	if len(args) == 0 {
+		return nil, usagef("board wifi: want ap add|remove|fault or scan-busy on|off")
+	}
+	switch args[0] {
+	case "scan-busy":
+		pos, err := parseAll(fs, args[1:])
+		if err != nil {
+			return nil, err
+		}
+		if len(pos) != 1 || (pos[0] != "on" && pos[0] != "off") {
+			return nil, usagef("board wifi scan-busy: want on or off")
+		}
+		busy := pos[0] == "on"
+		return func(c *board.Client) (board.State, error) { return c.SetScanBusy(ctx, busy) }, nil
+	case "ap":
+	default:
+		return nil, usagef("board wifi: unknown subcommand %q (ap, scan-busy)", args[0])
+	}
+	if len(args) < 2 {
+		return nil, usagef("board wifi ap: want add, remove or fault")
+	}
+	verb, rest := args[1], args[2:]
+	ssid := fs.String("ssid", "", "the network name")
+	switch verb {
+	case "add":
+		psk := fs.String("psk", "", "password (makes the default auth wpa2)")
+		auth := fs.String("auth", "", "one of "+strings.Join(board.AuthModes, " ")+" (default wpa2 with --psk, else open)")
+		bssid := fs.String("bssid", "", "aa:bb:cc:dd:ee:ff (default derived from the SSID)")
+		channel := fs.Int("channel", 0, "channel (default 6)")
+		rssi := fs.Int("rssi", board.DefaultAPRSSI, "signal strength, dBm")
+		if err := parseNoArgs(fs, rest); err != nil {
+			return nil, err
+		}
+		if *ssid == "" {
+			return nil, usagef("board wifi ap add: --ssid is required")
+		}
+		u := board.APUpdate{SSID: *ssid, PSK: *psk, Auth: *auth, BSSID: *bssid, Channel: *channel, RSSI: rssi}
+		if setFlags(fs)["channel"] && *channel == 0 {
+			return nil, usagef("board wifi ap add: --channel must be 1..196")
+		}
+		return func(c *board.Client) (board.State, error) { return c.AddAP(ctx, u) }, nil
+	case "remove":
+		if err := parseNoArgs(fs, rest); err != nil {
+			return nil, err
+		}
+		if *ssid == "" {
+			return nil, usagef("board wifi ap remove: --ssid is required")
+		}
+		return func(c *board.Client) (board.State, error) { return c.RemoveAP(ctx, *ssid) }, nil
+	case "fault":
+		fault := fs.String("fault", "", "none, wrong_password, no_answer, no_ip or drop")
+		if err := parseNoArgs(fs, rest); err != nil {
+			return nil, err
+		}
+		if *ssid == "" || *fault == "" {
+			return nil, usagef("board wifi ap fault: --ssid and --fault are required")
+		}
+		return func(c *board.Client) (board.State, error) { return c.SetFault(ctx, *ssid, *fault) }, nil
+	}
+	return nil, usagef("board wifi ap: unknown subcommand %q (add, remove, fault)", verb)
 }
 
 // parseAll parses flags wherever they stand among the arguments and returns the others.

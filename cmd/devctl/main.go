@@ -2,8 +2,14 @@
 //
 //	devctl board [--data DIR | --socket PATH] state
 //	devctl board [--data DIR | --socket PATH] mem [--free-heap N] [--free-internal N] [--largest-block N]
-//	devctl board [--data DIR | --socket PATH] net up|down
-//	devctl board [--data DIR | --socket PATH] route [--iface IF] [--ip IP] [--netmask M] [--gateway GW] [--rssi DBM]
+//	devctl board [--data DIR | --socket PATH] wifi ap add --ssid S [--psk P] [--auth AUTH] [--bssid B] [--channel N] [--rssi DBM]
+//	devctl board [--data DIR | --socket PATH] wifi ap remove --ssid S
+//	devctl board [--data DIR | --socket PATH] wifi ap fault --ssid S --fault none|wrong_password|no_answer|no_ip|drop
+//	devctl board [--data DIR | --socket PATH] wifi scan-busy on|off
+//	devctl board [--data DIR | --socket PATH] eth up [--ip IP] | eth down
+//	devctl board [--data DIR | --socket PATH] thread up [--ip IP] | thread down
+//	devctl board [--data DIR | --socket PATH] net up|down (Ethernet, as eth)
+//	devctl board [--data DIR | --socket PATH] route [--ip IP] [--netmask M] [--gateway GW] (the Ethernet address)
 //	devctl board [--data DIR | --socket PATH] button [--seconds N]
 //	devctl logs --url http://HOST:PORT [--key KEY] [--follow] [--limit N]
 //	devctl events --url http://HOST:PORT [--key KEY] [--raw]
@@ -63,8 +69,14 @@ const (
 const usage = `usage:
   devctl board [--data DIR | --socket PATH] state
   devctl board [--data DIR | --socket PATH] mem [--free-heap N] [--free-internal N] [--largest-block N]
-  devctl board [--data DIR | --socket PATH] net up|down
-  devctl board [--data DIR | --socket PATH] route [--iface IF] [--ip IP] [--netmask M] [--gateway GW] [--rssi DBM]
+  devctl board [--data DIR | --socket PATH] wifi ap add --ssid S [--psk P] [--auth AUTH] [--bssid B] [--channel N] [--rssi DBM]
+  devctl board [--data DIR | --socket PATH] wifi ap remove --ssid S
+  devctl board [--data DIR | --socket PATH] wifi ap fault --ssid S --fault none|wrong_password|no_answer|no_ip|drop
+  devctl board [--data DIR | --socket PATH] wifi scan-busy on|off
+  devctl board [--data DIR | --socket PATH] eth up [--ip IP] | eth down
+  devctl board [--data DIR | --socket PATH] thread up [--ip IP] | thread down
+  devctl board [--data DIR | --socket PATH] net up|down (Ethernet, as eth)
+  devctl board [--data DIR | --socket PATH] route [--ip IP] [--netmask M] [--gateway GW] (the Ethernet address)
   devctl board [--data DIR | --socket PATH] button [--seconds N]
   devctl logs --url http://HOST:PORT [--key KEY] [--follow] [--limit N]
   devctl events --url http://HOST:PORT [--key KEY] [--raw]

@@ -72,7 +72,21 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"board", "--data", "d", "net"}, "want up or down"},
 		{[]string{"board", "--data", "d", "net", "sideways"}, "want up or down"},
 		{[]string{"board", "--data", "d", "net", "up", "down"}, "want up or down"},
-		{[]string{"board", "--data", "d", "route"}, "at least one of --iface"},
+		{[]string{"board", "--data", "d", "route"}, "at least one of --ip"},
+		{[]string{"board", "--data", "d", "route", "--iface", "eth"}, "flag provided but not defined: -iface"},
+		{[]string{"board", "--data", "d", "eth"}, "want up [--ip IP] or down"},
+		{[]string{"board", "--data", "d", "thread", "down", "--ip", "127.0.0.2"}, "--ip goes with up"},
+		{[]string{"board", "--data", "d", "wifi"}, "want ap add|remove|fault"},
+		{[]string{"board", "--data", "d", "wifi", "radar"}, `unknown subcommand "radar"`},
+		{[]string{"board", "--data", "d", "wifi", "ap"}, "want add, remove or fault"},
+		{[]string{"board", "--data", "d", "wifi", "ap", "paint"}, `unknown subcommand "paint"`},
+		{[]string{"board", "--data", "d", "wifi", "ap", "add"}, "--ssid is required"},
+		{[]string{"board", "--data", "d", "wifi", "ap", "add", "--ssid", "s", "--channel", "0"}, "--channel must be"},
+		{[]string{"board", "--data", "d", "wifi", "ap", "add", "--ssid", "s", "--rssi", "strong"}, "invalid value"},
+		{[]string{"board", "--data", "d", "wifi", "ap", "remove"}, "--ssid is required"},
+		{[]string{"board", "--data", "d", "wifi", "ap", "fault", "--ssid", "s"}, "--ssid and --fault are required"},
+		{[]string{"board", "--data", "d", "wifi", "scan-busy"}, "want on or off"},
+		{[]string{"board", "--data", "d", "wifi", "scan-busy", "maybe"}, "want on or off"},
 		{[]string{"board", "--data", "d", "button", "--seconds", "-1"}, "must not be negative"},
 		{[]string{"board", "--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"logs"}, "--url is required"},
@@ -149,7 +163,7 @@ func TestBoardCommands(t *testing.T) {
 		check func(st board.State) bool
 		after func() bool
 	}{
-		{[]string{"board", "--data", data, "state"}, func(st board.State) bool { return st.ID == "abcd" && st.Link.Up }, nil},
+		{[]string{"board", "--data", data, "state"}, func(st board.State) bool { return st.ID == "abcd" && !st.Eth.Up }, nil},
 		{[]string{"board", "state", "--data", data}, func(st board.State) bool { return st.Hardware.Chip == "esp32s3" }, nil},
 		{[]string{"board", "--socket", filepath.Join(data, "board.sock"), "state"}, func(st board.State) bool { return st.ID == "abcd" }, nil},
 		{[]string{"board", "--data", data, "mem", "--free-internal", "4096"},
@@ -157,15 +171,34 @@ func TestBoardCommands(t *testing.T) {
 			func() bool { return sim.Memory().MinFreeInternal == 4096 }},
 		{[]string{"board", "--data", data, "mem", "--free-heap", "100000", "--free-internal", "90000", "--largest-block", "1000"},
 			func(st board.State) bool { return st.Memory.FreeHeap == 100000 && st.Memory.LargestBlock == 1000 }, nil},
-		{[]string{"board", "--data", data, "net", "down"}, func(st board.State) bool { return !st.Link.Up && st.Link.Iface == "none" },
-			func() bool { return !sim.Link().Up }},
-		{[]string{"board", "net", "up", "--data", data}, func(st board.State) bool { return st.Link.Up }, func() bool { return sim.Link().Up }},
-		{[]string{"board", "--data", data, "route", "--iface", "eth", "--ip", "127.0.0.8"},
+		{[]string{"board", "net", "up", "--data", data}, func(st board.State) bool { return st.Eth.Up }, func() bool { return sim.Eth().Up }},
+		{[]string{"board", "--data", data, "net", "down"}, func(st board.State) bool { return !st.Eth.Up },
+			func() bool { return !sim.Eth().Up }},
+		{[]string{"board", "--data", data, "route", "--ip", "127.0.0.8"},
+			func(st board.State) bool { return st.Eth.IP == "127.0.0.8" }, nil},
+		{[]string{"board", "--data", data, "eth", "up", "--ip", "127.0.0.9"},
+			func(st board.State) bool { return st.Eth.Up && st.Eth.IP == "127.0.0.9" }, func() bool { return sim.Eth().Up }},
+		{[]string{"board", "--data", data, "eth", "down"}, func(st board.State) bool { return !st.Eth.Up && st.Eth.IP == "127.0.0.9" }, nil},
+		{[]string{"board", "--data", data, "thread", "up"}, func(st board.State) bool { return st.Thread.Up }, func() bool { return sim.Thread().Up }},
+		{[]string{"board", "--data", data, "thread", "down"}, func(st board.State) bool { return !st.Thread.Up }, nil},
+		{[]string{"board", "--data", data, "wifi", "ap", "add", "--ssid", "Fuel Dock", "--psk", "diesel-only", "--rssi", "-72", "--channel", "11"},
 			func(st board.State) bool {
-				return st.Link.Iface == "eth" && st.Link.IP == "127.0.0.8" && st.Link.RSSI == nil
+				a := st.WiFi.APs[len(st.WiFi.APs)-1]
+				return a.SSID == "Fuel Dock" && a.Auth == "wpa2" && a.RSSI == -72 && a.Channel == 11 && a.BSSID == board.DefaultBSSID("Fuel Dock")
 			}, nil},
-		{[]string{"board", "--data", data, "route", "--iface", "wifi_sta", "--rssi", "0"},
-			func(st board.State) bool { return st.Link.RSSI != nil && *st.Link.RSSI == 0 }, nil},
+		{[]string{"board", "--data", data, "wifi", "ap", "add", "--ssid", "Open Bay", "--bssid", "02:00:00:00:00:07"},
+			func(st board.State) bool {
+				a := st.WiFi.APs[len(st.WiFi.APs)-1]
+				return a.Auth == "open" && a.BSSID == "02:00:00:00:00:07" && a.RSSI == board.DefaultAPRSSI
+			}, nil},
+		{[]string{"board", "--data", data, "wifi", "ap", "add", "--ssid", "Office", "--psk", "12345678", "--auth", "wpa2/wpa3"},
+			func(st board.State) bool { return st.WiFi.APs[len(st.WiFi.APs)-1].Auth == "wpa2/wpa3" }, nil},
+		{[]string{"board", "--data", data, "wifi", "ap", "fault", "--ssid", "Fuel Dock", "--fault", "no_ip"},
+			func(st board.State) bool { return st.WiFi.APs[1].Fault == "no_ip" }, nil},
+		{[]string{"board", "--data", data, "wifi", "ap", "remove", "--ssid", "Open Bay"},
+			func(st board.State) bool { return len(st.WiFi.APs) == 3 }, nil},
+		{[]string{"board", "--data", data, "wifi", "scan-busy", "on"}, func(st board.State) bool { return st.WiFi.ScanBusy }, nil},
+		{[]string{"board", "--data", data, "wifi", "scan-busy", "off"}, func(st board.State) bool { return !st.WiFi.ScanBusy }, nil},
 		{[]string{"board", "--data", data, "button", "--seconds", "30"}, func(st board.State) bool { return true }, nil},
 	}
 	for _, c := range cases {
@@ -189,7 +222,8 @@ func TestBoardCommands(t *testing.T) {
 func TestBoardButtonReachesSubscribers(t *testing.T) {
 	sim, data := serveBoard(t)
 	events := sim.Subscribe(t.Context())
-	<-events // current link
+	<-events // current eth
+	<-events // current thread
 	h := newHarness()
 	if code := h.run("board", "--data", data, "button", "--seconds", "45"); code != exitOK {
 		t.Fatalf("exit %d: %s", code, h.stderr.String())
@@ -497,4 +531,27 @@ func FuzzSSEParse(f *testing.F) {
 			t.Fatalf("retry %v", s.retry)
 		}
 	})
+}
+
+// TestBoardRefusalsNameTheMember: a command the board refuses fails with the board's message,
+// which names the member.
+func TestBoardRefusalsNameTheMember(t *testing.T) {
+	_, data := serveBoard(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"wifi", "ap", "add", "--ssid", "x", "--auth", "wpa9"}, `auth "wpa9"`},
+		{[]string{"wifi", "ap", "add", "--ssid", "x", "--psk", "short"}, "psk: 5 characters"},
+		{[]string{"wifi", "ap", "add", "--ssid", "x", "--rssi", "-200"}, "rssi -200"},
+		{[]string{"wifi", "ap", "add", "--ssid", "x", "--bssid", "nope"}, `bssid "nope"`},
+		{[]string{"wifi", "ap", "fault", "--ssid", "Marina", "--fault", "fire"}, `fault "fire"`},
+		{[]string{"wifi", "ap", "remove", "--ssid", "Nowhere"}, `ssid "Nowhere"`},
+		{[]string{"eth", "up", "--ip", "300.1.1.1"}, `eth: ip "300.1.1.1"`},
+	} {
+		h := newHarness()
+		if code := h.run(append([]string{"board", "--data", data}, c.args...)...); code != exitFail || !strings.Contains(h.stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, h.stderr.String(), c.want)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -152,6 +153,15 @@ func newDev(t *testing.T, opts ...devOpt) *dev {
 	// The development signing key lives in the test's directory, not the user's.
 	d.env = append([]string{"DEVHOST_KEYS=" + filepath.Join(d.data, "keys")}, d.env...)
 	d.args = append([]string{"--data", filepath.Join(d.data, "flash"), "--factory", factory, "--listen", "127.0.0.1"}, d.args...)
+	if !slices.Contains(d.args, "--board") {
+		// The default board has no network until WiFi is configured; the flows that need a
+		// network from boot get Ethernet up on loopback.
+		board := filepath.Join(d.data, "..", fmt.Sprintf("board-%d.json", d.port))
+		if err := os.WriteFile(board, []byte(`{"eth":{"up":true,"ip":"127.0.0.1"}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d.args = append(d.args, "--board", board)
+	}
 	d.powerOn()
 	t.Cleanup(d.cleanup)
 	return d

@@ -1,5 +1,5 @@
 // Package board is the device's hardware seen from the app: identity, memory figures, the
-// network link, and the presence button. Hardware sits behind the Board interface; Sim is the
+// network interfaces (Ethernet, Thread and the WiFi radio), and the presence button. Hardware sits behind the Board interface; Sim is the
 // simulated board every test and `make run` use, driven through its control channel.
 //
 // The simulated board is described by a JSON board file (LoadSim; board.example.json lists
@@ -13,14 +13,28 @@
 //   - Lowering one memory figure lowers those that must stay below it (largest block ≤ free
 //     internal ≤ free heap) unless the same update names them; a named figure that breaks the
 //     order is an error.
-//   - A down link reports iface `none` and empty addresses but keeps its route, so "up"
-//     returns on the same route; a route change while down is kept without an event. Leaving
-//     the WiFi station drops the RSSI; arriving on it without one takes -55 dBm.
-//   - Subscribe starts with the current link state. A slow subscriber keeps only the latest
-//     link event; presence events queue (16 at most, the oldest dropped first).
+//   - Ethernet and Thread keep their address while down, so "up" comes back on it; an address
+//     change while down is kept and reported with the interface's state.
+//   - The WiFi radio (wifi.go) is a driver: the app's station manager asks it to connect and
+//     it answers with station events numbered by attempt. Access points in range have an SSID,
+//     BSSID, channel, RSSI, auth mode, password and a fault. Fixed behaviours: a configured
+//     SSID not in range fails with 201; `wrong_password` (or a wrong password) fails with 202;
+//     an AP at or below -90 dBm fails with 204 (auth timed out, weak signal); `no_answer`
+//     never answers; `no_ip` associates and never gives an address, and on a station holding
+//     one takes it away; `drop` drops the connected station once with 200 (at once when one
+//     is connected, else right after the next one gets its address) and then reads `none`;
+//     removing the AP a station is on drops it with 200. With a password set the station
+//     refuses open and WEP APs (they count as not in range); among APs with the SSID it joins
+//     the strongest, or only the pinned BSSID. Every station gets the board's station_ip.
+//   - Scans are instantaneous; `scan_busy` makes the radio refuse them.
+//   - Subscribe starts with the current Ethernet and Thread states. A slow subscriber keeps
+//     only the latest state per interface; station events queue (64 at most) and presence
+//     events too (16 at most), the oldest of the kind dropped first.
 //   - A presence event asks for 1..86400 seconds; a button press naming none asks for 600
 //     (HTTPD_RECOVERY_WINDOW_S).
 //   - The portal address must be an IPv4 loopback address: the simulated portal listens there.
+//     Without one in the board file it is 127.4.<MAC byte 5>.<MAC byte 6> (the device id),
+//     so several simulated devices run side by side.
 //   - The control channel is a unix socket (mode 0600) in the data directory; only the local
 //     operator can reach it, so the presence button cannot be pressed from the network.
 package board
@@ -68,19 +82,10 @@ func (h Hardware) DeviceID() string {
 	return hex.EncodeToString(mac[4:])
 }
 
-// Link is the state of the station-side network as the hardware reports it.
-type Link struct {
-	Up      bool   `json:"up"`
-	Iface   string `json:"iface"` // none, wifi_sta, eth, thread
-	IP      string `json:"ip"`
-	Netmask string `json:"netmask"`
-	Gateway string `json:"gateway"`
-	RSSI    *int   `json:"rssi"`
-}
-
 // Event is something the hardware did. Exactly one field is set.
 type Event struct {
-	Link *Link // the network link changed (up, down, route moved)
+	Iface   *IfState  // Ethernet or Thread changed (up, down, address)
+	Station *StaEvent // the WiFi station associated, got or lost an address, or left
 	// Presence is a hardware presence event (button, jumper, key switch) asking to open a
 	// recovery window of this many seconds.
 	Presence int
@@ -90,8 +95,7 @@ type Event struct {
 type Board interface {
 	Hardware() Hardware
 	Memory() Memory
-	Link() Link
 	// Subscribe delivers hardware events until ctx ends. Delivery never blocks the board: a
-	// subscriber that falls behind loses events, never the latest link state.
+	// subscriber that falls behind loses events, never the latest interface state.
 	Subscribe(ctx context.Context) <-chan Event
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"devhost/host/api"
@@ -107,9 +108,15 @@ func removeStaleSocket(path string) error {
 //
 //	GET  /state       the State document
 //	PUT  /memory      MemoryUpdate
-//	POST /net/down    take the link down
-//	POST /net/up      bring the link up on its route
-//	PUT  /net/route   RouteUpdate (a route move while up)
+//	PUT  /eth         IfUpdate {"up"?, "ip"?, "netmask"?, "gateway"?}: the Ethernet interface
+//	PUT  /thread      IfUpdate: the Thread interface
+//	POST /wifi/ap     APUpdate: an access point comes in range (or is replaced, same BSSID)
+//	POST /wifi/ap/remove  {"ssid"}: every AP with the SSID goes out of range
+//	PUT  /wifi/ap/fault   {"ssid", "fault"}: the behaviour of every AP with the SSID
+//	PUT  /wifi/scan-busy  {"busy": bool}
+//	POST /net/down    Ethernet down (kept from the single-link board)
+//	POST /net/up      Ethernet up
+//	PUT  /net/route   {"ip"?, "netmask"?, "gateway"?}: the Ethernet address
 //	POST /button      {"seconds": N}: a presence event (N defaults to 600)
 //	PUT  /gpio        PinUpdate {"pin": N, "high"?: bool, "fault"?: bool}
 //	POST /can         CANFrame {"id", "ext"?, "rtr"?, "data": base64}: a frame from the bus
@@ -123,15 +130,21 @@ func (s *Sim) Handler() http.Handler {
 		fn     func(*http.Request) error
 	}
 	routes := map[string]route{
-		"/state":      {http.MethodGet, func(*http.Request) error { return nil }},
-		"/memory":     {http.MethodPut, s.putMemory},
-		"/net/down":   {http.MethodPost, func(*http.Request) error { s.SetUp(false); return nil }},
-		"/net/up":     {http.MethodPost, func(*http.Request) error { s.SetUp(true); return nil }},
-		"/net/route":  {http.MethodPut, s.putRoute},
-		"/button":     {http.MethodPost, s.postButton},
-		"/gpio":       {http.MethodPut, s.putGPIO},
-		"/can":        {http.MethodPost, s.postCAN},
-		"/ble/advert": {http.MethodPost, s.postAdvert},
+		"/state":          {http.MethodGet, func(*http.Request) error { return nil }},
+		"/memory":         {http.MethodPut, s.putMemory},
+		"/eth":            {http.MethodPut, func(r *http.Request) error { return s.putIface(r, IfaceEth) }},
+		"/thread":         {http.MethodPut, func(r *http.Request) error { return s.putIface(r, IfaceThread) }},
+		"/wifi/ap":        {http.MethodPost, s.postAP},
+		"/wifi/ap/remove": {http.MethodPost, s.postAPRemove},
+		"/wifi/ap/fault":  {http.MethodPut, s.putAPFault},
+		"/wifi/scan-busy": {http.MethodPut, s.putScanBusy},
+		"/net/down":       {http.MethodPost, func(*http.Request) error { return s.setEthUp(false) }},
+		"/net/up":         {http.MethodPost, func(*http.Request) error { return s.setEthUp(true) }},
+		"/net/route":      {http.MethodPut, s.putRoute},
+		"/button":         {http.MethodPost, s.postButton},
+		"/gpio":           {http.MethodPut, s.putGPIO},
+		"/can":            {http.MethodPost, s.postCAN},
+		"/ble/advert":     {http.MethodPost, s.postAdvert},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := routes[r.URL.Path]
@@ -181,14 +194,99 @@ func (s *Sim) putMemory(r *http.Request) error {
 	return nil
 }
 
+func (s *Sim) putIface(r *http.Request, name string) error {
+	var u IfUpdate
+	if err := decodeBody(r, &u); err != nil {
+		return err
+	}
+	if _, err := s.SetIface(name, u); err != nil {
+		return api.Validation(name, "%v", err)
+	}
+	return nil
+}
+
+func (s *Sim) setEthUp(up bool) error {
+	_, err := s.SetIface(IfaceEth, IfUpdate{Up: &up})
+	return err
+}
+
+// RouteUpdate is the single-link board's route move, kept as the Ethernet address.
+type RouteUpdate struct {
+	IP      *string `json:"ip,omitempty"`
+	Netmask *string `json:"netmask,omitempty"`
+	Gateway *string `json:"gateway,omitempty"`
+}
+
 func (s *Sim) putRoute(r *http.Request) error {
 	var u RouteUpdate
 	if err := decodeBody(r, &u); err != nil {
 		return err
 	}
-	if _, err := s.SetRoute(u); err != nil {
-		return api.Validation("", "%v", err)
+	if _, err := s.SetIface(IfaceEth, IfUpdate{IP: u.IP, Netmask: u.Netmask, Gateway: u.Gateway}); err != nil {
+		return api.Validation("eth", "%v", err)
 	}
+	return nil
+}
+
+func (s *Sim) postAP(r *http.Request) error {
+	var u APUpdate
+	if err := decodeBody(r, &u); err != nil {
+		return err
+	}
+	if _, err := s.AddAP(u); err != nil {
+		return api.Validation("ap", "%v", err)
+	}
+	return nil
+}
+
+// APFault names access points by SSID and, for a fault change, the behaviour.
+type APFault struct {
+	SSID  string `json:"ssid"`
+	Fault string `json:"fault,omitempty"`
+}
+
+func (s *Sim) postAPRemove(r *http.Request) error {
+	var u APFault
+	if err := decodeBody(r, &u); err != nil {
+		return err
+	}
+	if u.Fault != "" {
+		return api.Validation("fault", "fault: not part of a removal")
+	}
+	if err := s.RemoveAP(u.SSID); err != nil {
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "%v", err)
+	}
+	return nil
+}
+
+func (s *Sim) putAPFault(r *http.Request) error {
+	var u APFault
+	if err := decodeBody(r, &u); err != nil {
+		return err
+	}
+	if err := s.SetFault(u.SSID, u.Fault); err != nil {
+		if strings.HasPrefix(err.Error(), "fault") {
+			return api.Validation("fault", "%v", err)
+		}
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "%v", err)
+	}
+	return nil
+}
+
+// ScanBusy switches the radio's busy state.
+type ScanBusy struct {
+	Busy *bool `json:"busy"`
+}
+
+func (s *Sim) putScanBusy(r *http.Request) error {
+	var u ScanBusy
+	if err := decodeBody(r, &u); err != nil {
+		return err
+	}
+	if u.Busy == nil {
+		return api.Validation("busy", "busy: want true or false")
+	}
+	s.SetScanBusy(*u.Busy)
 	return nil
 }
 
@@ -250,19 +348,44 @@ func (c *Client) SetMemory(ctx context.Context, u MemoryUpdate) (State, error) {
 	return c.do(ctx, http.MethodPut, "/memory", u)
 }
 
-// NetUp brings the link up.
+// NetUp brings Ethernet up (the single-link board's "net up").
 func (c *Client) NetUp(ctx context.Context) (State, error) {
 	return c.do(ctx, http.MethodPost, "/net/up", nil)
 }
 
-// NetDown takes the link down.
+// NetDown takes Ethernet down.
 func (c *Client) NetDown(ctx context.Context) (State, error) {
 	return c.do(ctx, http.MethodPost, "/net/down", nil)
 }
 
-// SetRoute moves the route.
+// SetRoute changes the Ethernet address.
 func (c *Client) SetRoute(ctx context.Context, u RouteUpdate) (State, error) {
 	return c.do(ctx, http.MethodPut, "/net/route", u)
+}
+
+// SetIface changes the Ethernet (eth) or Thread (thread) interface.
+func (c *Client) SetIface(ctx context.Context, name string, u IfUpdate) (State, error) {
+	return c.do(ctx, http.MethodPut, "/"+name, u)
+}
+
+// AddAP brings an access point in range.
+func (c *Client) AddAP(ctx context.Context, u APUpdate) (State, error) {
+	return c.do(ctx, http.MethodPost, "/wifi/ap", u)
+}
+
+// RemoveAP takes every access point with the SSID out of range.
+func (c *Client) RemoveAP(ctx context.Context, ssid string) (State, error) {
+	return c.do(ctx, http.MethodPost, "/wifi/ap/remove", APFault{SSID: ssid})
+}
+
+// SetFault sets the behaviour of every access point with the SSID.
+func (c *Client) SetFault(ctx context.Context, ssid, fault string) (State, error) {
+	return c.do(ctx, http.MethodPut, "/wifi/ap/fault", APFault{SSID: ssid, Fault: fault})
+}
+
+// SetScanBusy makes the radio refuse scans or accept them.
+func (c *Client) SetScanBusy(ctx context.Context, busy bool) (State, error) {
+	return c.do(ctx, http.MethodPut, "/wifi/scan-busy", ScanBusy{Busy: &busy})
 }
 
 // Button presses the presence button for a window of seconds (0: the default window).

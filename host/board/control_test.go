@@ -6,8 +6,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -70,11 +72,12 @@ func TestControlChannel(t *testing.T) {
 	}
 
 	st, err := c.State(ctx)
-	if err != nil || st.ID != "abcd" || !st.Link.Up || st.Hardware.Chip != "esp32s3" {
+	if err != nil || st.ID != "abcd" || st.Eth.Up || st.Hardware.Chip != "esp32s3" {
 		t.Fatalf("state %+v %v", st, err)
 	}
 
 	events := s.Subscribe(t.Context())
+	recv(t, events)
 	recv(t, events)
 
 	st, err = c.SetMemory(ctx, MemoryUpdate{FreeInternal: ptr[int64](4096)})
@@ -82,24 +85,48 @@ func TestControlChannel(t *testing.T) {
 		t.Fatalf("set memory: %+v %v", st.Memory, err)
 	}
 
-	if st, err = c.NetDown(ctx); err != nil || st.Link.Up || st.Link.Iface != "none" {
-		t.Fatalf("net down: %+v %v", st.Link, err)
+	// net up/down/route are kept as Ethernet.
+	if st, err = c.NetUp(ctx); err != nil || !st.Eth.Up {
+		t.Fatalf("net up: %+v %v", st.Eth, err)
 	}
-	if ev := recv(t, events); ev.Link == nil || ev.Link.Up {
-		t.Fatalf("down event %+v", ev)
-	}
-	if st, err = c.NetUp(ctx); err != nil || !st.Link.Up {
-		t.Fatalf("net up: %+v %v", st.Link, err)
-	}
-	if ev := recv(t, events); ev.Link == nil || !ev.Link.Up {
+	if ev := recv(t, events); ev.Iface == nil || ev.Iface.Name != "eth" || !ev.Iface.Up {
 		t.Fatalf("up event %+v", ev)
 	}
-	st, err = c.SetRoute(ctx, RouteUpdate{Iface: ptr("eth"), IP: ptr("127.0.0.5"), Netmask: ptr("255.255.255.0"), Gateway: ptr("127.0.0.254")})
-	if err != nil || st.Link.Iface != "eth" || st.Link.IP != "127.0.0.5" || st.Link.RSSI != nil {
-		t.Fatalf("route: %+v %v", st.Link, err)
+	if st, err = c.NetDown(ctx); err != nil || st.Eth.Up {
+		t.Fatalf("net down: %+v %v", st.Eth, err)
 	}
-	if ev := recv(t, events); ev.Link == nil || ev.Link.IP != "127.0.0.5" {
+	if ev := recv(t, events); ev.Iface == nil || ev.Iface.Up {
+		t.Fatalf("down event %+v", ev)
+	}
+	st, err = c.SetRoute(ctx, RouteUpdate{IP: ptr("127.0.0.5"), Netmask: ptr("255.255.255.0"), Gateway: ptr("127.0.0.254")})
+	if err != nil || st.Eth.IP != "127.0.0.5" || st.Eth.Netmask != "255.255.255.0" {
+		t.Fatalf("route: %+v %v", st.Eth, err)
+	}
+	if ev := recv(t, events); ev.Iface == nil || ev.Iface.IP != "127.0.0.5" {
 		t.Fatalf("route event %+v", ev)
+	}
+	if st, err = c.SetIface(ctx, "thread", IfUpdate{Up: ptr(true), IP: ptr("127.0.0.6")}); err != nil || !st.Thread.Up || st.Thread.IP != "127.0.0.6" {
+		t.Fatalf("thread up: %+v %v", st.Thread, err)
+	}
+	if ev := recv(t, events); ev.Iface == nil || ev.Iface.Name != "thread" || !ev.Iface.Up {
+		t.Fatalf("thread event %+v", ev)
+	}
+	// The radio.
+	if st, err = c.AddAP(ctx, APUpdate{SSID: "Fuel Dock", PSK: "diesel-only", RSSI: ptr(-70)}); err != nil || len(st.WiFi.APs) != 2 ||
+		st.WiFi.APs[1].Auth != "wpa2" || st.WiFi.APs[1].RSSI != -70 {
+		t.Fatalf("ap add: %+v %v", st.WiFi, err)
+	}
+	if st, err = c.SetFault(ctx, "Fuel Dock", FaultNoAnswer); err != nil || st.WiFi.APs[1].Fault != FaultNoAnswer {
+		t.Fatalf("ap fault: %+v %v", st.WiFi, err)
+	}
+	if st, err = c.SetScanBusy(ctx, true); err != nil || !st.WiFi.ScanBusy {
+		t.Fatalf("scan busy: %+v %v", st.WiFi, err)
+	}
+	if _, err := s.Scan(); !errors.Is(err, ErrScanBusy) {
+		t.Fatalf("scan while busy: %v", err)
+	}
+	if st, err = c.RemoveAP(ctx, "Fuel Dock"); err != nil || len(st.WiFi.APs) != 1 {
+		t.Fatalf("ap remove: %+v %v", st.WiFi, err)
 	}
 	if _, err = c.Button(ctx, 45); err != nil {
 		t.Fatal(err)
@@ -133,8 +160,19 @@ func TestControlChannelErrors(t *testing.T) {
 		{"PUT", "/memory", `{"free":1}`, 400, `unknown field \"free\"`},
 		{"PUT", "/memory", `{"free_heap":1} x`, 400, "trailing data"},
 		{"PUT", "/memory", `{"largest_block":999999}`, 400, "largest_block 999999 exceeds"},
-		{"PUT", "/net/route", `{"iface":"lte"}`, 400, "iface"},
-		{"PUT", "/net/route", `{"ip":"300.1.1.1"}`, 400, "ip"},
+		{"PUT", "/net/route", `{"iface":"lte"}`, 400, `unknown field \"iface\"`},
+		{"PUT", "/net/route", `{"ip":"300.1.1.1"}`, 400, "eth: ip"},
+		{"PUT", "/eth", `{"netmask":"1.2.3.4"}`, 400, "eth: netmask"},
+		{"PUT", "/thread", `{"up":"yes"}`, 400, "malformed JSON"},
+		{"POST", "/wifi/ap", `{"psk":"12345678"}`, 400, "ssid"},
+		{"POST", "/wifi/ap", `{"ssid":"a","auth":"wpa9"}`, 400, "auth"},
+		{"POST", "/wifi/ap", `{"ssid":"a","rssi":-300}`, 400, "rssi -300"},
+		{"POST", "/wifi/ap", `{"ssid":"a","channel":-1}`, 400, "channel -1"},
+		{"POST", "/wifi/ap", `{"ssid":"a","bssid":"x"}`, 400, "bssid"},
+		{"POST", "/wifi/ap/remove", `{"ssid":"nowhere"}`, 404, "nowhere"},
+		{"PUT", "/wifi/ap/fault", `{"ssid":"Marina","fault":"fire"}`, 400, "fault"},
+		{"PUT", "/wifi/ap/fault", `{"ssid":"nowhere","fault":"drop"}`, 404, "nowhere"},
+		{"PUT", "/wifi/scan-busy", `{}`, 400, "busy"},
 		{"POST", "/button", `{"seconds":-3}`, 400, "seconds -3"},
 		{"POST", "/button", `{"seconds":1.5}`, 400, "malformed JSON"},
 		{"POST", "/button", strings.Repeat(" ", maxControlBody+1), 413, "too_large"},
@@ -146,7 +184,8 @@ func TestControlChannelErrors(t *testing.T) {
 			t.Errorf("%s %s %s: %d %s, want %d with %s", c.method, c.path, c.body, status, body, c.status, c.want)
 		}
 	}
-	if after := s.State(); after.Memory != before.Memory || !linkEqual(after.Link, before.Link) {
+	if after := s.State(); after.Memory != before.Memory || after.Eth != before.Eth || after.Thread != before.Thread ||
+		!reflect.DeepEqual(after.WiFi, before.WiFi) {
 		t.Fatal("refused requests changed the board")
 	}
 
@@ -217,4 +256,55 @@ func TestClientWithoutDevice(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "is the device running") {
 		t.Fatalf("error %v", err)
 	}
+}
+
+// FuzzControl sends arbitrary bodies to every control endpoint: an answer is the state (200)
+// or the JSON error body with a 4xx status, never a panic or a 5xx, and the board stays
+// consistent.
+func FuzzControl(f *testing.F) {
+	for _, seed := range []struct{ path, body string }{
+		{"/wifi/ap", `{"ssid":"Pier","psk":"pier-pass-1","rssi":-58,"channel":11}`},
+		{"/wifi/ap", `{"ssid":"","auth":"wpa9","bssid":"zz"}`},
+		{"/wifi/ap/fault", `{"ssid":"Marina","fault":"drop"}`},
+		{"/wifi/ap/remove", `{"ssid":"Marina"}`},
+		{"/wifi/scan-busy", `{"busy":true}`},
+		{"/eth", `{"up":true,"ip":"127.0.0.2"}`},
+		{"/thread", `{"netmask":"255.0.255.0"}`},
+		{"/net/route", `{"gateway":"gw"}`},
+		{"/memory", `{"free_heap":-1}`},
+		{"/button", `{"seconds":1e9}`},
+		{"/gpio", `{"pin":4,"high":true}`},
+	} {
+		f.Add(seed.path, seed.body)
+	}
+	paths := []string{"/wifi/ap", "/wifi/ap/fault", "/wifi/ap/remove", "/wifi/scan-busy", "/eth", "/thread", "/net/route", "/memory", "/button", "/gpio"}
+	methods := map[string]string{"/wifi/ap": "POST", "/wifi/ap/remove": "POST", "/button": "POST"}
+	f.Fuzz(func(t *testing.T, path, body string) {
+		s, _ := LoadSim("")
+		h := s.Handler()
+		for _, p := range append(paths, path) {
+			m := methods[p]
+			if m == "" {
+				m = "PUT"
+			}
+			req, err := http.NewRequest(m, "http://board"+p, strings.NewReader(body))
+			if err != nil {
+				return
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code >= 500 || (w.Code != 200 && !strings.Contains(w.Body.String(), `"error"`)) {
+				t.Fatalf("%s %s %q: %d %s", m, p, body, w.Code, w.Body.String())
+			}
+		}
+		st := s.State()
+		for _, ap := range st.WiFi.APs {
+			if checkAP(&ap) != nil {
+				t.Fatalf("inconsistent AP %+v", ap)
+			}
+		}
+		if checkAddress(st.Eth.IP, st.Eth.Netmask, st.Eth.Gateway) != nil || checkAddress(st.Thread.IP, st.Thread.Netmask, st.Thread.Gateway) != nil {
+			t.Fatalf("inconsistent interfaces %+v %+v", st.Eth, st.Thread)
+		}
+	})
 }

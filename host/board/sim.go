@@ -13,35 +13,24 @@ import (
 	"sync"
 )
 
-// Defaults of the simulated board: an ESP32-S3 module with 8 MiB of flash and no PSRAM, on a
-// WiFi station link over loopback.
+// Defaults of the simulated board: an ESP32-S3 module with 8 MiB of flash and no PSRAM,
+// Ethernet and Thread down, one WPA2 access point in range.
 const (
-	DefaultMAC      = "02:00:00:12:ab:cd"
-	DefaultChip     = "esp32s3"
-	DefaultPortalIP = "127.4.1.1"
-	DefaultRSSI     = -55
+	DefaultMAC  = "02:00:00:12:ab:cd"
+	DefaultChip = "esp32s3"
 )
 
 // Features a board may declare (the spec's `hardware.features` set).
 var knownFeatures = []string{"wifi", "ble", "bt-classic", "802.15.4", "embedded-flash", "embedded-psram"}
-
-// Route is where the station link goes when it is up. A down link keeps its route so that the
-// next "up" comes back on it.
-type Route struct {
-	Iface   string `json:"iface"` // wifi_sta, eth, thread
-	IP      string `json:"ip"`
-	Netmask string `json:"netmask"`
-	Gateway string `json:"gateway"`
-	RSSI    *int   `json:"rssi"` // wifi_sta only
-}
 
 // State is everything the simulated board is: the control channel's GET /state document.
 type State struct {
 	Hardware Hardware   `json:"hardware"`
 	ID       string     `json:"id"`
 	Memory   Memory     `json:"memory"`
-	Link     Link       `json:"link"`
-	Route    Route      `json:"route"`
+	Eth      IfState    `json:"eth"`
+	Thread   IfState    `json:"thread"`
+	WiFi     WiFiState  `json:"wifi"`
 	GPIO     []PinState `json:"gpio"`
 	Radios   Radios     `json:"radios"`
 }
@@ -51,15 +40,6 @@ type MemoryUpdate struct {
 	FreeHeap     *int64 `json:"free_heap,omitempty"`
 	FreeInternal *int64 `json:"free_internal,omitempty"`
 	LargestBlock *int64 `json:"largest_block,omitempty"`
-}
-
-// RouteUpdate moves the route; nil members keep their value.
-type RouteUpdate struct {
-	Iface   *string `json:"iface,omitempty"`
-	IP      *string `json:"ip,omitempty"`
-	Netmask *string `json:"netmask,omitempty"`
-	Gateway *string `json:"gateway,omitempty"`
-	RSSI    *int    `json:"rssi,omitempty"`
 }
 
 // MaxPresenceSeconds bounds a presence event's window (one day).
@@ -72,15 +52,20 @@ const DefaultPresenceSeconds = 600
 // presenceQueue bounds the presence events waiting for one slow subscriber.
 const presenceQueue = 16
 
+// stationQueue bounds the station events waiting for one slow subscriber.
+const stationQueue = 64
+
 // Sim is the simulated board. It is safe for concurrent use.
 type Sim struct {
 	hw Hardware
 
-	mu    sync.Mutex
-	mem   Memory
-	up    bool
-	route Route
-	subs  map[*subscriber]struct{}
+	mu     sync.Mutex
+	mem    Memory
+	eth    IfState
+	thread IfState
+	wifi   FileWiFi
+	sta    station
+	subs   map[*subscriber]struct{}
 
 	gpio  gpio
 	radio radios
@@ -92,20 +77,23 @@ var _ Board = (*Sim)(nil)
 // board.example.json. Unknown members are an error so that a misspelt name is not silently
 // ignored.
 type File struct {
-	Comment          string     `json:"comment,omitempty"`
-	Board            string     `json:"board"`
-	MAC              string     `json:"mac"`
-	Chip             string     `json:"chip"`
-	ChipRevision     int        `json:"chip_revision"`
-	Cores            int        `json:"cores"`
-	CPUMHz           int        `json:"cpu_mhz"`
-	FlashBytes       int64      `json:"flash_bytes"`
-	RAMInternalBytes int64      `json:"ram_internal_bytes"`
-	RAMPSRAMBytes    int64      `json:"ram_psram_bytes"`
-	Features         []string   `json:"features"`
-	PortalIP         string     `json:"portal_ip"`
-	Memory           FileMemory `json:"memory"`
-	Link             FileLink   `json:"link"`
+	Comment          string   `json:"comment,omitempty"`
+	Board            string   `json:"board"`
+	MAC              string   `json:"mac"`
+	Chip             string   `json:"chip"`
+	ChipRevision     int      `json:"chip_revision"`
+	Cores            int      `json:"cores"`
+	CPUMHz           int      `json:"cpu_mhz"`
+	FlashBytes       int64    `json:"flash_bytes"`
+	RAMInternalBytes int64    `json:"ram_internal_bytes"`
+	RAMPSRAMBytes    int64    `json:"ram_psram_bytes"`
+	Features         []string `json:"features"`
+	// PortalIP is the setup access point's address; empty derives 127.4.<id> from the MAC.
+	PortalIP string     `json:"portal_ip"`
+	Memory   FileMemory `json:"memory"`
+	Eth      FileIface  `json:"eth"`
+	Thread   FileIface  `json:"thread"`
+	WiFi     FileWiFi   `json:"wifi"`
 }
 
 // FileMemory is the board file's initial heap figures.
@@ -115,19 +103,8 @@ type FileMemory struct {
 	LargestBlock int64 `json:"largest_block"`
 }
 
-// FileLink is the board file's initial link.
-type FileLink struct {
-	Up      bool   `json:"up"`
-	Iface   string `json:"iface"`
-	IP      string `json:"ip"`
-	Netmask string `json:"netmask"`
-	Gateway string `json:"gateway"`
-	RSSI    *int   `json:"rssi"`
-}
-
 // DefaultFile is the board used when no file is given.
 func DefaultFile() File {
-	rssi := DefaultRSSI
 	return File{
 		Board:            "devhost-sim",
 		MAC:              DefaultMAC,
@@ -139,9 +116,12 @@ func DefaultFile() File {
 		RAMInternalBytes: 512 << 10,
 		RAMPSRAMBytes:    0,
 		Features:         []string{"wifi", "ble"},
-		PortalIP:         DefaultPortalIP,
 		Memory:           FileMemory{FreeHeap: 262144, FreeInternal: 262144, LargestBlock: 110592},
-		Link:             FileLink{Up: true, Iface: "wifi_sta", IP: "127.0.0.1", Netmask: "255.0.0.0", Gateway: "127.0.0.1", RSSI: &rssi},
+		Eth:              FileIface{IP: "127.0.0.1", Netmask: "255.0.0.0", Gateway: "127.0.0.1"},
+		Thread:           FileIface{IP: "127.0.0.1", Netmask: "255.0.0.0", Gateway: "127.0.0.1"},
+		WiFi: FileWiFi{StationIP: DefaultStationIP, Netmask: "255.0.0.0", Gateway: "127.0.0.1",
+			APs: []AP{{SSID: DefaultSSID, PSK: DefaultPSK, Auth: "wpa2", BSSID: DefaultBSSID(DefaultSSID),
+				Channel: DefaultChannel, RSSI: DefaultAPRSSI, Fault: FaultNone}}},
 	}
 }
 
@@ -163,13 +143,14 @@ func LoadSim(path string) (*Sim, error) {
 // ParseFile decodes a board file over the defaults and checks it.
 func ParseFile(b []byte) (File, error) {
 	f := DefaultFile()
-	f.Link.RSSI = nil // filled in below for a WiFi route, so an eth route needs no "rssi": null
+	// A file's own list of access points replaces the default one rather than merging its
+	// members into the default AP; an absent (or null) list is the default one.
+	f.WiFi.APs = nil
 	if err := decodeStrict(b, &f); err != nil {
 		return File{}, err
 	}
-	if f.Link.Iface == "wifi_sta" && f.Link.RSSI == nil {
-		r := DefaultRSSI
-		f.Link.RSSI = &r
+	if f.WiFi.APs == nil {
+		f.WiFi.APs = DefaultFile().WiFi.APs
 	}
 	if err := f.check(); err != nil {
 		return File{}, err
@@ -226,6 +207,9 @@ func (f *File) check() error {
 			return fmt.Errorf("features[%d] %q: listed twice", i, ft)
 		}
 	}
+	if f.PortalIP == "" {
+		f.PortalIP = DerivedPortalIP(mac)
+	}
 	ip := net.ParseIP(f.PortalIP)
 	if ip == nil || ip.To4() == nil || !ip.IsLoopback() {
 		return fmt.Errorf("portal_ip %q: the simulated portal needs an IPv4 loopback address (127.x.y.z)", f.PortalIP)
@@ -234,9 +218,14 @@ func (f *File) check() error {
 	if err := checkMemory(mem, f.RAMInternalBytes+f.RAMPSRAMBytes); err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
-	r := Route{Iface: f.Link.Iface, IP: f.Link.IP, Netmask: f.Link.Netmask, Gateway: f.Link.Gateway, RSSI: f.Link.RSSI}
-	if err := checkRoute(r); err != nil {
-		return fmt.Errorf("link: %w", err)
+	if err := f.Eth.check(); err != nil {
+		return fmt.Errorf("eth.%w", err)
+	}
+	if err := f.Thread.check(); err != nil {
+		return fmt.Errorf("thread.%w", err)
+	}
+	if err := f.WiFi.check(); err != nil {
+		return fmt.Errorf("wifi.%w", err)
 	}
 	return nil
 }
@@ -254,19 +243,23 @@ func NewSim(f File) (*Sim, error) {
 			FlashBytes: f.FlashBytes, RAMInternalBytes: f.RAMInternalBytes, RAMPSRAMBytes: f.RAMPSRAMBytes,
 			Features: slices.Clone(f.Features), Board: f.Board, PortalIP: f.PortalIP,
 		},
-		mem:   mem,
-		up:    f.Link.Up,
-		route: Route{Iface: f.Link.Iface, IP: f.Link.IP, Netmask: f.Link.Netmask, Gateway: f.Link.Gateway, RSSI: cloneInt(f.Link.RSSI)},
-		subs:  map[*subscriber]struct{}{},
+		mem:    mem,
+		eth:    IfState{Name: IfaceEth, Up: f.Eth.Up, IP: f.Eth.IP, Netmask: f.Eth.Netmask, Gateway: f.Eth.Gateway},
+		thread: IfState{Name: IfaceThread, Up: f.Thread.Up, IP: f.Thread.IP, Netmask: f.Thread.Netmask, Gateway: f.Thread.Gateway},
+		wifi: FileWiFi{StationIP: f.WiFi.StationIP, Netmask: f.WiFi.Netmask, Gateway: f.WiFi.Gateway,
+			ScanBusy: f.WiFi.ScanBusy, APs: slices.Clone(f.WiFi.APs)},
+		sta:  station{state: "idle"},
+		subs: map[*subscriber]struct{}{},
 	}, nil
 }
 
-func cloneInt(p *int) *int {
-	if p == nil {
-		return nil
+// DerivedPortalIP is the default board's portal address: 127.4.<MAC byte 5>.<MAC byte 6>,
+// so that devices with different ids run side by side on one machine.
+func DerivedPortalIP(mac net.HardwareAddr) string {
+	if len(mac) != 6 {
+		return ""
 	}
-	v := *p
-	return &v
+	return net.IPv4(127, 4, mac[4], mac[5]).String()
 }
 
 // Hardware is the fixed description of the board.
@@ -283,22 +276,6 @@ func (s *Sim) Memory() Memory {
 	return s.mem
 }
 
-// Link is the station link as the hardware reports it: while down the interface is `none`
-// and the address strings are empty.
-func (s *Sim) Link() Link {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.linkLocked()
-}
-
-func (s *Sim) linkLocked() Link {
-	if !s.up {
-		return Link{Up: false, Iface: "none"}
-	}
-	r := s.route
-	return Link{Up: true, Iface: r.Iface, IP: r.IP, Netmask: r.Netmask, Gateway: r.Gateway, RSSI: cloneInt(r.RSSI)}
-}
-
 // State is everything the board is.
 func (s *Sim) State() State {
 	s.mu.Lock()
@@ -307,11 +284,10 @@ func (s *Sim) State() State {
 }
 
 func (s *Sim) stateLocked() State {
-	r := s.route
-	r.RSSI = cloneInt(r.RSSI)
 	hw := s.hw
 	hw.Features = slices.Clone(s.hw.Features)
-	return State{Hardware: hw, ID: hw.DeviceID(), Memory: s.mem, Link: s.linkLocked(), Route: r, GPIO: s.Pins(), Radios: s.Radios()}
+	return State{Hardware: hw, ID: hw.DeviceID(), Memory: s.mem, Eth: s.eth, Thread: s.thread, WiFi: s.wifiLocked(),
+		GPIO: s.Pins(), Radios: s.Radios()}
 }
 
 // SetMemory changes the live heap figures and lowers the low-water marks as needed. A value
@@ -367,88 +343,6 @@ func checkMemory(m Memory, ram int64) error {
 	return nil
 }
 
-// SetUp brings the link up or down; an event goes out only when the link changed.
-func (s *Sim) SetUp(up bool) Link {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	before := s.linkLocked()
-	s.up = up
-	after := s.linkLocked()
-	s.publishLinkLocked(before, after)
-	return after
-}
-
-// SetRoute moves the route. While the link is up the move is an event; while down the route
-// is kept for the next "up". Leaving the WiFi station drops the RSSI; coming to it without an
-// RSSI takes DefaultRSSI.
-func (s *Sim) SetRoute(u RouteUpdate) (Link, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.route
-	r.RSSI = cloneInt(r.RSSI)
-	if u.Iface != nil {
-		r.Iface = *u.Iface
-	}
-	if u.IP != nil {
-		r.IP = *u.IP
-	}
-	if u.Netmask != nil {
-		r.Netmask = *u.Netmask
-	}
-	if u.Gateway != nil {
-		r.Gateway = *u.Gateway
-	}
-	switch {
-	case u.RSSI != nil:
-		r.RSSI = cloneInt(u.RSSI)
-	case r.Iface != "wifi_sta":
-		r.RSSI = nil
-	case r.RSSI == nil:
-		v := DefaultRSSI
-		r.RSSI = &v
-	}
-	if err := checkRoute(r); err != nil {
-		return s.linkLocked(), err
-	}
-	before := s.linkLocked()
-	s.route = r
-	after := s.linkLocked()
-	s.publishLinkLocked(before, after)
-	return after, nil
-}
-
-func checkRoute(r Route) error {
-	switch r.Iface {
-	case "wifi_sta", "eth", "thread":
-	default:
-		return fmt.Errorf("iface %q: want wifi_sta, eth or thread (take the link down with net down)", r.Iface)
-	}
-	if ip := net.ParseIP(r.IP); ip == nil || ip.To4() == nil {
-		return fmt.Errorf("ip %q: want an IPv4 address", r.IP)
-	}
-	mask := net.ParseIP(r.Netmask)
-	if mask == nil || mask.To4() == nil {
-		return fmt.Errorf("netmask %q: want an IPv4 netmask such as 255.255.255.0", r.Netmask)
-	}
-	if ones, bits := net.IPMask(mask.To4()).Size(); ones == 0 && bits == 0 {
-		return fmt.Errorf("netmask %q: not a contiguous mask", r.Netmask)
-	}
-	if r.Gateway != "" {
-		if ip := net.ParseIP(r.Gateway); ip == nil || ip.To4() == nil {
-			return fmt.Errorf("gateway %q: want an IPv4 address or empty", r.Gateway)
-		}
-	}
-	if r.RSSI != nil {
-		if r.Iface != "wifi_sta" {
-			return fmt.Errorf("rssi: only the wifi_sta route has one, not %s", r.Iface)
-		}
-		if *r.RSSI < -127 || *r.RSSI > 0 {
-			return fmt.Errorf("rssi %d: want -127..0 dBm", *r.RSSI)
-		}
-	}
-	return nil
-}
-
 // Press is a hardware presence event asking for a recovery window of seconds (0 means
 // DefaultPresenceSeconds).
 func (s *Sim) Press(seconds int) error {
@@ -464,26 +358,10 @@ func (s *Sim) Press(seconds int) error {
 	return nil
 }
 
-func (s *Sim) publishLinkLocked(before, after Link) {
-	if linkEqual(before, after) {
-		return
-	}
-	l := after
-	s.publishLocked(Event{Link: &l})
-}
-
-func linkEqual(a, b Link) bool {
-	ra, rb := a.RSSI, b.RSSI
-	a.RSSI, b.RSSI = nil, nil
-	if a != b || (ra == nil) != (rb == nil) {
-		return false
-	}
-	return ra == nil || *ra == *rb
-}
-
-// subscriber is one Subscribe call's queue. Link events coalesce: at most one, the latest,
-// waits in the queue, so a slow reader skips intermediate link states but always ends with
-// the current one. Presence events queue up to presenceQueue (the oldest is dropped beyond).
+// subscriber is one Subscribe call's queue. Interface events coalesce per interface: at most
+// one, the latest, waits for each, so a slow reader skips intermediate states but always ends
+// with the current one. Presence and station events queue (presenceQueue and stationQueue at
+// most; the oldest of the kind is dropped beyond).
 type subscriber struct {
 	queue []Event // guarded by Sim.mu
 	wake  chan struct{}
@@ -496,19 +374,13 @@ func (s *Sim) publishLocked(ev Event) {
 }
 
 func (sub *subscriber) pushLocked(ev Event) {
-	if ev.Link != nil {
-		sub.queue = slices.DeleteFunc(sub.queue, func(e Event) bool { return e.Link != nil })
-	} else {
-		n := 0
-		for _, e := range sub.queue {
-			if e.Link == nil {
-				n++
-			}
-		}
-		if n >= presenceQueue {
-			i := slices.IndexFunc(sub.queue, func(e Event) bool { return e.Link == nil })
-			sub.queue = slices.Delete(sub.queue, i, i+1)
-		}
+	switch {
+	case ev.Iface != nil:
+		sub.queue = slices.DeleteFunc(sub.queue, func(e Event) bool { return e.Iface != nil && e.Iface.Name == ev.Iface.Name })
+	case ev.Station != nil:
+		sub.dropOldest(func(e Event) bool { return e.Station != nil }, stationQueue)
+	default:
+		sub.dropOldest(func(e Event) bool { return e.Presence > 0 }, presenceQueue)
 	}
 	sub.queue = append(sub.queue, ev)
 	select {
@@ -517,15 +389,30 @@ func (sub *subscriber) pushLocked(ev Event) {
 	}
 }
 
-// Subscribe delivers hardware events until ctx ends, starting with the current link state so
-// a subscriber never has to read Link separately. The channel is closed when ctx ends.
+func (sub *subscriber) dropOldest(kind func(Event) bool, max int) {
+	n := 0
+	for _, e := range sub.queue {
+		if kind(e) {
+			n++
+		}
+	}
+	if n >= max {
+		i := slices.IndexFunc(sub.queue, kind)
+		sub.queue = slices.Delete(sub.queue, i, i+1)
+	}
+}
+
+// Subscribe delivers hardware events until ctx ends, starting with the current Ethernet and
+// Thread states so a subscriber never has to read them separately. The channel is closed when
+// ctx ends.
 func (s *Sim) Subscribe(ctx context.Context) <-chan Event {
 	out := make(chan Event)
 	sub := &subscriber{wake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	s.subs[sub] = struct{}{}
-	l := s.linkLocked()
-	sub.pushLocked(Event{Link: &l})
+	eth, thread := s.eth, s.thread
+	sub.pushLocked(Event{Iface: &eth})
+	sub.pushLocked(Event{Iface: &thread})
 	s.mu.Unlock()
 	go func() {
 		defer close(out)

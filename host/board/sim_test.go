@@ -20,13 +20,17 @@ func TestDefaultBoard(t *testing.T) {
 	}
 	hw := s.Hardware()
 	if hw.MAC != "02:00:00:12:ab:cd" || hw.DeviceID() != "abcd" || hw.Chip != "esp32s3" || hw.Cores != 2 ||
-		hw.CPUMHz != 240 || hw.FlashBytes != 8<<20 || hw.PortalIP != "127.4.1.1" ||
+		hw.CPUMHz != 240 || hw.FlashBytes != 8<<20 || hw.PortalIP != "127.4.171.205" ||
 		!reflect.DeepEqual(hw.Features, []string{"wifi", "ble"}) {
 		t.Fatalf("default hardware %+v", hw)
 	}
-	l := s.Link()
-	if !l.Up || l.Iface != "wifi_sta" || l.IP != "127.0.0.1" || l.RSSI == nil || *l.RSSI != DefaultRSSI {
-		t.Fatalf("default link %+v", l)
+	if e, th := s.Eth(), s.Thread(); e.Up || th.Up || e.IP != "127.0.0.1" || e.Name != "eth" || th.Name != "thread" {
+		t.Fatalf("default interfaces %+v %+v", e, th)
+	}
+	w := s.WiFi()
+	if len(w.APs) != 1 || w.APs[0].SSID != DefaultSSID || w.APs[0].PSK != DefaultPSK || w.APs[0].Auth != "wpa2" ||
+		w.Station.State != "idle" || w.ScanBusy {
+		t.Fatalf("default radio %+v", w)
 	}
 	m := s.Memory()
 	if m.FreeHeap <= 0 || m.MinFreeHeap != m.FreeHeap || m.MinFreeInternal != m.FreeInternal {
@@ -70,8 +74,15 @@ func TestParseFile(t *testing.T) {
 	}{
 		{"empty object", `{}`, "", func(f File) bool { return f.Chip == "esp32s3" }},
 		{"mac normalised", `{"mac":"AA-BB-CC-DD-EE-0F"}`, "", func(f File) bool { return f.MAC == "aa:bb:cc:dd:ee:0f" }},
-		{"eth link has no rssi", `{"link":{"iface":"eth","ip":"127.0.0.2"}}`, "", func(f File) bool { return f.Link.RSSI == nil && f.Link.Up }},
-		{"wifi link gets the default rssi", `{"link":{"up":false}}`, "", func(f File) bool { return *f.Link.RSSI == DefaultRSSI && !f.Link.Up }},
+		{"eth up", `{"eth":{"up":true,"ip":"127.0.0.2"}}`, "", func(f File) bool { return f.Eth.Up && f.Eth.IP == "127.0.0.2" && f.Eth.Netmask == "255.0.0.0" }},
+		{"portal named", `{"portal_ip":"127.9.9.9"}`, "", func(f File) bool { return f.PortalIP == "127.9.9.9" }},
+		{"portal derived from the id", `{"mac":"02:00:00:00:01:02"}`, "", func(f File) bool { return f.PortalIP == "127.4.1.2" }},
+		{"own AP list replaces the default", `{"wifi":{"aps":[{"ssid":"Open Bay"}]}}`, "", func(f File) bool {
+			a := f.WiFi.APs
+			return len(a) == 1 && a[0].Auth == "open" && a[0].Channel == DefaultChannel && a[0].BSSID == DefaultBSSID("Open Bay") && a[0].Fault == "none"
+		}},
+		{"no AP in range", `{"wifi":{"aps":[]}}`, "", func(f File) bool { return len(f.WiFi.APs) == 0 }},
+		{"AP with a password is wpa2", `{"wifi":{"aps":[{"ssid":"a","psk":"12345678","rssi":-70}]}}`, "", func(f File) bool { return f.WiFi.APs[0].Auth == "wpa2" && f.WiFi.APs[0].RSSI == -70 }},
 		{"psram feature", `{"ram_psram_bytes":2097152,"features":["wifi","embedded-psram"]}`, "", func(f File) bool { return f.RAMPSRAMBytes == 2<<20 }},
 		{"no features", `{"features":[]}`, "", func(f File) bool { return f.Features != nil && len(f.Features) == 0 }},
 		{"unknown member", `{"flash":1}`, `unknown field "flash"`, nil},
@@ -91,12 +102,24 @@ func TestParseFile(t *testing.T) {
 		{"internal above heap", `{"memory":{"free_heap":1000,"free_internal":2000,"largest_block":10}}`, "free_internal 2000 exceeds free_heap", nil},
 		{"block above internal", `{"memory":{"largest_block":300000}}`, "largest_block", nil},
 		{"heap above ram", `{"memory":{"free_heap":600000}}`, "exceeds the board's RAM", nil},
-		{"iface none", `{"link":{"iface":"none"}}`, "iface", nil},
-		{"bad ip", `{"link":{"ip":"::1"}}`, "ip", nil},
-		{"bad netmask", `{"link":{"netmask":"255.0.255.0"}}`, "contiguous", nil},
-		{"bad gateway", `{"link":{"gateway":"gw"}}`, "gateway", nil},
-		{"rssi on eth", `{"link":{"iface":"eth","rssi":-40}}`, "rssi", nil},
-		{"rssi out of range", `{"link":{"rssi":5}}`, "rssi 5", nil},
+		{"old link member", `{"link":{"up":true}}`, `unknown field "link"`, nil},
+		{"bad ip", `{"eth":{"ip":"::1"}}`, "eth.ip", nil},
+		{"bad netmask", `{"thread":{"netmask":"255.0.255.0"}}`, "thread.netmask", nil},
+		{"bad gateway", `{"eth":{"gateway":"gw"}}`, "eth.gateway", nil},
+		{"station not loopback", `{"wifi":{"station_ip":"10.0.0.2"}}`, "wifi.station_ip", nil},
+		{"station not an address", `{"wifi":{"station_ip":"x"}}`, "wifi.station_ip", nil},
+		{"AP without ssid", `{"wifi":{"aps":[{"psk":"12345678"}]}}`, "wifi.aps[0].ssid", nil},
+		{"AP ssid too long", `{"wifi":{"aps":[{"ssid":"` + strings.Repeat("s", 33) + `"}]}}`, "wifi.aps[0].ssid", nil},
+		{"AP bad bssid", `{"wifi":{"aps":[{"ssid":"a","bssid":"zz"}]}}`, "wifi.aps[0].bssid", nil},
+		{"AP bad channel", `{"wifi":{"aps":[{"ssid":"a","channel":300}]}}`, "wifi.aps[0].channel", nil},
+		{"AP rssi out of range", `{"wifi":{"aps":[{"ssid":"a","rssi":5}]}}`, "wifi.aps[0].rssi 5", nil},
+		{"AP unknown auth", `{"wifi":{"aps":[{"ssid":"a","auth":"wpa4"}]}}`, "wifi.aps[0].auth", nil},
+		{"AP open with password", `{"wifi":{"aps":[{"ssid":"a","auth":"open","psk":"12345678"}]}}`, "wifi.aps[0].psk", nil},
+		{"AP wpa2 without password", `{"wifi":{"aps":[{"ssid":"a","auth":"wpa2"}]}}`, "wifi.aps[0].psk", nil},
+		{"AP short password", `{"wifi":{"aps":[{"ssid":"a","psk":"short"}]}}`, "wifi.aps[0].psk", nil},
+		{"AP unknown fault", `{"wifi":{"aps":[{"ssid":"a","fault":"fire"}]}}`, "wifi.aps[0].fault", nil},
+		{"AP listed twice", `{"wifi":{"aps":[{"ssid":"a"},{"ssid":"a"}]}}`, "wifi.aps[1].bssid", nil},
+		{"AP unknown member", `{"wifi":{"aps":[{"ssid":"a","power":1}]}}`, `unknown field "power"`, nil},
 		{"wrong type", `{"cores":"two"}`, "malformed JSON", nil},
 	}
 	for _, c := range cases {
@@ -196,66 +219,61 @@ func noEvent(t *testing.T, ch <-chan Event) {
 	t.Helper()
 	select {
 	case ev := <-ch:
-		t.Fatalf("unexpected event %+v (link %+v)", ev, ev.Link)
+		t.Fatalf("unexpected event %+v (iface %+v, station %+v)", ev, ev.Iface, ev.Station)
 	case <-time.After(50 * time.Millisecond):
 	}
 }
 
-func TestLinkTransitions(t *testing.T) {
+func TestIfaceTransitions(t *testing.T) {
 	s, _ := LoadSim("")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := s.Subscribe(ctx)
-	if ev := recv(t, ch); ev.Link == nil || !ev.Link.Up {
-		t.Fatalf("first event %+v: want the current link", ev)
+	for _, name := range []string{"eth", "thread"} {
+		if ev := recv(t, ch); ev.Iface == nil || ev.Iface.Name != name || ev.Iface.Up {
+			t.Fatalf("first events %+v: want the current %s state", ev, name)
+		}
 	}
-
+	eth := func(up bool, ip string) IfState {
+		return IfState{Name: "eth", Up: up, IP: ip, Netmask: "255.0.0.0", Gateway: "127.0.0.1"}
+	}
 	steps := []struct {
 		name  string
-		do    func() error
+		iface string
+		u     IfUpdate
+		err   string
 		event bool
-		want  Link
+		want  IfState
 	}{
-		{"down", func() error { s.SetUp(false); return nil }, true, Link{Iface: "none"}},
-		{"down again: no change", func() error { s.SetUp(false); return nil }, false, Link{Iface: "none"}},
-		{"route while down: kept quietly", func() error {
-			_, err := s.SetRoute(RouteUpdate{Iface: ptr("eth"), IP: ptr("127.0.0.9")})
-			return err
-		}, false, Link{Iface: "none"}},
-		{"up on the new route, no rssi on eth", func() error { s.SetUp(true); return nil }, true,
-			Link{Up: true, Iface: "eth", IP: "127.0.0.9", Netmask: "255.0.0.0", Gateway: "127.0.0.1"}},
-		{"up again: no change", func() error { s.SetUp(true); return nil }, false,
-			Link{Up: true, Iface: "eth", IP: "127.0.0.9", Netmask: "255.0.0.0", Gateway: "127.0.0.1"}},
-		{"move to wifi: default rssi", func() error {
-			_, err := s.SetRoute(RouteUpdate{Iface: ptr("wifi_sta")})
-			return err
-		}, true, Link{Up: true, Iface: "wifi_sta", IP: "127.0.0.9", Netmask: "255.0.0.0", Gateway: "127.0.0.1", RSSI: ptr(DefaultRSSI)}},
-		{"rssi refresh", func() error {
-			_, err := s.SetRoute(RouteUpdate{RSSI: ptr(-70)})
-			return err
-		}, true, Link{Up: true, Iface: "wifi_sta", IP: "127.0.0.9", Netmask: "255.0.0.0", Gateway: "127.0.0.1", RSSI: ptr(-70)}},
-		{"same values: no event", func() error {
-			_, err := s.SetRoute(RouteUpdate{RSSI: ptr(-70), IP: ptr("127.0.0.9")})
-			return err
-		}, false, Link{Up: true, Iface: "wifi_sta", IP: "127.0.0.9", Netmask: "255.0.0.0", Gateway: "127.0.0.1", RSSI: ptr(-70)}},
-		{"bad route refused", func() error {
-			if _, err := s.SetRoute(RouteUpdate{Iface: ptr("eth"), RSSI: ptr(-50)}); err == nil {
-				t.Fatal("rssi on eth accepted")
-			}
-			return nil
-		}, false, Link{Up: true, Iface: "wifi_sta", IP: "127.0.0.9", Netmask: "255.0.0.0", Gateway: "127.0.0.1", RSSI: ptr(-70)}},
+		{"up", "eth", IfUpdate{Up: ptr(true)}, "", true, eth(true, "127.0.0.1")},
+		{"up again: no change", "eth", IfUpdate{Up: ptr(true)}, "", false, eth(true, "127.0.0.1")},
+		{"address change", "eth", IfUpdate{IP: ptr("127.0.0.9")}, "", true, eth(true, "127.0.0.9")},
+		{"down keeps the address", "eth", IfUpdate{Up: ptr(false)}, "", true, eth(false, "127.0.0.9")},
+		{"bad address refused", "eth", IfUpdate{IP: ptr("300.0.0.1")}, "eth: ip", false, eth(false, "127.0.0.9")},
+		{"bad netmask refused", "eth", IfUpdate{Netmask: ptr("255.0.255.0")}, "netmask", false, eth(false, "127.0.0.9")},
+		{"unknown interface", "lte", IfUpdate{Up: ptr(true)}, `iface "lte"`, false, eth(false, "127.0.0.9")},
+		{"thread up", "thread", IfUpdate{Up: ptr(true), IP: ptr("127.0.0.3")}, "", true,
+			IfState{Name: "thread", Up: true, IP: "127.0.0.3", Netmask: "255.0.0.0", Gateway: "127.0.0.1"}},
 	}
 	for _, st := range steps {
-		if err := st.do(); err != nil {
+		_, err := s.SetIface(st.iface, st.u)
+		if st.err != "" {
+			if err == nil || !strings.Contains(err.Error(), st.err) {
+				t.Fatalf("%s: error %v, want %q", st.name, err, st.err)
+			}
+		} else if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
-		if got := s.Link(); !linkEqual(got, st.want) {
-			t.Fatalf("%s: link %+v, want %+v", st.name, got, st.want)
+		got := s.Eth()
+		if st.want.Name == "thread" {
+			got = s.Thread()
+		}
+		if got != st.want {
+			t.Fatalf("%s: %+v, want %+v", st.name, got, st.want)
 		}
 		if st.event {
-			ev := recv(t, ch)
-			if ev.Link == nil || !linkEqual(*ev.Link, st.want) {
-				t.Fatalf("%s: event %+v", st.name, ev.Link)
+			if ev := recv(t, ch); ev.Iface == nil || *ev.Iface != st.want {
+				t.Fatalf("%s: event %+v", st.name, ev.Iface)
 			}
 		} else {
 			noEvent(t, ch)
@@ -263,7 +281,7 @@ func TestLinkTransitions(t *testing.T) {
 	}
 }
 
-func TestSlowSubscriberEndsWithLatestLink(t *testing.T) {
+func TestSlowSubscriberEndsWithLatestState(t *testing.T) {
 	s, _ := LoadSim("")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -273,13 +291,12 @@ func TestSlowSubscriberEndsWithLatestLink(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range 1000 {
-			s.SetUp(i%2 == 0)
+			_, _ = s.SetIface("eth", IfUpdate{Up: ptr(i%2 == 0)})
 			if i == 500 {
 				_ = s.Press(30)
 			}
 		}
-		_, _ = s.SetRoute(RouteUpdate{IP: ptr("127.0.0.77")})
-		s.SetUp(true)
+		_, _ = s.SetIface("eth", IfUpdate{IP: ptr("127.0.0.77"), Up: ptr(true)})
 	}()
 	select {
 	case <-done:
@@ -296,18 +313,21 @@ func TestSlowSubscriberEndsWithLatestLink(t *testing.T) {
 		}
 		break
 	}
-	if len(got) == 0 || len(got) > 3 {
-		t.Fatalf("%d events delivered: intermediate link states should have been dropped", len(got))
+	if len(got) == 0 || len(got) > 4 {
+		t.Fatalf("%d events delivered: intermediate interface states should have been dropped", len(got))
 	}
-	last := got[len(got)-1]
-	if last.Link == nil || !last.Link.Up || last.Link.IP != "127.0.0.77" {
-		t.Fatalf("last event %+v: want the latest link", last.Link)
-	}
+	var last *IfState
 	presence := 0
 	for _, ev := range got {
 		if ev.Presence == 30 {
 			presence++
 		}
+		if ev.Iface != nil && ev.Iface.Name == "eth" {
+			last = ev.Iface
+		}
+	}
+	if last == nil || !last.Up || last.IP != "127.0.0.77" {
+		t.Fatalf("last eth event %+v: want the latest state", last)
 	}
 	if presence != 1 {
 		t.Fatalf("presence event delivered %d times: %+v", presence, got)
@@ -348,7 +368,8 @@ func TestPress(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := s.Subscribe(ctx)
-	recv(t, ch) // current link
+	recv(t, ch) // current eth
+	recv(t, ch) // current thread
 	for _, c := range []struct {
 		in, want int
 		ok       bool
@@ -396,16 +417,17 @@ func TestSubscribeEndsWithContext(t *testing.T) {
 
 func TestStateJSON(t *testing.T) {
 	s, _ := LoadSim("")
-	s.SetUp(false)
 	b, err := json.Marshal(s.State())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)
-	link := m["link"].(map[string]any)
-	route := m["route"].(map[string]any)
-	if m["id"] != "abcd" || link["iface"] != "none" || link["ip"] != "" || link["rssi"] != nil || route["ip"] != "127.0.0.1" {
+	eth := m["eth"].(map[string]any)
+	wifi := m["wifi"].(map[string]any)
+	aps := wifi["aps"].([]any)
+	if m["id"] != "abcd" || eth["up"] != false || eth["ip"] != "127.0.0.1" || len(aps) != 1 ||
+		aps[0].(map[string]any)["ssid"] != "Marina" || wifi["station"].(map[string]any)["state"] != "idle" {
 		t.Fatalf("state %s", b)
 	}
 }
@@ -414,7 +436,9 @@ func FuzzParseFile(f *testing.F) {
 	b, _ := os.ReadFile("board.example.json")
 	f.Add(b)
 	f.Add([]byte(`{}`))
-	f.Add([]byte(`{"link":{"iface":"eth","rssi":null}}`))
+	f.Add([]byte(`{"eth":{"up":true,"ip":"127.0.0.2"},"thread":{"up":true}}`))
+	f.Add([]byte(`{"wifi":{"station_ip":"127.0.0.3","aps":[{"ssid":"a","psk":"12345678","bssid":"02:00:00:00:00:01","rssi":-95,"fault":"drop"},{"ssid":"b","auth":"owe"}]}}`))
+	f.Add([]byte(`{"wifi":{"aps":null},"portal_ip":"127.4.0.1"}`))
 	f.Add([]byte(`{"memory":{"free_heap":1,"free_internal":1,"largest_block":1}}`))
 	f.Add([]byte(`{"features":["wifi","wifi"]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -431,8 +455,14 @@ func FuzzParseFile(f *testing.F) {
 		if m.LargestBlock > m.FreeInternal || m.FreeInternal > m.FreeHeap {
 			t.Fatalf("inconsistent memory %+v", m)
 		}
-		if l := s.Link(); l.Up && l.Iface != "wifi_sta" && l.RSSI != nil {
-			t.Fatalf("rssi on %s", l.Iface)
+		// Every AP in range is one the station can be asked to join without a panic, and a
+		// scan lists each once.
+		w := s.WiFi()
+		for _, ap := range w.APs {
+			s.Connect(StaRequest{SSID: ap.SSID, PSK: ap.PSK, DHCP: true})
+		}
+		if res, err := s.Scan(); err == nil && len(res) != len(w.APs) {
+			t.Fatalf("scan %d results for %d APs", len(res), len(w.APs))
 		}
 	})
 }

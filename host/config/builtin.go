@@ -74,6 +74,7 @@ func hostnameKey(name, title string) Key {
 func netNS() Namespace {
 	h := restart(described(hostnameKey("hostname", "Host name"),
 		"Empty means dev-<id>. Used as <hostname>.local, the DHCP name and the Signal K source label."))
+	h.CheckPattern = true
 	return Namespace{
 		Name: "net", Version: 1, Title: "Network",
 		Description: "Identity of the device on the network, whatever the interface.",

@@ -76,7 +76,7 @@ type Key struct {
 	// are not re-checked on read, so a short stored secret never silently reads as unset.
 	MinLength       int
 	Enum            []string // string
-	Pattern         string   // string; schema only (see the package doc)
+	Pattern         string   // string; schema only (see the package doc) unless CheckPattern
 	Secret          bool     // string or blob
 	RestartRequired bool
 	ReadOnly        bool
@@ -88,6 +88,9 @@ type Key struct {
 	// MovesTo names a key ("ns.key") that takes over this deprecated key: at every boot a
 	// non-empty stored value moves there when the target is empty, and is dropped otherwise.
 	MovesTo string
+	// CheckPattern (Go descriptors) makes writes check Pattern too, for a key whose alphabet
+	// is a device rule rather than a UI hint (net.hostname: a DNS label).
+	CheckPattern bool
 }
 
 // X holds presentation hints (the descriptor's `x`).

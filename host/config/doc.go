@@ -9,7 +9,9 @@
 //   - Device checks. PUT /config and Set check type, range (min/max), length (bytes) and enum,
 //     plus the shape of table keys and strict padded base64 for blobs. A descriptor's pattern
 //     is schema-only, as the descriptor table says: the UI checks it, the device does not (the
-//     hostname alphabet, the BSSID and IPv4 shapes). Go descriptors may add MinLength: a
+//     BSSID and IPv4 shapes). The exception is net.hostname (CheckPattern): its alphabet is a
+//     device rule (a DNS label used for mDNS, DHCP and Signal K), so a write outside it is
+//     400 validation. Go descriptors may add MinLength: a
 //     non-empty value shorter than it is refused on writes. httpd.api_key (empty or 8..64),
 //     wifi.pskN and wifi.portal_psk (empty or 8..63) use it, so a PUT never leaves the device
 //     with a key the authentication rules call invalid. Stored values are not re-checked

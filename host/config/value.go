@@ -89,6 +89,9 @@ func (k *keyDef) checkWrite(v any) string {
 	if s, ok := v.(string); ok && k.MinLength > 0 && s != "" && len(s) < k.MinLength {
 		return fmt.Sprintf("%d bytes, empty or at least %d", len(s), k.MinLength)
 	}
+	if s, ok := v.(string); ok && k.CheckPattern && k.pattern != nil && !k.pattern.MatchString(s) {
+		return fmt.Sprintf("%q does not match %s", s, k.pattern.String())
+	}
 	return ""
 }
 

@@ -40,6 +40,7 @@ import (
 	"devhost/host/store"
 	"devhost/host/system"
 	"devhost/host/ui"
+	"devhost/host/wifi"
 	runtimens "devhost/runtime-ns"
 )
 
@@ -90,6 +91,7 @@ type Device struct {
 	clock *clock.Clock
 	ui    *ui.UI
 	net   *netroute.Route
+	wifi  *wifi.Manager
 	sk    *signalk.Client
 	rtns  *runtimens.Registry
 	sys   *system.System
@@ -214,6 +216,8 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		Hostname: func() string { return d.cfg.String("net", "hostname") },
 		Publish:  d.hub.Publish, Health: healthReporter{d.hlth}})
 	d.hub.OnConnect(func() []events.Event { name, st := d.net.OnConnect(); return []events.Event{{Name: name, Data: st}} })
+	d.newPortal()
+	d.wifi = d.wifiStation(announcedPortal{d})
 	d.ui = ui.New(filepath.Join(opts.DataDir, "ui"), d.ring.Logger("ui"))
 	d.rtns = runtimens.New(d.cfg, healthReporter{d.hlth})
 	d.sys = system.New(system.Options{Clock: d.clk, Logger: d.ring.Logger("system"), Board: d.sim,
@@ -235,10 +239,9 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		Restart:       func(factory bool) { d.restart(ExitReboot, factory) },
 		Crash:         opts.DebugCrash,
 	})
-	d.newPortal()
 	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.probeAliases(d.ui)})
 	for _, rs := range [][]api.Route{d.sys.Routes(), d.cfg.Routes(), d.auth.Routes(), d.ring.Routes(),
-		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes(), d.ap.Routes()} {
+		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes(), d.wifi.Routes(), d.ap.Routes()} {
 		if err := d.srv.HandleAll(rs); err != nil {
 			return ExitShutdown, fmt.Errorf("routes: %w", err)
 		}
@@ -291,8 +294,8 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		return nil
 	})
 	g.Go(func() error { d.boardEvents(gctx); return nil })
+	runWiFi(gctx, g, d.wifi)
 	g.Go(func() error { d.compactStore(gctx); return nil })
-	g.Go(func() error { d.runPortal(gctx); return nil })
 	runErr := g.Wait()
 
 	if d.erase {
@@ -352,8 +355,8 @@ func (d *Device) boardEvents(ctx context.Context) {
 		case ev.Presence > 0:
 			d.log.Warn("presence button: recovery window opened", "seconds", ev.Presence)
 			d.auth.OpenWindow(ev.Presence)
-		case ev.Link != nil:
-			d.net.Update(*ev.Link)
+		case ev.Iface != nil:
+			d.net.Update(*ev.Iface)
 		}
 	}
 }

@@ -5,17 +5,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 
 	"devhost/host/portal"
 )
 
-// The setup portal's wiring. The WiFi station manager decides when the portal is up and drives
-// it through its PortalLink (Up, Down, Clients); until it is wired here, runPortal stands in for
-// that decision with the one case a fresh device shows: the station has no network (or is
-// disabled), so the portal is up from boot while wifi.portal_enabled allows it. Replacing
-// runPortal by the manager's PortalLink is all the integration needs; newPortal, portalIP and
-// probeAliases stay.
+// The setup portal's wiring. The WiFi station manager (host/wifi) decides when the portal is up
+// and drives it through its PortalLink (Up, Down, Clients); host/portal is that link's network
+// side: the listener on the portal address, DNS, DHCP and the captive-portal probes.
 
 // newPortal builds the portal on the board's portal address. Call before the HTTP server takes
 // its routes: the captive-portal probes are among them.
@@ -46,55 +42,20 @@ func (d *Device) probeAliases(ui http.Handler) http.Handler {
 	return portal.RootProbes(func() http.Handler { return d.srv }, ui)
 }
 
-// portalWanted is the station's portal decision for a device without a station manager: up
-// when no network has an SSID or the station is disabled, never when the portal is disabled.
-func (d *Device) portalWanted() bool {
-	if !d.cfg.Bool("wifi", "portal_enabled") {
-		return false
+// announcedPortal is the portal as the station manager drives it: each time it comes up,
+// the operator's console gets the address a phone on the portal network opens.
+type announcedPortal struct{ d *Device }
+
+func (p announcedPortal) Up(ssid, psk string) error {
+	was := p.d.ap.IP() != ""
+	if err := p.d.ap.Up(ssid, psk); err != nil {
+		return err
 	}
-	if !d.cfg.Bool("wifi", "sta_enabled") {
-		return true
+	if !was {
+		fmt.Fprintf(p.d.opts.Stdout, "devhost: setup portal on %s\n", p.d.ap.RootURL())
 	}
-	for i := range 4 {
-		if d.cfg.String("wifi", "ssid"+strconv.Itoa(i)) != "" {
-			return false
-		}
-	}
-	return true
+	return nil
 }
 
-// runPortal keeps the portal as portalWanted says, from boot until ctx ends; then it is down.
-func (d *Device) runPortal(ctx context.Context) {
-	changed := make(chan struct{}, 1)
-	d.cfg.OnChange(func(ns, _ string) {
-		if ns == "wifi" {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}
-	})
-	defer d.ap.Down()
-	for {
-		if d.portalWanted() {
-			ssid := d.cfg.String("wifi", "portal_ssid")
-			if ssid == "" {
-				ssid = "dev-" + d.sim.Hardware().DeviceID()
-			}
-			up := d.ap.IP() != ""
-			if err := d.ap.Up(ssid, d.cfg.String("wifi", "portal_psk")); err != nil {
-				d.log.Warn("setup portal", "err", err)
-			}
-			if !up {
-				fmt.Fprintf(d.opts.Stdout, "devhost: setup portal on %s\n", d.ap.RootURL())
-			}
-		} else {
-			d.ap.Down()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-		}
-	}
-}
+func (p announcedPortal) Down()        { p.d.ap.Down() }
+func (p announcedPortal) Clients() int { return p.d.ap.Clients() }

@@ -124,5 +124,5 @@ func (d *Device) streamSettings() skstream.Settings {
 func (d *Device) telemetry() signalk.Telemetry {
 	st := d.net.Status()
 	return signalk.Telemetry{Uptime: d.sys.Uptime(), Memory: d.sim.Memory(), RSSI: st.RSSI,
-		ResetReason: d.opts.Handoff.ResetReason}
+		WiFiReconnects: max(d.wifi.Status().ConnectCount-1, 0), ResetReason: d.opts.Handoff.ResetReason}
 }

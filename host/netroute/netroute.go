@@ -1,12 +1,16 @@
-// Package netroute owns the device's transport-neutral network status: it turns the link
-// reports of the hardware into the spec's default-route edges (UP, DOWN, CHANGED), tells
-// subscribers, serves GET /net/status, publishes the `net` event when the status changed, and
-// raises `netDown` while the network is down.
+// Package netroute owns the device's transport-neutral network status: it takes the state of
+// each interface (Ethernet and Thread from the board, the WiFi station from the station
+// manager), picks the default route with the fixed preference Ethernet over WiFi station over
+// Thread, turns route changes into the spec's edges (UP, DOWN, CHANGED), tells subscribers,
+// serves GET /net/status, publishes the `net` event when the status changed, and raises
+// `netDown` while the network is down.
 //
-// The simulated board reports one interface at a time, so "a preferred interface comes up" and
-// "the preferred one goes away" arrive as a report whose interface differs from the current
-// one: both are CHANGED, like an address change. An RSSI refresh or a report of the same data
-// is no edge; the `net` event goes out only when the status document differs.
+// A preferred interface coming up, the route's interface going away while another is up, and
+// an address change on the route's interface are CHANGED. A change on a standby interface, an
+// RSSI refresh or a report of the same data is no edge; the `net` event goes out only when
+// the status document differs. ip6_ll is the route interface's EUI-64 link-local address,
+// derived from its MAC (board.IfaceMAC). A device whose first report finds no interface up
+// (the default board before WiFi joins) raises `netDown` then, without an edge.
 package netroute
 
 import (
@@ -76,15 +80,34 @@ type Status struct {
 	UpS      int64  `json:"up_s"`
 }
 
+// Iface is one interface's report.
+type Iface struct {
+	Name    string // eth, wifi_sta, thread
+	Up      bool
+	IP      string
+	Netmask string
+	Gateway string
+	RSSI    *int // wifi_sta only
+}
+
+// preference is the fixed order of the default route.
+var preference = []string{board.IfaceEth, board.IfaceWiFiSTA, board.IfaceThread}
+
 // Route is the default route.
 type Route struct {
 	opts Options
 
+	// report serialises reports, so edges reach subscribers in the order they happened
+	// whichever goroutine reported them.
+	report sync.Mutex
+
 	mu      sync.Mutex
-	link    board.Link // the last report; meaningful when link.Up
+	ifaces  map[string]Iface
+	link    Iface // the route: the preferred interface that is up; Up false when none
 	upSince time.Time
 	upCount int
 	last    Status // the last status published as an event
+	told    bool   // netDown has been reported at least once
 	subs    map[int]func(Edge)
 	nextSub int
 }
@@ -100,7 +123,11 @@ func New(opts Options) *Route {
 	if opts.Publish == nil {
 		opts.Publish = func(string, any) {}
 	}
-	return &Route{opts: opts, subs: map[int]func(Edge){}}
+	r := &Route{opts: opts, subs: map[int]func(Edge){}, ifaces: map[string]Iface{}}
+	// The document a new SSE stream gets on connect is the baseline: a report that leaves
+	// it unchanged (an interface down at boot) is no `net` event.
+	r.last = r.statusLocked()
+	return r
 }
 
 // Subscribe calls fn on every edge, in order, on the goroutine that reported the link. The
@@ -125,17 +152,35 @@ func (r *Route) Up() bool {
 	return r.link.Up
 }
 
-// Update takes a link report from the hardware.
-func (r *Route) Update(l board.Link) {
+// Update takes a wired interface's report from the board.
+func (r *Route) Update(st board.IfState) {
+	r.Report(Iface{Name: st.Name, Up: st.Up, IP: st.IP, Netmask: st.Netmask, Gateway: st.Gateway})
+}
+
+// Report takes one interface's state. Subscribers hear the edge, if any, before Report returns.
+func (r *Route) Report(in Iface) {
+	r.report.Lock()
+	defer r.report.Unlock()
+	if in.Name != board.IfaceWiFiSTA || !in.Up {
+		in.RSSI = nil
+	}
 	r.mu.Lock()
+	r.ifaces[in.Name] = in
 	prev := r.link
+	var l Iface
+	for _, name := range preference {
+		if i, ok := r.ifaces[name]; ok && i.Up {
+			l = i
+			break
+		}
+	}
 	var edge Edge
 	switch {
 	case l.Up && !prev.Up:
 		edge = Up
 	case !l.Up && prev.Up:
 		edge = Down
-	case l.Up && (l.Iface != prev.Iface || l.IP != prev.IP || l.Netmask != prev.Netmask || l.Gateway != prev.Gateway):
+	case l.Up && (l.Name != prev.Name || l.IP != prev.IP || l.Netmask != prev.Netmask || l.Gateway != prev.Gateway):
 		edge = Changed
 	}
 	r.link = l
@@ -154,10 +199,16 @@ func (r *Route) Update(l board.Link) {
 			subs = append(subs, fn)
 		}
 	}
+	// A device that boots with no interface up is down too, though no edge says so.
+	first := !r.told
+	r.told = true
 	r.mu.Unlock()
 
+	if edge == 0 && first && !l.Up && r.opts.Health != nil {
+		_ = r.opts.Health.Report("netDown", "warn", "network down")
+	}
 	if edge != 0 {
-		r.opts.Logger.Info("default route", "edge", edge.String(), "iface", l.Iface, "ip", l.IP)
+		r.opts.Logger.Info("default route", "edge", edge.String(), "iface", l.Name, "ip", l.IP)
 		if r.opts.Health != nil {
 			if l.Up {
 				_ = r.opts.Health.Report("netDown", "normal", "")
@@ -187,11 +238,11 @@ func (r *Route) statusLocked() Status {
 		return st
 	}
 	st.Up = true
-	st.Iface = r.link.Iface
-	if st.Iface == "" || st.Iface == "none" {
-		st.Iface = "wifi_sta"
-	}
+	st.Iface = r.link.Name
 	st.IP, st.Netmask, st.Gateway = r.link.IP, r.link.Netmask, r.link.Gateway
+	if mac, err := board.IfaceMAC(r.opts.MAC, st.Iface); err == nil {
+		st.IP6LL = board.LinkLocal(mac)
+	}
 	if st.Iface == "wifi_sta" && r.link.RSSI != nil {
 		v := *r.link.RSSI
 		st.RSSI = &v

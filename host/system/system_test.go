@@ -21,7 +21,6 @@ func (f *fakeBoard) Hardware() board.Hardware {
 		FlashBytes: 8 << 20, RAMInternalBytes: 512 << 10, Features: []string{"wifi", "ble"}, Board: "sim"}
 }
 func (f *fakeBoard) Memory() board.Memory                             { return f.mem }
-func (f *fakeBoard) Link() board.Link                                 { return board.Link{} }
 func (f *fakeBoard) Subscribe(ctx context.Context) <-chan board.Event { return nil }
 
 type rig struct {
