@@ -86,14 +86,21 @@ func WriteErr(w http.ResponseWriter, err error) {
 	if !errors.As(err, &e) {
 		e = &Error{Status: http.StatusInternalServerError, Code: CodeInternal}
 	}
-	b, _ := json.Marshal(body{Error: e.Code, Path: e.Path, Message: e.Message})
+	b := ErrorBody(e)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Del("Content-Encoding")
 	h.Del("ETag")
 	w.WriteHeader(e.Status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
+}
+
+// ErrorBody is the wire form of e, newline-terminated, for the few answers written below the
+// handlers (the HTTP server's connection layer).
+func ErrorBody(e *Error) []byte {
+	b, _ := json.Marshal(body{Error: e.Code, Path: e.Path, Message: e.Message})
+	return append(b, '\n')
 }
 
 // WriteJSON answers v as JSON with the given status. API documents describe live state, so
