@@ -13,12 +13,18 @@ const (
 	optIPv4Pattern  = `^(?:(?:` + octet + `\.){3}` + octet + `)?$`
 	apiKeyPattern   = `^(?:.{8,64})?$`
 	pskPattern      = `^(?:.{8,63})?$`
+	tokenPattern    = `^[!-~]+$`
 )
 
 // Builtin returns the descriptors of the device's own namespaces, in the order the document
-// and the schema list them.
-func Builtin() []Namespace {
-	return []Namespace{httpdNS(), netNS(), wifiNS(), otaNS(), powerNS(), timeNS(), skNS()}
+// and the schema list them, for a device whose identifier is not known (defaults the spec
+// writes with `<id>` are then empty).
+func Builtin() []Namespace { return BuiltinFor("") }
+
+// BuiltinFor is Builtin for the device with identifier id (4 hex digits): wifi.portal_ssid
+// defaults to `dev-<id>` as the spec says.
+func BuiltinFor(id string) []Namespace {
+	return []Namespace{httpdNS(), netNS(), wifiNS(id), otaNS(), powerNS(), timeNS(), skNS()}
 }
 
 // intKey is an int key with an inclusive range.
@@ -47,6 +53,22 @@ func grouped(group string, keys ...Key) []Key {
 		keys[i].Group = group
 	}
 	return keys
+}
+
+// tzKey is time.tz: a POSIX TZ string, checked with the same rule as PUT /time's `tz`.
+func tzKey() Key {
+	k := described(strKey("tz", "Time zone", "UTC0", 64), "POSIX timezone, display only.")
+	k.Text = TextToken
+	k.Pattern = tokenPattern
+	return k
+}
+
+// portalSSID is the default setup network name, dev-<id>.
+func portalSSID(id string) string {
+	if id == "" {
+		return ""
+	}
+	return "dev-" + id
 }
 
 func httpdNS() Namespace {
@@ -81,7 +103,7 @@ func netNS() Namespace {
 	}
 }
 
-func wifiNS() Namespace {
+func wifiNS(id string) Namespace {
 	var networks []Key
 	for i := range 4 {
 		n := strconv.Itoa(i)
@@ -126,7 +148,7 @@ func wifiNS() Namespace {
 	portalPSK.Pattern = pskPattern
 	portal := []Key{
 		described(boolKey("portal_enabled", "Setup network enabled", true), "Off means the setup network never comes up."),
-		described(strKey("portal_ssid", "Setup network name", "", 32), "Empty means dev-<id>."),
+		described(strKey("portal_ssid", "Setup network name", portalSSID(id), 32), "Default dev-<id>; empty also means dev-<id>."),
 		portalPSK,
 		described(intKey("portal_after_s", "Setup network delay", 90, 0, 3600, "s"),
 			"The setup network comes up after retrying this long without success."),
@@ -194,7 +216,7 @@ func timeNS() Namespace {
 				"Also use the DHCP-offered NTP server.")),
 			described(boolKey("sk_fallback", "Time from Signal K", true),
 				"Take time from Signal K navigation.datetime while unsynced."),
-			described(strKey("tz", "Time zone", "UTC0", 64), "POSIX timezone, display only."),
+			tzKey(),
 		},
 	}
 }

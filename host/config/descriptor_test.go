@@ -260,3 +260,20 @@ func internal(v any) any {
 	}
 	return v
 }
+
+// TestPortalSSIDDefaultsToDeviceName: the spec's default of wifi.portal_ssid is dev-<id>.
+func TestPortalSSIDDefaultsToDeviceName(t *testing.T) {
+	f := newFixture(t, BuiltinFor("abcd")...)
+	if got := f.c.String("wifi", "portal_ssid"); got != "dev-abcd" {
+		t.Fatalf("wifi.portal_ssid = %q, want dev-abcd", got)
+	}
+}
+
+func TestCheckTextToken(t *testing.T) {
+	for s, ok := range map[string]bool{"UTC0": true, "CET-1CEST,M3.5.0,M10.5.0/3": true, "<+0330>-3:30": true,
+		"": false, "CET -1": false, "CET\t-1": false, "été": false, "A\x7f": false} {
+		if got := CheckText(TextToken, s) == ""; got != ok {
+			t.Errorf("CheckText(token, %q) ok = %v, want %v", s, got, ok)
+		}
+	}
+}

@@ -139,7 +139,12 @@ func open(opts Options) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.New(st, d.ring.Logger("config"), config.Builtin()...)
+	d.sim, err = board.LoadSim(opts.BoardFile)
+	if err != nil {
+		return nil, fmt.Errorf("board: %w", err)
+	}
+	// The device identifier fills the defaults the spec writes with <id>.
+	cfg, err := config.New(st, d.ring.Logger("config"), config.BuiltinFor(d.sim.Hardware().DeviceID())...)
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
@@ -150,10 +155,6 @@ func open(opts Options) (*Device, error) {
 		}
 	}
 
-	d.sim, err = board.LoadSim(opts.BoardFile)
-	if err != nil {
-		return nil, fmt.Errorf("board: %w", err)
-	}
 	return d, nil
 }
 
