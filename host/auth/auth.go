@@ -141,6 +141,7 @@ type Auth struct {
 	failures  []time.Time // wrong keys of the last ThrottleWindow, oldest first
 	lockUntil time.Time
 	windowEnd time.Time
+	keyEpoch  chan struct{} // closed and replaced by KeyChanged
 }
 
 // New builds the access control for this boot. When the boot is a power-on and a key is set it
@@ -176,6 +177,7 @@ func New(opts Options) *Auth {
 		a.realm = DefaultRealm
 	}
 	a.failures = make([]time.Time, 0, ThrottleFailures)
+	a.keyEpoch = make(chan struct{})
 	a.booted = a.clock.Now()
 	if opts.PowerOn {
 		a.countPowerCycle()

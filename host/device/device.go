@@ -435,3 +435,6 @@ type authCheck struct{ a *auth.Auth }
 
 func (c authCheck) Check(r *http.Request) error                 { _, err := c.a.Check(r); return err }
 func (c authCheck) WriteError(w http.ResponseWriter, err error) { c.a.WriteError(w, err) }
+func (c authCheck) Scope(ctx context.Context, r *http.Request) (context.Context, context.CancelFunc) {
+	return c.a.Scope(ctx, r)
+}

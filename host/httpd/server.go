@@ -49,6 +49,13 @@ type Authenticator interface {
 	WriteError(w http.ResponseWriter, err error)
 }
 
+// Scoper is implemented by an Authenticator whose credentials can be revoked while a request
+// runs (a key change, a dropped session). Stream routes run under the context Scope returns,
+// so an open stream ends with the credential that opened it.
+type Scoper interface {
+	Scope(ctx context.Context, r *http.Request) (context.Context, context.CancelFunc)
+}
+
 // Options configures a Server. Zero values take the defaults above.
 type Options struct {
 	Logger      *slog.Logger
@@ -313,6 +320,11 @@ func (s *Server) chain(rt api.Route) http.Handler {
 			if err := s.opts.Auth.Check(r); err != nil {
 				s.opts.Auth.WriteError(w, err)
 				return
+			}
+			if sc, ok := s.opts.Auth.(Scoper); ok && rt.Stream {
+				ctx, cancel := sc.Scope(r.Context(), r)
+				defer cancel()
+				r = r.WithContext(ctx)
 			}
 		}
 		if write && s.restarting.Load() {

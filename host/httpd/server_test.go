@@ -356,3 +356,48 @@ func TestConflictingCoreRouteIsAnError(t *testing.T) {
 		t.Fatal("PATCH accepted")
 	}
 }
+
+// scopeAuth revokes every credential when revoke is closed.
+type scopeAuth struct {
+	fakeAuth
+	revoke chan struct{}
+}
+
+func (s *scopeAuth) Scope(ctx context.Context, _ *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-s.revoke:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// TestStreamEndsWithItsCredential: a stream route runs under the authenticator's scope.
+func TestStreamEndsWithItsCredential(t *testing.T) {
+	a := &scopeAuth{revoke: make(chan struct{})}
+	s := New(Options{Auth: a})
+	if err := s.Handle(api.Route{Method: "GET", Path: "/stream", Stream: true, Handler: func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "open\n")
+		_ = http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	base := start(t, s)
+	resp, err := http.Get(base + "/api/v1/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || line != "open\n" {
+		t.Fatalf("stream start %q %v", line, err)
+	}
+	close(a.revoke)
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatalf("stream did not end cleanly: %v", err)
+	}
+}
