@@ -327,6 +327,10 @@ func (a *Auth) countFailure(now time.Time) {
 }
 
 // fromPortal reports whether the request arrived on the access point's address.
+// OnPortal reports whether r arrived on the setup portal network (its local address is the
+// access point's IP), as the portal exemption decides it.
+func (a *Auth) OnPortal(r *http.Request) bool { return a.fromPortal(r) }
+
 func (a *Auth) fromPortal(r *http.Request) bool {
 	pip := net.ParseIP(a.portalIP())
 	if pip == nil {

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 // Patterns of the built-in keys (schema only, see the package doc).
@@ -83,8 +84,28 @@ func httpdNS() Namespace {
 	return Namespace{
 		Name: "httpd", Version: 1, Title: "Web server",
 		Description: "The device's HTTP server and API access.",
-		Keys:        []Key{port, apiKey, ttl},
+		Keys:        []Key{port, apiKey, ttl, hostsKey()},
 	}
+}
+
+// MaxHostsLen bounds httpd.hosts.
+const MaxHostsLen = 256
+
+// hostsKey is httpd.hosts: names the operator adds to those the device answers to in the Host
+// header (IP addresses, localhost and <hostname>.local always work); any other name is
+// refused with 421 so a web page cannot reach the device through DNS rebinding.
+func hostsKey() Key {
+	k := described(strKey("hosts", "Extra host names", "", MaxHostsLen),
+		"Names besides IP addresses, localhost and <hostname>.local that the device answers to "+
+			"(for example a DNS name pointing at it), separated by commas or spaces. Other names "+
+			"are refused, which keeps web pages from reaching the device through DNS rebinding.")
+	k.Pattern = `^[A-Za-z0-9.,: -]*$`
+	return k
+}
+
+// HostNames splits an httpd.hosts value into names.
+func HostNames(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
 func hostnameKey(name, title string) Key {

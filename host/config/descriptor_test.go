@@ -152,6 +152,7 @@ func TestBuiltinKeys(t *testing.T) {
 		"httpd.port":          {typ: TypeInt, def: 80, min: 1, max: 65535, restart: true},
 		"httpd.api_key":       {typ: TypeString, def: "", secret: true, maxLen: 64},
 		"httpd.session_ttl_s": {typ: TypeInt, def: 86400},
+		"httpd.hosts":         {typ: TypeString, def: "", maxLen: MaxHostsLen},
 		"net.hostname":        {typ: TypeString, def: "", restart: true, maxLen: 32},
 		"wifi.sta_enabled":    {typ: TypeBool, def: true},
 		"wifi.ip_mode":        {typ: TypeString, def: "dhcp", enum: "dhcp,static", restart: true},

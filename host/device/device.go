@@ -234,7 +234,8 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		Restart:       func(factory bool) { d.restart(ExitReboot, factory) },
 		Crash:         opts.DebugCrash,
 	})
-	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.ui})
+	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.ui,
+		AllowedHosts: func() []string { return d.hostNames(hw.DeviceID()) }, AnyHost: d.auth.OnPortal})
 	for _, rs := range [][]api.Route{d.sys.Routes(), d.cfg.Routes(), d.auth.Routes(), d.ring.Routes(),
 		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes()} {
 		if err := d.srv.HandleAll(rs); err != nil {
@@ -428,6 +429,16 @@ func (h healthReporter) Report(key, state, message string) error {
 
 func (h healthReporter) ReportFatal(key, state, message string) error {
 	return h.r.ReportFatal(key, health.State(state), message)
+}
+
+// hostNames are the names the HTTP server answers to besides IP literals and localhost:
+// <hostname>.local (net.hostname, else dev-<id>) and the operator's httpd.hosts.
+func (d *Device) hostNames(id string) []string {
+	hn := d.cfg.String("net", "hostname")
+	if hn == "" {
+		hn = "dev-" + id
+	}
+	return append([]string{hn + ".local"}, config.HostNames(d.cfg.String("httpd", "hosts"))...)
 }
 
 // authCheck adapts auth to the HTTP server's Authenticator.

@@ -66,6 +66,11 @@ type Options struct {
 	BodyTimeout time.Duration
 	// MaxConns caps the connections open at once over every listener Serve is given.
 	MaxConns int
+	// AllowedHosts returns the names accepted in the Host header besides IP literals and
+	// localhost (host.go); nil accepts every Host.
+	AllowedHosts func() []string
+	// AnyHost exempts requests from the Host check (the setup portal network).
+	AnyHost func(r *http.Request) bool
 }
 
 // Server is the device's HTTP face. Core routes are added with Handle before Serve; application
@@ -265,6 +270,10 @@ func (s *Server) SetRestarting() { s.restarting.Store(true) }
 // ServeHTTP routes a request: API paths to the core router (then application routes), the rest
 // to the UI.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.hostAllowed(r) {
+		writeMisdirected(w, r.Host)
+		return
+	}
 	if !strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/api" {
 		if s.opts.UI == nil {
 			api.WriteError(w, http.StatusNotFound, api.CodeNotFound)
