@@ -113,6 +113,9 @@ func New(opts Options) *Server {
 	s.core = newRouter()
 	s.core.NotFound = http.HandlerFunc(s.notFound)
 	s.app.Store(newRouter())
+	if err := s.Handle(s.openAPIRoute()); err != nil {
+		panic(err) // an empty router takes any route
+	}
 	return s
 }
 
