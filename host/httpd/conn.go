@@ -3,6 +3,7 @@ package httpd
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -100,6 +101,10 @@ type conn struct {
 }
 
 func (c *conn) Write(p []byte) (int, error) {
+	// net/http's own answers are a single short write; responses are not worth scanning.
+	if len(p) > maxPlainAnswer {
+		return c.Conn.Write(p)
+	}
 	if out, ok := plainToJSON(p, c.maxHeader); ok {
 		if _, err := c.Conn.Write(out); err != nil {
 			return 0, err
@@ -226,6 +231,18 @@ func (l *listener) Accept() (net.Conn, error) {
 
 // deadlineSoon bounds the write of a refusal to a client that may not read it.
 func deadlineSoon() time.Time { return time.Now().Add(time.Second) }
+
+// maxPlainAnswer is longer than any answer net/http writes itself.
+const maxPlainAnswer = 512
+
+// ReadFrom keeps the kernel's file-to-socket copy for response bodies (the UI's files); net/http
+// never writes its own answers this way.
+func (c *conn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
 
 // CloseWrite lets net/http half-close after an early answer (431) so the client reads it
 // before the connection is reset.

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -208,5 +210,55 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached")
 		case <-time.After(5 * time.Millisecond):
 		}
+	}
+}
+
+// TestConnectionCapSpansListeners: the station and the portal listener share one cap.
+func TestConnectionCapSpansListeners(t *testing.T) {
+	s := New(Options{MaxConns: 2})
+	if err := s.Handle(api.Route{Method: "GET", Path: "/thing", Handler: func(w http.ResponseWriter, _ *http.Request) {
+		api.WriteJSON(w, 200, "ok")
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	first := start(t, s)
+	second := start(t, s)
+	var idle []net.Conn
+	for _, base := range []string{first, second} {
+		c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		idle = append(idle, c)
+		waitFor(t, func() bool { return s.conns.open() == len(idle) })
+	}
+	resp, b := rawExchange(t, second, "GET /api/v1/thing HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	_ = idle[0].SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := idle[0].Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !isReset(err) {
+		t.Fatalf("the first listener's idle connection: read %v, want closed", err)
+	}
+}
+
+// TestUIFileServedThroughTheWrapper: a file body goes out through ReadFrom intact.
+func TestUIFileServedThroughTheWrapper(t *testing.T) {
+	dir := t.TempDir()
+	content := strings.Repeat("0123456789abcdef", 8<<10)
+	if err := os.WriteFile(filepath.Join(dir, "big.js"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{UI: http.FileServer(http.Dir(dir))})
+	base := start(t, s)
+	resp, err := http.Get(base + "/big.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || string(b) != content {
+		t.Fatalf("got %d bytes (%v), want %d", len(b), err, len(content))
 	}
 }
