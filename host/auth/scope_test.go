@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 func ended(ctx context.Context) bool {
@@ -96,4 +97,21 @@ func TestScopeCancelReleases(t *testing.T) {
 	if context.Cause(ctx) != context.Canceled {
 		t.Fatalf("cause %v", context.Cause(ctx))
 	}
+}
+
+func TestScopeEndsAtTheSessionsLifetime(t *testing.T) {
+	a, e := newAuth(t, testKey, nil)
+	e.setTTL(time.Hour)
+	id := mustLogin(t, a)
+	ctx, cancel := a.Scope(context.Background(), request(http.MethodGet, stationIP, "", cookieHdr(id)...))
+	defer cancel()
+	if err := e.clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Hour - time.Second)
+	if ended(ctx) {
+		t.Fatal("ended before the session's lifetime")
+	}
+	e.clock.Advance(time.Second)
+	waitEnded(t, ctx, "expired session")
 }

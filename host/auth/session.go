@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"devhost/host/api"
 )
 
@@ -166,28 +168,43 @@ func (a *Auth) endLocked(i int) {
 // Scope returns a context derived from ctx that ends when the credential r was accepted with
 // stops being valid: at any change of the key (which voids the old key, every session and
 // open access alike) and, for a request authenticated by its session cookie, when that
-// session is dropped. The HTTP server runs long-lived streams (GET /events) under it, so a
+// session is dropped or reaches the end of its lifetime. The HTTP server runs long-lived streams (GET /events) under it, so a
 // stream never outlives its credential. cancel releases the watcher and must be called.
 func (a *Auth) Scope(ctx context.Context, r *http.Request) (context.Context, context.CancelFunc) {
 	a.mu.Lock()
 	epoch := a.keyEpoch
 	var ended chan struct{}
+	var life clockwork.Timer // the session's end of life; nil without a session
 	if _, hasBearer := bearer(r); !hasBearer {
 		now, ttl := a.clock.Now(), a.sessionTTL()
 		for _, id := range sessionCookies(r) {
 			if i := a.findLocked(id, now, ttl); i >= 0 {
-				ended = a.sessions[i].ended
+				s := a.sessions[i]
+				ended = s.ended
+				end := s.expires
+				if e := s.created.Add(ttl); e.Before(end) {
+					end = e
+				}
+				life = a.clock.NewTimer(end.Sub(now))
 				break
 			}
 		}
 	}
 	a.mu.Unlock()
+	var expiry <-chan time.Time // nil (blocks forever) without a session
+	if life != nil {
+		expiry = life.Chan()
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	go func() {
 		select {
 		case <-epoch:
-		case <-ended: // nil (blocks forever) unless a session carried the request
+		case <-ended: // nil unless a session carried the request
+		case <-expiry:
 		case <-sctx.Done():
+		}
+		if life != nil {
+			life.Stop()
 		}
 		cancel()
 	}()
