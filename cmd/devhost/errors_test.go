@@ -258,3 +258,23 @@ func (d *dev) stream(t *testing.T, hdr ...string) <-chan struct{} {
 	t.Cleanup(func() { resp.Body.Close(); <-done })
 	return done
 }
+
+// TestPortalSSIDDefaultAndEmptyTimePut: wifi.portal_ssid reads back as dev-<id> by default,
+// and PUT /time {} is a no-op answering the time document.
+func TestPortalSSIDDefaultAndEmptyTimePut(t *testing.T) {
+	d := newDev(t)
+	id, _ := d.call("GET", "/api/v1/net/status", "").json(t)["id"].(string)
+	if len(id) != 4 {
+		t.Fatalf("device id %q", id)
+	}
+	wifi, _ := d.call("GET", "/api/v1/config?ns=wifi", "").json(t)["wifi"].(map[string]any)
+	if wifi["portal_ssid"] != "dev-"+id {
+		t.Fatalf("wifi.portal_ssid = %v, want dev-%s", wifi["portal_ssid"], id)
+	}
+	before := d.call("GET", "/api/v1/time", "").json(t)
+	r := d.call("PUT", "/api/v1/time", `{}`)
+	got := r.json(t)
+	if r.status != 200 || got["source"] != before["source"] || got["tz"] != before["tz"] {
+		t.Fatalf("PUT /time {}: %d %s, before %v", r.status, r.body, before)
+	}
+}
