@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // Error codes of the spec's error table.
@@ -86,14 +89,21 @@ func WriteErr(w http.ResponseWriter, err error) {
 	if !errors.As(err, &e) {
 		e = &Error{Status: http.StatusInternalServerError, Code: CodeInternal}
 	}
-	b, _ := json.Marshal(body{Error: e.Code, Path: e.Path, Message: e.Message})
+	b := ErrorBody(e)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Del("Content-Encoding")
 	h.Del("ETag")
 	w.WriteHeader(e.Status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
+}
+
+// ErrorBody is the wire form of e, newline-terminated, for the few answers written below the
+// handlers (the HTTP server's connection layer).
+func ErrorBody(e *Error) []byte {
+	b, _ := json.Marshal(body{Error: e.Code, Path: e.Path, Message: e.Message})
+	return append(b, '\n')
 }
 
 // WriteJSON answers v as JSON with the given status. API documents describe live state, so
@@ -133,8 +143,8 @@ func ReadBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// DecodeJSON reads the body and decodes exactly one JSON value into v. Malformed JSON, a
-// value of the wrong shape and trailing non-whitespace are 400 `validation` with path "".
+// DecodeJSON reads the body and decodes exactly one JSON value into v with the rules of
+// Unmarshal.
 func DecodeJSON(r *http.Request, v any) error {
 	b, err := ReadBody(r)
 	if err != nil {
@@ -143,15 +153,150 @@ func DecodeJSON(r *http.Request, v any) error {
 	return Unmarshal(b, v)
 }
 
-// Unmarshal decodes exactly one JSON value from b into v with the rules of DecodeJSON.
+// Unmarshal is the device's one strict JSON decoder for request bodies: every endpoint that
+// takes JSON decodes through it, so one rule holds everywhere. It decodes exactly one JSON
+// value from b into v (numbers kept as json.Number) and refuses, as 400 `validation`:
+//   - malformed JSON and trailing non-whitespace after the value (path "");
+//   - text that is not valid UTF-8, and `\u` escapes that are not valid UTF-16 (a lone
+//     surrogate), instead of replacing them with U+FFFD (path "");
+//   - an object member given twice, at any depth (path: the member's dotted path, so a
+//     configuration document names `<ns>.<key>`);
+//   - members v has no field for, when v is a struct (path: the member).
 func Unmarshal(b []byte, v any) error {
+	if !utf8.Valid(b) {
+		return Validation("", "malformed JSON: the text is not valid UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			name = strings.Trim(name, `"`)
+			return Validation(name, "unknown member %q", name)
+		}
 		return Validation("", "malformed JSON: %v", err)
 	}
 	if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
 		return Validation("", "malformed JSON: trailing data after the document")
 	}
+	return checkText(b[:dec.InputOffset()])
+}
+
+// checkText walks one well-formed JSON value for what encoding/json accepts silently: a
+// member name repeated within an object (the last one would win) and escapes that decode to
+// U+FFFD because they are not valid UTF-16.
+func checkText(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // a number too large for a float64 is the caller's to judge
+	type frame struct {
+		object bool
+		seen   map[string]bool
+		path   string
+		key    bool // the next token of an object is a member name
+		member string
+	}
+	var stack []*frame
+	child := func() string { // path of the value about to start
+		if len(stack) == 0 {
+			return ""
+		}
+		f := stack[len(stack)-1]
+		if !f.object {
+			return f.path
+		}
+		if f.path == "" {
+			return f.member
+		}
+		return f.path + "." + f.member
+	}
+	valueDone := func() {
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].key = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return Validation("", "malformed JSON: %v", err)
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				stack = append(stack, &frame{object: t == '{', seen: map[string]bool{}, path: child(), key: true})
+			case '}', ']':
+				stack = stack[:len(stack)-1]
+				valueDone()
+			}
+			continue
+		case string:
+			if len(stack) > 0 && stack[len(stack)-1].object && stack[len(stack)-1].key {
+				f := stack[len(stack)-1]
+				f.member, f.key = t, false
+				if f.seen[t] {
+					return Validation(child(), "member %q given more than once", t)
+				}
+				f.seen[t] = true
+				continue
+			}
+		}
+		valueDone()
+	}
+	if i := badEscape(b); i >= 0 {
+		return Validation("", "malformed JSON: \\u escape at offset %d is not valid UTF-16", i)
+	}
 	return nil
+}
+
+// badEscape returns the offset of the first `\u` escape in a string of b that encodes a lone
+// surrogate, or -1.
+func badEscape(b []byte) int {
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !inString {
+			inString = c == '"'
+			continue
+		}
+		switch c {
+		case '"':
+			inString = false
+		case '\\':
+			if i+1 < len(b) && b[i+1] == 'u' {
+				r := hex4(b, i+2)
+				switch {
+				case r >= 0xD800 && r < 0xDC00:
+					if i+7 >= len(b) || b[i+6] != '\\' || b[i+7] != 'u' {
+						return i
+					}
+					if lo := hex4(b, i+8); lo < 0xDC00 || lo > 0xDFFF {
+						return i
+					}
+					i += 11
+					continue
+				case r >= 0xDC00 && r <= 0xDFFF:
+					return i
+				}
+				i += 5
+				continue
+			}
+			i++ // the escaped character
+		}
+	}
+	return -1
+}
+
+// hex4 reads four hex digits at b[i:], or -1.
+func hex4(b []byte, i int) int {
+	if i+4 > len(b) {
+		return -1
+	}
+	n, err := strconv.ParseUint(string(b[i:i+4]), 16, 32)
+	if err != nil {
+		return -1
+	}
+	return int(n)
 }

@@ -15,6 +15,20 @@ type Route struct {
 	NoBody bool
 	// Stream routes (SSE, chunked logs) are exempt from the write timeout.
 	Stream bool
+	// Doc describes the route in the device's OpenAPI document (GET /api/v1/openapi.json).
+	// A route without one is looked up in the HTTP server's table of core route docs.
+	Doc *Doc
+}
+
+// Doc is a route's entry in the OpenAPI document.
+type Doc struct {
+	Summary     string
+	Description string
+	// Request describes the JSON request body; "" for a route without one.
+	Request string
+	// Status is the success status (0 means 200); Response describes its body.
+	Status   int
+	Response string
 }
 
 // Registrar is where a capability adds its routes. The HTTP server implements it; a route

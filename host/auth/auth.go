@@ -141,6 +141,7 @@ type Auth struct {
 	failures  []time.Time // wrong keys of the last ThrottleWindow, oldest first
 	lockUntil time.Time
 	windowEnd time.Time
+	keyEpoch  chan struct{} // closed and replaced by KeyChanged
 }
 
 // New builds the access control for this boot. When the boot is a power-on and a key is set it
@@ -176,6 +177,7 @@ func New(opts Options) *Auth {
 		a.realm = DefaultRealm
 	}
 	a.failures = make([]time.Time, 0, ThrottleFailures)
+	a.keyEpoch = make(chan struct{})
 	a.booted = a.clock.Now()
 	if opts.PowerOn {
 		a.countPowerCycle()
@@ -325,6 +327,10 @@ func (a *Auth) countFailure(now time.Time) {
 }
 
 // fromPortal reports whether the request arrived on the access point's address.
+// OnPortal reports whether r arrived on the setup portal network (its local address is the
+// access point's IP), as the portal exemption decides it.
+func (a *Auth) OnPortal(r *http.Request) bool { return a.fromPortal(r) }
+
 func (a *Auth) fromPortal(r *http.Request) bool {
 	pip := net.ParseIP(a.portalIP())
 	if pip == nil {

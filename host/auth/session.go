@@ -1,10 +1,13 @@
 package auth
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	"devhost/host/api"
 )
@@ -15,6 +18,9 @@ type session struct {
 	created  time.Time
 	expires  time.Time // created + the TTL at login, the cookie's Max-Age
 	lastUsed time.Time
+	// ended is closed when the session is dropped (logout, eviction, key change), ending the
+	// streams it opened.
+	ended chan struct{}
 }
 
 // live reports whether the slot holds a session that has not expired under the current TTL.
@@ -57,7 +63,8 @@ func (a *Auth) newSession(ttl time.Duration) string {
 		a.log.Info("session table full; evicted the session idle longest",
 			"idle_s", int(now.Sub(a.sessions[slot].lastUsed)/time.Second))
 	}
-	a.sessions[slot] = session{id: id, created: now, expires: now.Add(ttl), lastUsed: now}
+	a.endLocked(slot)
+	a.sessions[slot] = session{id: id, created: now, expires: now.Add(ttl), lastUsed: now, ended: make(chan struct{})}
 	return id
 }
 
@@ -123,7 +130,7 @@ func (a *Auth) dropSessions(r *http.Request) {
 	for _, id := range ids {
 		for i := range a.sessions {
 			if a.sessions[i].id != "" && ctEqual(id, a.sessions[i].id, sessionIDLen) {
-				a.sessions[i] = session{}
+				a.endLocked(i)
 			}
 		}
 	}
@@ -139,9 +146,67 @@ func (a *Auth) KeyChanged() {
 		if a.sessions[i].id != "" {
 			n++
 		}
-		a.sessions[i] = session{}
+		a.endLocked(i)
 	}
+	// Every credential accepted before (the old key, a dropped session, no key at all) is
+	// void: streams opened with one end.
+	close(a.keyEpoch)
+	a.keyEpoch = make(chan struct{})
 	if n > 0 {
 		a.log.Info("API key changed; sessions dropped", "sessions", n)
 	}
+}
+
+// endLocked frees slot i and ends the streams its session opened. Callers hold a.mu.
+func (a *Auth) endLocked(i int) {
+	if a.sessions[i].ended != nil {
+		close(a.sessions[i].ended)
+	}
+	a.sessions[i] = session{}
+}
+
+// Scope returns a context derived from ctx that ends when the credential r was accepted with
+// stops being valid: at any change of the key (which voids the old key, every session and
+// open access alike) and, for a request authenticated by its session cookie, when that
+// session is dropped or reaches the end of its lifetime. The HTTP server runs long-lived streams (GET /events) under it, so a
+// stream never outlives its credential. cancel releases the watcher and must be called.
+func (a *Auth) Scope(ctx context.Context, r *http.Request) (context.Context, context.CancelFunc) {
+	a.mu.Lock()
+	epoch := a.keyEpoch
+	var ended chan struct{}
+	var life clockwork.Timer // the session's end of life; nil without a session
+	if _, hasBearer := bearer(r); !hasBearer {
+		now, ttl := a.clock.Now(), a.sessionTTL()
+		for _, id := range sessionCookies(r) {
+			if i := a.findLocked(id, now, ttl); i >= 0 {
+				s := a.sessions[i]
+				ended = s.ended
+				end := s.expires
+				if e := s.created.Add(ttl); e.Before(end) {
+					end = e
+				}
+				life = a.clock.NewTimer(end.Sub(now))
+				break
+			}
+		}
+	}
+	a.mu.Unlock()
+	var expiry <-chan time.Time // nil (blocks forever) without a session
+	if life != nil {
+		expiry = life.Chan()
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-epoch:
+		case <-ended: // nil unless a session carried the request
+		case <-expiry:
+		case <-sctx.Done():
+		}
+		if life != nil {
+			life.Stop()
+		}
+		cancel()
+	}()
+	return sctx, cancel
 }

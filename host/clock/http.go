@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"devhost/host/api"
+	"devhost/host/config"
 )
 
 const isoLayout = "2006-01-02T15:04:05.000Z"
@@ -143,12 +144,7 @@ func parsePut(b []byte) (putRequest, error) {
 	if members == nil {
 		return req, api.Validation("", "expected an object")
 	}
-	if name, dup := duplicateMember(b); dup {
-		return req, api.Validation(name, "member given more than once")
-	}
-	if len(members) == 0 {
-		return req, api.Validation("", "expected `now` and/or `tz`")
-	}
+	// An empty object changes nothing and answers the time document.
 	// Sorted, so a body with several faults always names the same one.
 	for _, name := range slices.Sorted(maps.Keys(members)) {
 		raw := members[name]
@@ -200,38 +196,12 @@ func parseTZ(raw json.RawMessage) (string, error) {
 	if err := json.Unmarshal(raw, &tz); err != nil {
 		return "", api.Validation("tz", "must be a string")
 	}
-	if len(tz) == 0 || len(tz) > MaxTZLen {
+	if len(tz) > MaxTZLen {
 		return "", api.Validation("tz", "must be 1 to %d bytes", MaxTZLen)
 	}
-	for i := 0; i < len(tz); i++ {
-		if tz[i] <= ' ' || tz[i] > '~' {
-			return "", api.Validation("tz", "must be printable ASCII without spaces (a POSIX TZ string)")
-		}
+	// The same rule as the time.tz key of PUT /config.
+	if msg := config.CheckText(config.TextToken, tz); msg != "" {
+		return "", api.Validation("tz", "%s (a POSIX TZ string)", msg)
 	}
 	return tz, nil
-}
-
-// duplicateMember reports a top-level member name that occurs twice; b is a valid JSON object.
-func duplicateMember(b []byte) (string, bool) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if _, err := dec.Token(); err != nil {
-		return "", false
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		name, _ := tok.(string)
-		if seen[name] {
-			return name, true
-		}
-		seen[name] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return "", false
-		}
-	}
-	return "", false
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 // Patterns of the built-in keys (schema only, see the package doc).
@@ -13,12 +14,18 @@ const (
 	optIPv4Pattern  = `^(?:(?:` + octet + `\.){3}` + octet + `)?$`
 	apiKeyPattern   = `^(?:.{8,64})?$`
 	pskPattern      = `^(?:.{8,63})?$`
+	tokenPattern    = `^[!-~]+$`
 )
 
 // Builtin returns the descriptors of the device's own namespaces, in the order the document
-// and the schema list them.
-func Builtin() []Namespace {
-	return []Namespace{httpdNS(), netNS(), wifiNS(), otaNS(), powerNS(), timeNS(), skNS()}
+// and the schema list them, for a device whose identifier is not known (defaults the spec
+// writes with `<id>` are then empty).
+func Builtin() []Namespace { return BuiltinFor("") }
+
+// BuiltinFor is Builtin for the device with identifier id (4 hex digits): wifi.portal_ssid
+// defaults to `dev-<id>` as the spec says.
+func BuiltinFor(id string) []Namespace {
+	return []Namespace{httpdNS(), netNS(), wifiNS(id), otaNS(), powerNS(), timeNS(), skNS()}
 }
 
 // intKey is an int key with an inclusive range.
@@ -49,6 +56,22 @@ func grouped(group string, keys ...Key) []Key {
 	return keys
 }
 
+// tzKey is time.tz: a POSIX TZ string, checked with the same rule as PUT /time's `tz`.
+func tzKey() Key {
+	k := described(strKey("tz", "Time zone", "UTC0", 64), "POSIX timezone, display only.")
+	k.Text = TextToken
+	k.Pattern = tokenPattern
+	return k
+}
+
+// portalSSID is the default setup network name, dev-<id>.
+func portalSSID(id string) string {
+	if id == "" {
+		return ""
+	}
+	return "dev-" + id
+}
+
 func httpdNS() Namespace {
 	port := restart(intKey("port", "HTTP port", 80, 1, 65535, ""))
 	apiKey := described(strKey("api_key", "API key", "", 64),
@@ -61,8 +84,28 @@ func httpdNS() Namespace {
 	return Namespace{
 		Name: "httpd", Version: 1, Title: "Web server",
 		Description: "The device's HTTP server and API access.",
-		Keys:        []Key{port, apiKey, ttl},
+		Keys:        []Key{port, apiKey, ttl, hostsKey()},
 	}
+}
+
+// MaxHostsLen bounds httpd.hosts.
+const MaxHostsLen = 256
+
+// hostsKey is httpd.hosts: names the operator adds to those the device answers to in the Host
+// header (IP addresses, localhost and <hostname>.local always work); any other name is
+// refused with 421 so a web page cannot reach the device through DNS rebinding.
+func hostsKey() Key {
+	k := described(strKey("hosts", "Extra host names", "", MaxHostsLen),
+		"Names besides IP addresses, localhost and <hostname>.local that the device answers to "+
+			"(for example a DNS name pointing at it), separated by commas or spaces. Other names "+
+			"are refused, which keeps web pages from reaching the device through DNS rebinding.")
+	k.Pattern = `^[A-Za-z0-9.,: -]*$`
+	return k
+}
+
+// HostNames splits an httpd.hosts value into names.
+func HostNames(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
 func hostnameKey(name, title string) Key {
@@ -82,7 +125,7 @@ func netNS() Namespace {
 	}
 }
 
-func wifiNS() Namespace {
+func wifiNS(id string) Namespace {
 	var networks []Key
 	for i := range 4 {
 		n := strconv.Itoa(i)
@@ -127,7 +170,7 @@ func wifiNS() Namespace {
 	portalPSK.Pattern = pskPattern
 	portal := []Key{
 		described(boolKey("portal_enabled", "Setup network enabled", true), "Off means the setup network never comes up."),
-		described(strKey("portal_ssid", "Setup network name", "", 32), "Empty means dev-<id>."),
+		described(strKey("portal_ssid", "Setup network name", portalSSID(id), 32), "Default dev-<id>; empty also means dev-<id>."),
 		portalPSK,
 		described(intKey("portal_after_s", "Setup network delay", 90, 0, 3600, "s"),
 			"The setup network comes up after retrying this long without success."),
@@ -195,7 +238,7 @@ func timeNS() Namespace {
 				"Also use the DHCP-offered NTP server.")),
 			described(boolKey("sk_fallback", "Time from Signal K", true),
 				"Take time from Signal K navigation.datetime while unsynced."),
-			described(strKey("tz", "Time zone", "UTC0", 64), "POSIX timezone, display only."),
+			tzKey(),
 		},
 	}
 }

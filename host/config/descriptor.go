@@ -74,10 +74,14 @@ type Key struct {
 	// MinLength (strings, bytes) refuses a non-empty value shorter than this on writes; the
 	// empty string stays allowed and means "unset" (API key, WiFi passwords). Stored values
 	// are not re-checked on read, so a short stored secret never silently reads as unset.
-	MinLength       int
-	Enum            []string // string
-	Pattern         string   // string; schema only (see the package doc) unless CheckPattern
-	Secret          bool     // string or blob
+	MinLength int
+	Enum      []string // string
+	Pattern   string   // string; schema only (see the package doc) unless CheckPattern
+	// Text names the character rule of a string key (TextToken); "" means any valid UTF-8.
+	// Unlike Pattern it is checked by the device, with the same function every other writer
+	// of such a value uses (CheckText).
+	Text            string
+	Secret          bool // string or blob
 	RestartRequired bool
 	ReadOnly        bool
 	Unit            string
@@ -209,6 +213,9 @@ func compileKey(ns string, key Key) (*keyDef, error) {
 	}
 	if key.Pattern != "" && key.Type != TypeString {
 		return nil, bad("pattern applies to string keys only")
+	}
+	if key.Text != "" && (key.Type != TypeString || !knownText(key.Text)) {
+		return nil, bad("text %q: not a text kind of a string key", key.Text)
 	}
 	if key.Secret && !textual {
 		return nil, bad("secret applies to string and blob keys only")

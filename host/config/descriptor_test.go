@@ -152,6 +152,7 @@ func TestBuiltinKeys(t *testing.T) {
 		"httpd.port":          {typ: TypeInt, def: 80, min: 1, max: 65535, restart: true},
 		"httpd.api_key":       {typ: TypeString, def: "", secret: true, maxLen: 64},
 		"httpd.session_ttl_s": {typ: TypeInt, def: 86400},
+		"httpd.hosts":         {typ: TypeString, def: "", maxLen: MaxHostsLen},
 		"net.hostname":        {typ: TypeString, def: "", restart: true, maxLen: 32},
 		"wifi.sta_enabled":    {typ: TypeBool, def: true},
 		"wifi.ip_mode":        {typ: TypeString, def: "dhcp", enum: "dhcp,static", restart: true},
@@ -259,4 +260,21 @@ func internal(v any) any {
 		return int64(n)
 	}
 	return v
+}
+
+// TestPortalSSIDDefaultsToDeviceName: the spec's default of wifi.portal_ssid is dev-<id>.
+func TestPortalSSIDDefaultsToDeviceName(t *testing.T) {
+	f := newFixture(t, BuiltinFor("abcd")...)
+	if got := f.c.String("wifi", "portal_ssid"); got != "dev-abcd" {
+		t.Fatalf("wifi.portal_ssid = %q, want dev-abcd", got)
+	}
+}
+
+func TestCheckTextToken(t *testing.T) {
+	for s, ok := range map[string]bool{"UTC0": true, "CET-1CEST,M3.5.0,M10.5.0/3": true, "<+0330>-3:30": true,
+		"": false, "CET -1": false, "CET\t-1": false, "été": false, "A\x7f": false} {
+		if got := CheckText(TextToken, s) == ""; got != ok {
+			t.Errorf("CheckText(token, %q) ok = %v, want %v", s, got, ok)
+		}
+	}
 }

@@ -52,8 +52,13 @@
 //   - wifi.hostname: at every boot a non-empty stored value moves to net.hostname when that is
 //     empty; when net.hostname is already set the old value is dropped (the newer key wins).
 //     Either way wifi.hostname reads back empty, and a log line says what happened.
-//   - wifi.portal_ssid defaults to "" meaning dev-<id> (like net.hostname), so an exported
-//     document does not carry one device's id to another.
+//   - wifi.portal_ssid defaults to dev-<id> as the spec says (BuiltinFor takes the id); an
+//     empty value written later also means dev-<id>. Builtin, without an id, leaves it empty.
+//   - Key.Text gives a string key a character rule the device checks (Pattern is for the UI
+//     only). TextToken (time.tz) is one or more printable ASCII characters without spaces;
+//     CheckText is the one implementation, and PUT /time checks its `tz` with it too.
+//   - Request bodies are decoded by api.Unmarshal: a member given twice at any depth, text
+//     that is not UTF-8 and lone surrogate escapes are 400 before any key is looked at.
 //   - Values of an unregistered run-time namespace stay stored until Purge.
 //   - Key.MovesTo (Go descriptors only) marks a deprecated key and its successor; Migration
 //     steps see raw stored JSON (Raw, Set, Delete) and commit with the version stamp as one

@@ -76,6 +76,9 @@ func (k *keyDef) fromJSON(raw []byte) (any, string) {
 	if k.Enum != nil && !contains(k.Enum, s) {
 		return nil, fmt.Sprintf("%q is not one of %s", s, strings.Join(k.Enum, ", "))
 	}
+	if msg := CheckText(k.Text, s); msg != "" {
+		return nil, msg
+	}
 	if k.table {
 		if msg := checkTable(s, k.columns); msg != "" {
 			return nil, msg
@@ -319,4 +322,29 @@ func (o *obj) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// Text kinds of string keys (Key.Text).
+const (
+	// TextToken is one or more printable ASCII characters without spaces: a POSIX TZ string.
+	TextToken = "token"
+)
+
+func knownText(kind string) bool { return kind == TextToken }
+
+// CheckText says why s is not a value of the text kind, or "" when it is. It is the one rule
+// for such values: PUT /config checks keys with it and PUT /time checks `tz` with it.
+func CheckText(kind, s string) string {
+	switch kind {
+	case TextToken:
+		if s == "" {
+			return "must not be empty"
+		}
+		for i := 0; i < len(s); i++ {
+			if s[i] <= ' ' || s[i] > '~' {
+				return "must be printable ASCII without spaces or control characters"
+			}
+		}
+	}
+	return ""
 }

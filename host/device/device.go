@@ -143,7 +143,12 @@ func open(opts Options) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.New(st, d.ring.Logger("config"), config.Builtin()...)
+	d.sim, err = board.LoadSim(opts.BoardFile)
+	if err != nil {
+		return nil, fmt.Errorf("board: %w", err)
+	}
+	// The device identifier fills the defaults the spec writes with <id>.
+	cfg, err := config.New(st, d.ring.Logger("config"), config.BuiltinFor(d.sim.Hardware().DeviceID())...)
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}
@@ -154,10 +159,6 @@ func open(opts Options) (*Device, error) {
 		}
 	}
 
-	d.sim, err = board.LoadSim(opts.BoardFile)
-	if err != nil {
-		return nil, fmt.Errorf("board: %w", err)
-	}
 	return d, nil
 }
 
@@ -239,7 +240,8 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		Restart:       func(factory bool) { d.restart(ExitReboot, factory) },
 		Crash:         opts.DebugCrash,
 	})
-	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.probeAliases(d.ui)})
+	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.probeAliases(d.ui),
+		AllowedHosts: func() []string { return d.hostNames(hw.DeviceID()) }, AnyHost: d.auth.OnPortal})
 	for _, rs := range [][]api.Route{d.sys.Routes(), d.cfg.Routes(), d.auth.Routes(), d.ring.Routes(),
 		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes(), d.wifi.Routes(), d.ap.Routes()} {
 		if err := d.srv.HandleAll(rs); err != nil {
@@ -436,8 +438,21 @@ func (h healthReporter) ReportFatal(key, state, message string) error {
 	return h.r.ReportFatal(key, health.State(state), message)
 }
 
+// hostNames are the names the HTTP server answers to besides IP literals and localhost:
+// <hostname>.local (net.hostname, else dev-<id>) and the operator's httpd.hosts.
+func (d *Device) hostNames(id string) []string {
+	hn := d.cfg.String("net", "hostname")
+	if hn == "" {
+		hn = "dev-" + id
+	}
+	return append([]string{hn + ".local"}, config.HostNames(d.cfg.String("httpd", "hosts"))...)
+}
+
 // authCheck adapts auth to the HTTP server's Authenticator.
 type authCheck struct{ a *auth.Auth }
 
 func (c authCheck) Check(r *http.Request) error                 { _, err := c.a.Check(r); return err }
 func (c authCheck) WriteError(w http.ResponseWriter, err error) { c.a.WriteError(w, err) }
+func (c authCheck) Scope(ctx context.Context, r *http.Request) (context.Context, context.CancelFunc) {
+	return c.a.Scope(ctx, r)
+}

@@ -4,10 +4,11 @@
 // (before any handler and before the body is read), the pending-restart refusal, the JSON
 // content-type check. Every error it produces is the spec's JSON `{error}` body.
 //
-// Limits chosen where the spec is silent: request headers are capped at 8 KiB (431
-// `headers_too_large`; beyond 1 MiB Go's server answers 431 itself in plain text), a body must
-// arrive within 5 s of the request (408 `timeout`), a state-changing request with a body must say
-// how long it is (411 `length_required` for chunked uploads).
+// Limits chosen where the spec is silent: the request line and headers are capped at 8 KiB (431
+// `headers_too_large`), a body must arrive within 5 s of the request (408 `timeout`), a
+// state-changing request that takes a body must say how long it is (411 `length_required` for
+// chunked uploads and for a request with neither length nor body), and at most 32 connections
+// are open at once (conn.go). Answers net/http writes itself are JSON too (conn.go).
 package httpd
 
 import (
@@ -37,6 +38,7 @@ const (
 	DefaultMaxHeader   = 8 << 10
 	DefaultBodyTimeout = 5 * time.Second
 	DefaultWriteTimout = 30 * time.Second
+	DefaultMaxConns    = 32
 )
 
 // Authenticator is the central credential check (package auth implements it). Check returns an
@@ -47,14 +49,28 @@ type Authenticator interface {
 	WriteError(w http.ResponseWriter, err error)
 }
 
+// Scoper is implemented by an Authenticator whose credentials can be revoked while a request
+// runs (a key change, a dropped session). Stream routes run under the context Scope returns,
+// so an open stream ends with the credential that opened it.
+type Scoper interface {
+	Scope(ctx context.Context, r *http.Request) (context.Context, context.CancelFunc)
+}
+
 // Options configures a Server. Zero values take the defaults above.
 type Options struct {
 	Logger      *slog.Logger
 	Auth        Authenticator // nil: every request is allowed
 	UI          http.Handler  // serves every path outside /api/; nil answers 404 not_found
 	MaxBody     int64
-	MaxHeader   int
+	MaxHeader   int // the request line and headers, in bytes
 	BodyTimeout time.Duration
+	// MaxConns caps the connections open at once over every listener Serve is given.
+	MaxConns int
+	// AllowedHosts returns the names accepted in the Host header besides IP literals and
+	// localhost (host.go); nil accepts every Host.
+	AllowedHosts func() []string
+	// AnyHost exempts requests from the Host check (the setup portal network).
+	AnyHost func(r *http.Request) bool
 }
 
 // Server is the device's HTTP face. Core routes are added with Handle before Serve; application
@@ -70,6 +86,7 @@ type Server struct {
 	app       atomic.Pointer[httprouter.Router]
 
 	restarting atomic.Bool
+	conns      *connPool
 }
 
 var _ api.Registrar = (*Server)(nil)
@@ -88,10 +105,17 @@ func New(opts Options) *Server {
 	if opts.BodyTimeout == 0 {
 		opts.BodyTimeout = DefaultBodyTimeout
 	}
-	s := &Server{opts: opts, log: opts.Logger, coreRoutes: map[string]api.Route{}, appRoutes: map[string][]api.Route{}}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	s := &Server{opts: opts, log: opts.Logger, coreRoutes: map[string]api.Route{}, appRoutes: map[string][]api.Route{},
+		conns: newConnPool(opts.MaxConns, opts.MaxHeader)}
 	s.core = newRouter()
 	s.core.NotFound = http.HandlerFunc(s.notFound)
 	s.app.Store(newRouter())
+	if err := s.Handle(s.openAPIRoute()); err != nil { // an empty router takes any route
+		s.log.Error("openapi route", "err", err)
+	}
 	return s
 }
 
@@ -249,17 +273,16 @@ func (s *Server) SetRestarting() { s.restarting.Store(true) }
 // ServeHTTP routes a request: API paths to the core router (then application routes), the rest
 // to the UI.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.hostAllowed(r) {
+		writeMisdirected(w, r.Host)
+		return
+	}
 	if !strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/api" {
 		if s.opts.UI == nil {
 			api.WriteError(w, http.StatusNotFound, api.CodeNotFound)
 			return
 		}
 		s.opts.UI.ServeHTTP(w, r)
-		return
-	}
-	if headerBytes(r) > s.opts.MaxHeader {
-		closeAfter(w)
-		api.WriteError(w, http.StatusRequestHeaderFieldsTooLarge, api.CodeHeadersTooLarge)
 		return
 	}
 	s.core.ServeHTTP(w, r)
@@ -270,20 +293,10 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	s.app.Load().ServeHTTP(w, r)
 }
 
-// headerBytes approximates the size of the request head as it came off the wire.
-func headerBytes(r *http.Request) int {
-	n := len(r.Method) + len(r.RequestURI) + 12
-	for k, vs := range r.Header {
-		for _, v := range vs {
-			n += len(k) + len(v) + 4
-		}
-	}
-	return n + len(r.Host) + 8
-}
-
 // chain wraps a route's handler in the middleware every API request passes.
 func (s *Server) chain(rt api.Route) http.Handler {
 	write := rt.Method != http.MethodGet
+	takesBody := (rt.Method == http.MethodPut || rt.Method == http.MethodPost) && !rt.NoBody
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer s.recoverPanic(w, r)
 		rc := http.NewResponseController(w)
@@ -291,12 +304,19 @@ func (s *Server) chain(rt api.Route) http.Handler {
 			_ = rc.SetWriteDeadline(time.Now().Add(DefaultWriteTimout))
 		}
 		// Limits, before anything reads the body.
-		if write && !rt.NoBody {
-			if r.ContentLength < 0 {
-				closeAfter(w)
-				api.WriteError(w, http.StatusLengthRequired, api.CodeLengthRequired)
-				return
-			}
+		if takesBody && (r.ContentLength < 0 || r.Header.Get("Content-Length") == "") {
+			// Chunked, or neither a length nor a body: the spec's 411.
+			closeAfter(w)
+			api.WriteErr(w, api.Errorf(http.StatusLengthRequired, api.CodeLengthRequired,
+				"send the JSON body with a Content-Length header"))
+			return
+		}
+		if write && r.ContentLength < 0 {
+			// A chunked body where none is expected is not worth reading either.
+			closeAfter(w)
+			api.WriteErr(w, api.Errorf(http.StatusLengthRequired, api.CodeLengthRequired,
+				"a body needs a Content-Length header"))
+			return
 		}
 		if r.ContentLength > s.opts.MaxBody {
 			closeAfter(w)
@@ -313,13 +333,19 @@ func (s *Server) chain(rt api.Route) http.Handler {
 				s.opts.Auth.WriteError(w, err)
 				return
 			}
+			if sc, ok := s.opts.Auth.(Scoper); ok && rt.Stream {
+				ctx, cancel := sc.Scope(r.Context(), r)
+				defer cancel()
+				r = r.WithContext(ctx)
+			}
 		}
 		if write && s.restarting.Load() {
 			api.WriteError(w, http.StatusServiceUnavailable, api.CodeRestarting)
 			return
 		}
 		if write && !isJSON(r.Header.Get("Content-Type")) {
-			api.WriteError(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedMedia)
+			api.WriteErr(w, api.Errorf(http.StatusUnsupportedMediaType, api.CodeUnsupportedMedia,
+				"state-changing requests must carry Content-Type: application/json"))
 			return
 		}
 		if rt.Stream {
@@ -352,18 +378,21 @@ func isJSON(ct string) bool {
 func closeAfter(w http.ResponseWriter) { w.Header().Set("Connection", "close") }
 
 // Serve answers on ln until ctx ends, then shuts down gracefully (streams are cut by their owners
-// through ctx). ready, if set, is called once the listener accepts.
+// through ctx). Every listener served (station, portal) shares the connection cap, and net/http's
+// own answers on it are JSON.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// net/http reads at most MaxHeaderBytes + 4096 bytes of request head.
+		MaxHeaderBytes: max(s.opts.MaxHeader-4096, 1),
+		ConnState:      s.conns.track,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:    func(net.Listener) context.Context { return ctx },
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(&listener{Listener: ln, pool: s.conns}) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http serve: %w", err)

@@ -178,9 +178,40 @@ func raw(t *testing.T, base, req string, pause time.Duration, rest string) *http
 
 func TestLengthRequired(t *testing.T) {
 	_, base := newTestServer(t, nil)
-	resp := raw(t, base, "PUT /api/v1/thing HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 0, "")
-	if resp.StatusCode != 411 || errCode(t, resp) != "length_required" {
-		t.Fatalf("status %d", resp.StatusCode)
+	cases := []struct {
+		name, req string
+		status    int
+	}{
+		{"chunked body", "PUT /api/v1/thing HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 411},
+		{"neither length nor body", "PUT /api/v1/thing HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n", 411},
+		{"HTTP/1.0 without length", "PUT /api/v1/thing HTTP/1.0\r\nHost: x\r\nContent-Type: application/json\r\n\r\n", 411},
+		{"chunked to a no-body route", "POST /api/v1/act HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 411},
+		{"no-body route needs no length", "POST /api/v1/act HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n", 202},
+		{"explicit zero length reaches the handler", "PUT /api/v1/thing HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n", 400},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp := raw(t, base, c.req, 0, "")
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, c.status)
+			}
+			if c.status == 411 && errCode(t, resp) != "length_required" {
+				t.Fatal("wrong code")
+			}
+		})
+	}
+}
+
+func TestUnsupportedMediaNamesTheHeader(t *testing.T) {
+	_, base := newTestServer(t, nil)
+	resp := do(t, "PUT", base+"/api/v1/thing", "text/plain", `{"a":1}`)
+	defer resp.Body.Close()
+	var b struct{ Error, Message string }
+	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 415 || !strings.Contains(b.Message, "Content-Type: application/json") {
+		t.Fatalf("%d %+v", resp.StatusCode, b)
 	}
 }
 
@@ -323,5 +354,50 @@ func TestConflictingCoreRouteIsAnError(t *testing.T) {
 	}
 	if err := s.Handle(api.Route{Method: "PATCH", Path: "/x", Handler: ok}); err == nil {
 		t.Fatal("PATCH accepted")
+	}
+}
+
+// scopeAuth revokes every credential when revoke is closed.
+type scopeAuth struct {
+	fakeAuth
+	revoke chan struct{}
+}
+
+func (s *scopeAuth) Scope(ctx context.Context, _ *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-s.revoke:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// TestStreamEndsWithItsCredential: a stream route runs under the authenticator's scope.
+func TestStreamEndsWithItsCredential(t *testing.T) {
+	a := &scopeAuth{revoke: make(chan struct{})}
+	s := New(Options{Auth: a})
+	if err := s.Handle(api.Route{Method: "GET", Path: "/stream", Stream: true, Handler: func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "open\n")
+		_ = http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	base := start(t, s)
+	resp, err := http.Get(base + "/api/v1/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || line != "open\n" {
+		t.Fatalf("stream start %q %v", line, err)
+	}
+	close(a.revoke)
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatalf("stream did not end cleanly: %v", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -50,27 +49,11 @@ func notAllowed(w http.ResponseWriter) {
 	api.WriteError(w, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
 }
 
-// decodeStrict decodes one JSON object into v: unknown members, wrong types and trailing
-// data are 400 validation.
-func decodeStrict(r *http.Request, v any) error {
-	b, err := api.ReadBody(r)
-	if err != nil {
-		return err
-	}
-	return unmarshalStrict(b, v)
-}
+// decodeStrict decodes one JSON object into v with the device's one strict decoder: unknown
+// or repeated members, wrong types, invalid UTF-8 and trailing data are 400 validation.
+func decodeStrict(r *http.Request, v any) error { return api.DecodeJSON(r, v) }
 
-func unmarshalStrict(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return api.Validation("", "malformed JSON: %v", err)
-	}
-	if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
-		return api.Validation("", "malformed JSON: trailing data after the document")
-	}
-	return nil
-}
+func unmarshalStrict(b []byte, v any) error { return api.Unmarshal(b, v) }
 
 func (m *Manager) serveList(w http.ResponseWriter, _ *http.Request) {
 	api.WriteJSON(w, http.StatusOK, m.List())

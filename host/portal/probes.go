@@ -21,7 +21,10 @@ var ProbePaths = []string{
 func (p *Portal) Routes() []api.Route {
 	rs := make([]api.Route, 0, len(ProbePaths))
 	for _, path := range ProbePaths {
-		rs = append(rs, api.Route{Method: http.MethodGet, Path: path, Handler: p.probe, Public: true})
+		rs = append(rs, api.Route{Method: http.MethodGet, Path: path, Handler: p.probe, Public: true,
+			Doc: &api.Doc{Summary: "Captive-portal probe " + path,
+				Description: "On the setup portal's network: 302 to the portal's root page, public. On the station side an ordinary protected endpoint (401 with a key set) with the same redirect. Also answered at the root path, where phones fetch it.",
+				Status:      http.StatusFound, Response: "No body; Location is the portal's root URL."}})
 	}
 	return rs
 }

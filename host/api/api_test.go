@@ -1,0 +1,60 @@
+package api
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestUnmarshalStrict(t *testing.T) {
+	type login struct {
+		Key string `json:"key"`
+	}
+	cases := []struct {
+		name, in string
+		into     func() any
+		path     string // "" with ok false means any path
+		ok       bool
+	}{
+		{"plain object", `{"a":1,"b":{"c":[1,2]}}`, mapInto, "", true},
+		{"same name in sibling objects", `{"a":{"x":1},"b":{"x":2}}`, mapInto, "", true},
+		{"same name in array elements", `[{"x":1},{"x":2}]`, anyInto, "", true},
+		{"valid surrogate pair", `{"a":"\ud83d\ude00"}`, mapInto, "", true},
+		{"escaped U+FFFD is a real character", `{"a":"\ufffd"}`, mapInto, "", true},
+		{"escaped backslash before u", `{"a":"\\ud800"}`, mapInto, "", true},
+		{"number beyond float64", `{"a":1e400}`, func() any { var v any; return &v }, "", true},
+		{"non-ASCII UTF-8", `{"a":"été"}`, mapInto, "", true},
+		{"duplicate top-level member", `{"level":"info","level":"none"}`, mapInto, "level", false},
+		{"duplicate nested member", `{"wifi":{"ssid0":"a","ssid0":"b"}}`, mapInto, "wifi.ssid0", false},
+		{"duplicate inside an array", `{"a":[{"x":1,"x":2}]}`, mapInto, "a.x", false},
+		{"duplicate into a struct", `{"key":"a","key":"b"}`, func() any { return &login{} }, "key", false},
+		{"unknown member of a struct", `{"key":"a","other":1}`, func() any { return &login{} }, "other", false},
+		{"invalid UTF-8 in a value", "{\"a\":\"\xff\xfe\"}", mapInto, "", false},
+		{"invalid UTF-8 in a name", "{\"\xc3\":1}", mapInto, "", false},
+		{"lone high surrogate", `{"a":"\ud800"}`, mapInto, "", false},
+		{"lone low surrogate", `{"a":"x\udc00"}`, mapInto, "", false},
+		{"high surrogate then a letter", `{"a":"\ud800\u0041"}`, mapInto, "", false},
+		{"trailing data", `{"a":1} x`, mapInto, "", false},
+		{"malformed", `{"a":`, mapInto, "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := Unmarshal([]byte(c.in), c.into())
+			if c.ok {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Status != 400 || e.Code != CodeValidation {
+				t.Fatalf("got %v, want 400 validation", err)
+			}
+			if c.path != "" && (e.Path == nil || *e.Path != c.path) {
+				t.Fatalf("path %v, want %q (%v)", e.Path, c.path, err)
+			}
+		})
+	}
+}
+
+func mapInto() any { return &map[string]any{} }
+func anyInto() any { var v any; return &v }

@@ -1,0 +1,52 @@
+package clock
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"devhost/host/httpd"
+)
+
+// TestOutrankedOverTheWire is the Errors table's 409 `outranked` row through the device's
+// real HTTP chain: with SNTP holding the clock, PUT /time `now` is refused and changes nothing.
+func TestOutrankedOverTheWire(t *testing.T) {
+	tz := &fakeTZ{tz: "UTC0"}
+	c, fc := newTest(t, Options{TZ: tz})
+	if err := c.Set(SourceSNTP, fc.Now().Add(20*365*24*3600e9)); err != nil {
+		t.Fatal(err)
+	}
+	srv := httpd.New(httpd.Options{})
+	if err := srv.HandleAll(c.Routes()); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = srv.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	req, _ := http.NewRequest("PUT", "http://"+ln.Addr().String()+"/api/v1/time", strings.NewReader(`{"now":1748779300000,"tz":"CET-1"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b struct{ Error string }
+	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 409 || b.Error != "outranked" {
+		t.Fatalf("%d %q, want 409 outranked", resp.StatusCode, b.Error)
+	}
+	if _, src, _ := c.Now(); src != SourceSNTP || len(tz.writes) != 0 {
+		t.Fatalf("an outranked PUT changed something: %s %v", src, tz.writes)
+	}
+}
