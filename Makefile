@@ -10,7 +10,7 @@ PORT     ?= 8080
 STATICCHECK := $(HOME)/go/bin/staticcheck
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: build run test lint unit bench clean tools signalk-server test-deps
+.PHONY: build run test lint unit bench clean distclean tools signalk-server test-deps
 
 build:
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
@@ -58,5 +58,12 @@ bench: build
 	@echo; echo "Signal K delta stream (host/skstream benchmarks):"
 	go test -run '^$$' -bench . -count 1 ./host/skstream/
 
+# What the build made: the binaries, the run's flash, a root-level devbench, and plugin modules
+# and bundles built in the tree (fixtures under testdata are kept). The Signal K test server
+# in .cache/ stays: it takes a minute to install; `make distclean` removes it as well.
 clean:
-	rm -rf $(BIN) $(DATA)
+	rm -rf $(BIN) $(DATA) devbench
+	find . \( -path ./.git -o -path ./.cache -o -name node_modules -o -name testdata \) -prune -o \( -name '*.wasm' -o -name '*.devplug' \) -type f -print -exec rm -f {} +
+
+distclean: clean
+	rm -rf .cache
