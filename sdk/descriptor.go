@@ -1,0 +1,340 @@
+//go:build !wasip1
+
+package sdk
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// The fake host checks a namespace descriptor by the rules of the spec's descriptor table, as
+// the device does, so that an author's native test refuses what an install would refuse. The
+// check lives here, standard library only, so that a plugin's tests pull in nothing of the
+// device; the device's own check is host/config, and a test there keeps the two in agreement.
+
+// Limits of the descriptor table.
+const (
+	maxDescriptorBytes = 64 << 10
+	maxDescriptorKeys  = 256
+	maxTableColumns    = 16
+	maxGroupRunes      = 24
+	maxStringBytes     = 3999
+	maxBlobBytes       = 508000
+	defaultStringBytes = 256
+	defaultBlobBytes   = 1024
+	versionKey         = "config_version"
+	secretSentinel     = "********"
+)
+
+var (
+	nsNameRE  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,14}$`)
+	keyNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,14}$`)
+)
+
+// descriptor is the wire form of a namespace descriptor (the spec's field names).
+type descriptor struct {
+	Namespace   string          `json:"namespace"`
+	Version     int             `json:"version"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	Keys        []descriptorKey `json:"keys"`
+}
+
+type descriptorKey struct {
+	Name            string          `json:"name"`
+	Type            string          `json:"type"`
+	Default         json.RawMessage `json:"default"`
+	Min             *float64        `json:"min"`
+	Max             *float64        `json:"max"`
+	MaxLength       int             `json:"maxLength"`
+	Enum            []string        `json:"enum"`
+	Pattern         string          `json:"pattern"`
+	Secret          bool            `json:"secret"`
+	RestartRequired bool            `json:"restart_required"`
+	ReadOnly        bool            `json:"readOnly"`
+	Unit            string          `json:"unit"`
+	Group           string          `json:"group"`
+	Title           string          `json:"title"`
+	Description     string          `json:"description"`
+	X               *Display        `json:"x"`
+}
+
+// table reports whether the key holds a table (a JSON array of rows as a string).
+func (k descriptorKey) table() bool { return k.X != nil && k.X.Format == FormatTable }
+
+// defaultJSON is the key's effective default as JSON: blobs default to "", tables to "[]".
+func (k descriptorKey) defaultJSON() json.RawMessage {
+	d := bytes.TrimSpace(k.Default)
+	switch {
+	case k.Type == TypeBlob:
+		return json.RawMessage(`""`)
+	case k.table() && (len(d) == 0 || string(d) == "null"):
+		return json.RawMessage(`"[]"`)
+	}
+	return d
+}
+
+// parseDescriptor decodes and checks a descriptor registered as namespace name.
+func parseDescriptor(b []byte, name string) (descriptor, error) {
+	if len(b) > maxDescriptorBytes {
+		return descriptor{}, fmt.Errorf("descriptor of %d bytes, at most %d", len(b), maxDescriptorBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var d descriptor
+	if err := dec.Decode(&d); err != nil {
+		return descriptor{}, fmt.Errorf("descriptor: %w", err)
+	}
+	if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
+		return descriptor{}, errors.New("descriptor: trailing data after the document")
+	}
+	if d.Namespace != "" && d.Namespace != name {
+		return descriptor{}, errForeignNamespace
+	}
+	d.Namespace = name
+	if !nsNameRE.MatchString(d.Namespace) {
+		return descriptor{}, fmt.Errorf("namespace %q: name must match %s", d.Namespace, nsNameRE)
+	}
+	if d.Version < 1 {
+		return descriptor{}, fmt.Errorf("version %d: must be at least 1", d.Version)
+	}
+	if strings.TrimSpace(d.Title) == "" {
+		return descriptor{}, errors.New("title is required")
+	}
+	if len(d.Keys) > maxDescriptorKeys {
+		return descriptor{}, fmt.Errorf("%d keys: at most %d", len(d.Keys), maxDescriptorKeys)
+	}
+	seen := map[string]bool{}
+	for _, k := range d.Keys {
+		if err := checkKey(k); err != nil {
+			return descriptor{}, fmt.Errorf("key %q: %w", k.Name, err)
+		}
+		if seen[k.Name] {
+			return descriptor{}, fmt.Errorf("key %q: duplicate name", k.Name)
+		}
+		seen[k.Name] = true
+	}
+	return d, nil
+}
+
+// errForeignNamespace is a descriptor naming a namespace other than the plugin's own.
+var errForeignNamespace = errors.New("descriptor names another namespace")
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// checkKey applies the descriptor table's rules to one key.
+func checkKey(k descriptorKey) error {
+	if !keyNameRE.MatchString(k.Name) || k.Name == versionKey {
+		return fmt.Errorf("name must match %s and is not %s", keyNameRE, versionKey)
+	}
+	numeric := k.Type == TypeInt || k.Type == TypeFloat
+	textual := k.Type == TypeString || k.Type == TypeBlob
+	switch {
+	case !numeric && !textual && k.Type != TypeBool:
+		return fmt.Errorf("type %q: want bool, int, float, string or blob", k.Type)
+	case (k.Min != nil || k.Max != nil) && !numeric:
+		return errors.New("min and max apply to int and float keys only")
+	case k.MaxLength != 0 && !textual, k.MaxLength < 0:
+		return errors.New("maxLength applies to string and blob keys only, and is not negative")
+	case (k.Enum != nil || k.Pattern != "") && k.Type != TypeString:
+		return errors.New("enum and pattern apply to string keys only")
+	case k.Secret && !textual:
+		return errors.New("secret applies to string and blob keys only")
+	case utf8.RuneCountInString(k.Group) > maxGroupRunes:
+		return fmt.Errorf("group: at most %d characters", maxGroupRunes)
+	}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	if k.Type == TypeInt {
+		lo, hi = math.MinInt32, math.MaxInt32
+	}
+	for _, b := range []struct {
+		p   *float64
+		dst *float64
+	}{{k.Min, &lo}, {k.Max, &hi}} {
+		if b.p == nil {
+			continue
+		}
+		v := *b.p
+		if !finite(v) || (k.Type == TypeInt && (v != math.Trunc(v) || v < math.MinInt32 || v > math.MaxInt32)) {
+			return fmt.Errorf("bound %v is not a finite number of the key's type", v)
+		}
+		*b.dst = v
+	}
+	if lo > hi {
+		return fmt.Errorf("min %v above max %v", lo, hi)
+	}
+	if err := checkDisplay(k); err != nil {
+		return err
+	}
+	maxLen, err := keyMaxLength(k)
+	if err != nil {
+		return err
+	}
+	var re *regexp.Regexp
+	if k.Pattern != "" {
+		if re, err = regexp.Compile(k.Pattern); err != nil {
+			return fmt.Errorf("pattern: %w", err)
+		}
+	}
+	return checkDefault(k, lo, hi, maxLen, re)
+}
+
+func checkDisplay(k descriptorKey) error {
+	x := k.X
+	if x == nil {
+		return nil
+	}
+	numeric := k.Type == TypeInt || k.Type == TypeFloat
+	switch {
+	case !numeric && k.Type != TypeString:
+		return errors.New("x applies to int, float and string keys only")
+	case (x.DisplayMultiplier != nil || x.DisplayOffset != nil) && !numeric:
+		return errors.New("displayMultiplier and displayOffset apply to int and float keys only")
+	case x.DisplayMultiplier != nil && (*x.DisplayMultiplier == 0 || !finite(*x.DisplayMultiplier)):
+		return errors.New("displayMultiplier must be a non-zero finite number")
+	case x.DisplayOffset != nil && !finite(*x.DisplayOffset):
+		return errors.New("displayOffset must be finite")
+	case len(x.Format) > 32:
+		return errors.New("x.format longer than 32 bytes")
+	case x.Format != FormatTable && x.Columns != nil:
+		return errors.New("columns apply to format table only")
+	case x.Format != FormatTable:
+		return nil
+	case k.Type != TypeString || k.Enum != nil:
+		return errors.New("format table applies to string keys without an enum")
+	case len(x.Columns) == 0 || len(x.Columns) > maxTableColumns:
+		return fmt.Errorf("a table key needs 1 to %d columns", maxTableColumns)
+	}
+	cols := map[string]bool{}
+	for _, c := range x.Columns {
+		if c == "" || len(c) > 32 || cols[c] {
+			return fmt.Errorf("column %q: empty, longer than 32 bytes or repeated", c)
+		}
+		cols[c] = true
+	}
+	return nil
+}
+
+// keyMaxLength resolves a string's or blob's maxLength (0 for other types).
+func keyMaxLength(k descriptorKey) (int, error) {
+	switch k.Type {
+	case TypeString:
+		longest, seen := 0, map[string]bool{}
+		for _, e := range k.Enum {
+			if seen[e] {
+				return 0, fmt.Errorf("enum value %q repeated", e)
+			}
+			seen[e] = true
+			longest = max(longest, len(e))
+		}
+		if k.Enum != nil && len(k.Enum) == 0 {
+			return 0, errors.New("enum is empty")
+		}
+		n := defaultStringBytes
+		switch {
+		case k.MaxLength > maxStringBytes:
+			return 0, fmt.Errorf("maxLength %d above %d", k.MaxLength, maxStringBytes)
+		case k.MaxLength > 0:
+			n = k.MaxLength
+		case k.table():
+			n = maxStringBytes
+		case k.Enum != nil:
+			n = longest
+		}
+		if longest > n {
+			return 0, fmt.Errorf("enum value longer than maxLength %d", n)
+		}
+		if k.Secret && n < len(secretSentinel) {
+			return 0, fmt.Errorf("a secret string needs maxLength of at least %d", len(secretSentinel))
+		}
+		return n, nil
+	case TypeBlob:
+		n := defaultBlobBytes
+		switch {
+		case k.MaxLength > maxBlobBytes:
+			return 0, fmt.Errorf("maxLength %d above %d", k.MaxLength, maxBlobBytes)
+		case k.MaxLength > 0:
+			n = k.MaxLength
+		}
+		if k.Secret && (n+2)/3*4 < len(secretSentinel) {
+			return 0, errors.New("a secret blob needs maxLength of at least 4")
+		}
+		return n, nil
+	}
+	return 0, nil
+}
+
+// checkDefault checks that the default is there (blobs and tables excepted) and satisfies
+// every constraint of the key.
+func checkDefault(k descriptorKey, lo, hi float64, maxLen int, re *regexp.Regexp) error {
+	raw := bytes.TrimSpace(k.Default)
+	given := len(raw) > 0 && string(raw) != "null"
+	switch {
+	case k.Type == TypeBlob:
+		if given && string(raw) != `""` {
+			return errors.New("a blob default must be empty")
+		}
+		return nil
+	case !given && k.table():
+		return nil
+	case !given:
+		return errors.New("default is required")
+	}
+	switch k.Type {
+	case TypeBool:
+		var b bool
+		if json.Unmarshal(raw, &b) != nil {
+			return errors.New("default: expected a boolean")
+		}
+	case TypeInt, TypeFloat:
+		var f float64
+		if raw[0] == '"' || json.Unmarshal(raw, &f) != nil {
+			return errors.New("default: expected a number")
+		}
+		if k.Type == TypeInt && f != math.Trunc(f) {
+			return errors.New("default: expected an integer")
+		}
+		if f < lo || f > hi {
+			return fmt.Errorf("default %v outside %v..%v", f, lo, hi)
+		}
+	case TypeString:
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return errors.New("default: expected a string")
+		}
+		if k.Secret && s != "" {
+			return errors.New("a secret default must be empty")
+		}
+		if len(s) > maxLen {
+			return fmt.Errorf("default longer than maxLength %d", maxLen)
+		}
+		if k.Enum != nil && !contains(k.Enum, s) {
+			return fmt.Errorf("default %q is not in the enum", s)
+		}
+		if re != nil && !re.MatchString(s) {
+			return fmt.Errorf("default %q does not match the pattern", s)
+		}
+		if k.table() {
+			var rows []map[string]json.RawMessage
+			if json.Unmarshal([]byte(s), &rows) != nil {
+				return errors.New("default: a table is a JSON array of objects")
+			}
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
