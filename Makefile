@@ -9,12 +9,21 @@ DATA     ?= run-data
 PORT     ?= 8080
 STATICCHECK := $(HOME)/go/bin/staticcheck
 STATICCHECK_VERSION := v0.8.2
+# The Go modules of the repository: the device, and the ABI and SDK plugin projects require.
+MODULES := . abi sdk
 
-.PHONY: build run test lint unit bench clean distclean tools signalk-server test-deps
+.PHONY: build install run test lint unit short bench clean distclean tools signalk-server test-deps
 
 build:
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
-	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devctl ./cmd/devctl
+	go build -ldflags '$(LDFLAGS) -X main.sourceDir=$(CURDIR)' -o $(BIN)/devctl ./cmd/devctl
+
+# devhost and devctl on the PATH (PREFIX=/usr/local: /usr/local/bin). The installed devctl
+# still finds this checkout's abi and sdk for `devctl plugin new`.
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN)/devhost $(BIN)/devctl $(DESTDIR)$(PREFIX)/bin/
 
 # The device on the default simulated board, with its flash in $(DATA). The factory document
 # picks port $(PORT) on the first boot (and after a factory reset).
@@ -28,12 +37,16 @@ tools:
 
 lint: tools
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
-	go vet ./...
-	$(STATICCHECK) ./...
+	for m in $(MODULES); do (cd $$m && go vet ./... && $(STATICCHECK) ./...) || exit 1; done
+	cd sdk && GOOS=wasip1 GOARCH=wasm go vet .
 
 # The server was just installed, so a Signal K test that cannot start it fails instead of skipping.
 unit: signalk-server test-deps
-	SKTEST_REQUIRED=1 go test -race -count=1 -timeout 15m ./...
+	for m in $(MODULES); do (cd $$m && SKTEST_REQUIRED=1 go test -race -count=1 -timeout 15m ./...) || exit 1; done
+
+# The fast loop: what a developer runs between edits (see README, "Developing").
+short:
+	for m in $(MODULES); do (cd $$m && go test -short ./...) || exit 1; done
 
 # Debian packages the tests use: python3-zeroconf is the independent mDNS implementation the
 # discovery tests interoperate with; iproute2 and util-linux make their network namespaces.
