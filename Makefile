@@ -12,7 +12,7 @@ STATICCHECK_VERSION := v0.8.2
 # The Go modules of the repository: the device, and the ABI and SDK plugin projects require.
 MODULES := . abi sdk
 
-.PHONY: build install run test lint unit short bench clean distclean tools signalk-server test-deps
+.PHONY: build install run test lint unit short generate bench clean distclean tools signalk-server test-deps
 
 build:
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
@@ -31,6 +31,12 @@ run: build
 	@mkdir -p $(DATA)
 	@printf '{"httpd":{"port":%s}}\n' $(PORT) > $(DATA)/factory.json
 	$(BIN)/devhost --data $(DATA) --factory $(DATA)/factory.json
+
+# Generated sources: the plugins' //go:wasmimport declarations from abi.Signatures (the SDK's
+# and the host's test plugin's). abi's tests fail when a committed copy is out of date.
+generate:
+	cd sdk && go generate ./...
+	cd host/plugin/testdata/multi && go run devhost/abi/cmd/wasmimports -pkg main -o imports_wasip1.go
 
 tools:
 	@test -x $(STATICCHECK) || go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
