@@ -37,47 +37,24 @@ var (
 	keyNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,14}$`)
 )
 
-// descriptor is the wire form of a namespace descriptor (the spec's field names).
+// descriptor is the wire form of a namespace descriptor: a Namespace and its name.
 type descriptor struct {
-	Namespace   string          `json:"namespace"`
-	Version     int             `json:"version"`
-	Title       string          `json:"title"`
-	Description string          `json:"description"`
-	Keys        []descriptorKey `json:"keys"`
+	Name string `json:"namespace"`
+	Namespace
 }
 
-type descriptorKey struct {
-	Name            string          `json:"name"`
-	Type            string          `json:"type"`
-	Default         json.RawMessage `json:"default"`
-	Min             *float64        `json:"min"`
-	Max             *float64        `json:"max"`
-	MaxLength       int             `json:"maxLength"`
-	Enum            []string        `json:"enum"`
-	Pattern         string          `json:"pattern"`
-	Secret          bool            `json:"secret"`
-	RestartRequired bool            `json:"restart_required"`
-	ReadOnly        bool            `json:"readOnly"`
-	Unit            string          `json:"unit"`
-	Group           string          `json:"group"`
-	Title           string          `json:"title"`
-	Description     string          `json:"description"`
-	X               *Display        `json:"x"`
-}
+// table reports whether k holds a table (a JSON array of rows as a string).
+func table(k Key) bool { return k.X != nil && k.X.Format == FormatTable }
 
-// table reports whether the key holds a table (a JSON array of rows as a string).
-func (k descriptorKey) table() bool { return k.X != nil && k.X.Format == FormatTable }
-
-// defaultJSON is the key's effective default as JSON: blobs default to "", tables to "[]".
-func (k descriptorKey) defaultJSON() json.RawMessage {
-	d := bytes.TrimSpace(k.Default)
+// effectiveDefault is k's default as the device reads it: blobs are "", a table without one "[]".
+func effectiveDefault(k Key) any {
 	switch {
 	case k.Type == TypeBlob:
-		return json.RawMessage(`""`)
-	case k.table() && (len(d) == 0 || string(d) == "null"):
-		return json.RawMessage(`"[]"`)
+		return ""
+	case table(k) && k.Default == nil:
+		return "[]"
 	}
-	return d
+	return k.Default
 }
 
 // parseDescriptor decodes and checks a descriptor registered as namespace name.
@@ -94,12 +71,12 @@ func parseDescriptor(b []byte, name string) (descriptor, error) {
 	if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
 		return descriptor{}, errors.New("descriptor: trailing data after the document")
 	}
-	if d.Namespace != "" && d.Namespace != name {
+	if d.Name != "" && d.Name != name {
 		return descriptor{}, errForeignNamespace
 	}
-	d.Namespace = name
-	if !nsNameRE.MatchString(d.Namespace) {
-		return descriptor{}, fmt.Errorf("namespace %q: name must match %s", d.Namespace, nsNameRE)
+	d.Name = name
+	if !nsNameRE.MatchString(d.Name) {
+		return descriptor{}, fmt.Errorf("namespace %q: name must match %s", d.Name, nsNameRE)
 	}
 	if d.Version < 1 {
 		return descriptor{}, fmt.Errorf("version %d: must be at least 1", d.Version)
@@ -129,7 +106,7 @@ var errForeignNamespace = errors.New("descriptor names another namespace")
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 // checkKey applies the descriptor table's rules to one key.
-func checkKey(k descriptorKey) error {
+func checkKey(k Key) error {
 	if !keyNameRE.MatchString(k.Name) || k.Name == versionKey {
 		return fmt.Errorf("name must match %s and is not %s", keyNameRE, versionKey)
 	}
@@ -185,7 +162,7 @@ func checkKey(k descriptorKey) error {
 	return checkDefault(k, lo, hi, maxLen, re)
 }
 
-func checkDisplay(k descriptorKey) error {
+func checkDisplay(k Key) error {
 	x := k.X
 	if x == nil {
 		return nil
@@ -222,7 +199,7 @@ func checkDisplay(k descriptorKey) error {
 }
 
 // keyMaxLength resolves a string's or blob's maxLength (0 for other types).
-func keyMaxLength(k descriptorKey) (int, error) {
+func keyMaxLength(k Key) (int, error) {
 	switch k.Type {
 	case TypeString:
 		longest, seen := 0, map[string]bool{}
@@ -242,7 +219,7 @@ func keyMaxLength(k descriptorKey) (int, error) {
 			return 0, fmt.Errorf("maxLength %d above %d", k.MaxLength, maxStringBytes)
 		case k.MaxLength > 0:
 			n = k.MaxLength
-		case k.table():
+		case table(k):
 			n = maxStringBytes
 		case k.Enum != nil:
 			n = longest
@@ -272,29 +249,26 @@ func keyMaxLength(k descriptorKey) (int, error) {
 
 // checkDefault checks that the default is there (blobs and tables excepted) and satisfies
 // every constraint of the key.
-func checkDefault(k descriptorKey, lo, hi float64, maxLen int, re *regexp.Regexp) error {
-	raw := bytes.TrimSpace(k.Default)
-	given := len(raw) > 0 && string(raw) != "null"
+func checkDefault(k Key, lo, hi float64, maxLen int, re *regexp.Regexp) error {
 	switch {
 	case k.Type == TypeBlob:
-		if given && string(raw) != `""` {
+		if k.Default != nil && k.Default != "" {
 			return errors.New("a blob default must be empty")
 		}
 		return nil
-	case !given && k.table():
+	case k.Default == nil && table(k):
 		return nil
-	case !given:
+	case k.Default == nil:
 		return errors.New("default is required")
 	}
 	switch k.Type {
 	case TypeBool:
-		var b bool
-		if json.Unmarshal(raw, &b) != nil {
+		if _, ok := k.Default.(bool); !ok {
 			return errors.New("default: expected a boolean")
 		}
 	case TypeInt, TypeFloat:
-		var f float64
-		if raw[0] == '"' || json.Unmarshal(raw, &f) != nil {
+		f, ok := k.Default.(float64)
+		if !ok {
 			return errors.New("default: expected a number")
 		}
 		if k.Type == TypeInt && f != math.Trunc(f) {
@@ -304,8 +278,8 @@ func checkDefault(k descriptorKey, lo, hi float64, maxLen int, re *regexp.Regexp
 			return fmt.Errorf("default %v outside %v..%v", f, lo, hi)
 		}
 	case TypeString:
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
+		s, ok := k.Default.(string)
+		if !ok {
 			return errors.New("default: expected a string")
 		}
 		if k.Secret && s != "" {
@@ -320,7 +294,7 @@ func checkDefault(k descriptorKey, lo, hi float64, maxLen int, re *regexp.Regexp
 		if re != nil && !re.MatchString(s) {
 			return fmt.Errorf("default %q does not match the pattern", s)
 		}
-		if k.table() {
+		if table(k) {
 			var rows []map[string]json.RawMessage
 			if json.Unmarshal([]byte(s), &rows) != nil {
 				return errors.New("default: a table is a JSON array of objects")

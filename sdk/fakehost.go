@@ -61,7 +61,7 @@ type FakeHost struct {
 	Timers      map[uint32]FakeTimer  // armed timers by id
 
 	values     map[string]any // stored configuration values by key
-	keys       []descriptorKey
+	keys       []Key
 	registered bool // ns_register called by this instance
 	batch      []byte
 	inCall     bool
@@ -377,7 +377,7 @@ func (h *FakeHost) nsRegister(b []byte) int32 {
 func (h *FakeHost) effective() ([]byte, error) {
 	out := map[string]any{}
 	for _, k := range h.keys {
-		var v any = k.defaultJSON()
+		v := effectiveDefault(k)
 		if s, ok := h.values[k.Name]; ok {
 			v = s
 		}
