@@ -3,12 +3,13 @@
 package sdk
 
 import (
-	"bytes"
+	"devhost/abi"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -62,14 +63,9 @@ func parseDescriptor(b []byte, name string) (descriptor, error) {
 	if len(b) > maxDescriptorBytes {
 		return descriptor{}, fmt.Errorf("descriptor of %d bytes, at most %d", len(b), maxDescriptorBytes)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var d descriptor
-	if err := dec.Decode(&d); err != nil {
+	if err := abi.DecodeStrict(b, &d); err != nil {
 		return descriptor{}, fmt.Errorf("descriptor: %w", err)
-	}
-	if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
-		return descriptor{}, errors.New("descriptor: trailing data after the document")
 	}
 	if d.Name != "" && d.Name != name {
 		return descriptor{}, errForeignNamespace
@@ -288,7 +284,7 @@ func checkDefault(k Key, lo, hi float64, maxLen int, re *regexp.Regexp) error {
 		if len(s) > maxLen {
 			return fmt.Errorf("default longer than maxLength %d", maxLen)
 		}
-		if k.Enum != nil && !contains(k.Enum, s) {
+		if k.Enum != nil && !slices.Contains(k.Enum, s) {
 			return fmt.Errorf("default %q is not in the enum", s)
 		}
 		if re != nil && !re.MatchString(s) {
@@ -302,13 +298,4 @@ func checkDefault(k Key, lo, hi float64, maxLen int, re *regexp.Regexp) error {
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

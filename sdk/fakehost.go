@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -71,6 +72,16 @@ type FakeHost struct {
 	httpReply  map[uint32]*abi.HTTPResponse
 	nextID     uint32
 	healthKeys []string
+}
+
+// ReadManifest reads and checks a plugin's manifest file, for a FakeHost's Manifest in the
+// plugin's own tests (the manifest.json the bundle is packed with).
+func ReadManifest(path string) (abi.Manifest, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return abi.Manifest{}, fmt.Errorf("sdk: %w", err)
+	}
+	return abi.ParseManifest(b)
 }
 
 // FakePin is a simulated GPIO pin.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -109,18 +110,29 @@ func goModLine(gomod, verb string) string {
 	return ""
 }
 
+// dirArg parses the flags and the one DIR argument, def when none is given ("" makes DIR
+// required).
+func dirArg(flags *flag.FlagSet, args []string, def string) (string, error) {
+	pos, err := parseAll(flags, args)
+	switch {
+	case err != nil:
+		return "", err
+	case len(pos) > 1 || (len(pos) == 0 && def == ""):
+		return "", usagef("%s: give one DIR", flags.Name())
+	case len(pos) == 1:
+		return pos[0], nil
+	}
+	return def, nil
+}
+
 func (a *app) pluginNew(args []string) error {
 	flags := newFlags("plugin new")
 	id := flags.String("id", "", "the plugin id (default: DIR's name)")
 	src := flags.String("src", "", "the devhost checkout whose abi and sdk the project uses")
-	pos, err := parseAll(flags, args)
+	dir, err := dirArg(flags, args, "")
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("plugin new: give one DIR")
-	}
-	dir := pos[0]
 	if *id == "" {
 		*id = strings.ToLower(strings.ReplaceAll(filepath.Base(filepath.Clean(dir)), "-", "_"))
 	}
@@ -181,16 +193,9 @@ func (a *app) pluginBuild(ctx context.Context, args []string) error {
 	flags := newFlags("plugin build")
 	out := flags.String("out", "", "the bundle to write (default DIR/<id>-<version>.devplug)")
 	keyPath := flags.String("sign-key", "", "the signing key")
-	pos, err := parseAll(flags, args)
+	dir, err := dirArg(flags, args, ".")
 	if err != nil {
 		return err
-	}
-	if len(pos) > 1 {
-		return usagef("plugin build: give at most one DIR")
-	}
-	dir := "."
-	if len(pos) == 1 {
-		dir = pos[0]
 	}
 	man, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
@@ -303,22 +308,16 @@ const tmplTest = `//go:build !wasip1
 package main
 
 import (
-	"os"
 	"testing"
 	"time"
 
-	"devhost/abi"
 	"devhost/sdk"
 )
 
 // start runs the plugin against the SDK's fake host, granted what manifest.json asks for.
 func start(t *testing.T) *sdk.FakeHost {
 	t.Helper()
-	b, err := os.ReadFile("manifest.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := abi.ParseManifest(b)
+	m, err := sdk.ReadManifest("manifest.json")
 	if err != nil {
 		t.Fatal(err)
 	}
