@@ -33,9 +33,11 @@ run: build
 	$(BIN)/devhost --data $(DATA) --factory $(DATA)/factory.json
 
 # Generated sources: the plugins' //go:wasmimport declarations from abi.Signatures (the SDK's
-# and the host's test plugin's). abi's tests fail when a committed copy is out of date.
+# and the host's test plugin's), and host/config/keys.go from the built-in descriptors. Tests
+# fail when a committed copy is out of date.
 generate:
 	cd sdk && go generate ./...
+	go generate ./host/config
 	cd host/plugin/testdata/multi && go run devhost/abi/cmd/wasmimports -pkg main -o imports_wasip1.go
 
 tools:

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,8 +15,9 @@ import (
 )
 
 // accessors are the Config methods that take (namespace, key, ...); a typo in either reads
-// a zero value (or fails at run time), so every literal pair in the code must name a key of
-// the built-in descriptors.
+// a zero value (or fails at run time). The generated constants of keys.go make a typo a
+// compile error; where the code still writes a literal pair, it must name a key of the
+// built-in descriptors.
 var accessors = map[string]int{"Int": 2, "Float": 2, "Bool": 2, "String": 2, "Blob": 2, "Get": 2, "Set": 3}
 
 // TestLiteralKeysExist reads every Go file of the repository (tests and testdata aside) and
@@ -52,40 +54,74 @@ func TestLiteralKeysExist(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
-			if n, ok := accessors[sel.Sel.Name]; !ok || n != len(call.Args) {
-				return true
-			}
-			ns, ok1 := stringLit(call.Args[0])
-			key, ok2 := stringLit(call.Args[1])
-			if !ok1 || !ok2 || !config.ValidNamespaceName(ns) {
-				return true
-			}
+		for _, lp := range literalPairs(f) {
 			checked++
-			if keys, ok := known[ns]; !ok {
-				t.Errorf("%s: namespace %q is not a built-in namespace", fset.Position(call.Pos()), ns)
-			} else if !keys[key] {
-				t.Errorf("%s: %s.%s is not a key of the %s descriptor", fset.Position(call.Pos()), ns, key, ns)
+			if keys, ok := known[lp.ns]; !ok {
+				t.Errorf("%s: namespace %q is not a built-in namespace", fset.Position(lp.pos), lp.ns)
+			} else if !keys[lp.key] {
+				t.Errorf("%s: %s.%s is not a key of the %s descriptor", fset.Position(lp.pos), lp.ns, lp.key, lp.ns)
 			}
-			return true
-		})
+		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The device reads some 25 keys by literal pairs; finding none means the scan is broken.
 	t.Logf("%d literal pairs checked", checked)
-	if checked < 20 {
-		t.Fatalf("checked only %d literal (namespace, key) pairs", checked)
+}
+
+// literalPair is one accessor call with a literal namespace and key.
+type literalPair struct {
+	pos     token.Pos
+	ns, key string
+}
+
+// literalPairs finds the accessor calls of f whose namespace and key are string literals.
+func literalPairs(f *ast.File) []literalPair {
+	var out []literalPair
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		if n, ok := accessors[sel.Sel.Name]; !ok || n != len(call.Args) {
+			return true
+		}
+		ns, ok1 := stringLit(call.Args[0])
+		key, ok2 := stringLit(call.Args[1])
+		if ok1 && ok2 && config.ValidNamespaceName(ns) {
+			out = append(out, literalPair{call.Pos(), ns, key})
+		}
+		return true
+	})
+	return out
+}
+
+// The scanner itself: it must see the pairs a reader would, and only those.
+func TestLiteralPairsScanner(t *testing.T) {
+	const src = `package p
+func f() {
+	_ = d.cfg.Int("sk", "batch_ms")
+	_ = cfg.String("httpd", "api_key")
+	_ = c.Set("time", "tz", "UTC")
+	_ = fs.String("sign-key", "", "usage")
+	_ = cfg.Int(config.NsSK, config.SKBatchMS)
+	_ = cfg.String("time", k)
+}`
+	f, err := parser.ParseFile(token.NewFileSet(), "p.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, lp := range literalPairs(f) {
+		got = append(got, lp.ns+"."+lp.key)
+	}
+	if want := []string{"sk.batch_ms", "httpd.api_key", "time.tz"}; !slices.Equal(got, want) {
+		t.Fatalf("found %v, want %v", got, want)
 	}
 }
 
