@@ -25,9 +25,9 @@ var (
 	// signature trust store). A foundation package imports leaves, foundation and abi only.
 	foundation = set("host/board", "host/boot", "host/clock", "host/config", "host/events", "host/health",
 		"host/httpd", "host/logs", "host/netroute", "host/plugin/trust", "runtime-ns")
-	// testHelpers support tests (and the cmd/devbench harness); product code never imports them.
-	testHelpers = set("host/mdns/mdnstest", "host/signalk/sktest", "host/signalk/sktest/skinstall",
-		"host/skstream/skpeer")
+	// testHelpers (and the packages below them) support tests and commands such as the
+	// cmd/devbench harness; product code never imports them.
+	testHelpers = set("host/mdns/mdnstest", "host/signalk/sktest", "host/skstream/skpeer")
 	// parts are capabilities that belong to another: the Signal K client is built from the
 	// discovery, TLS and stream packages beside it.
 	parts = map[string][]string{"host/signalk": {"host/skdiscovery", "host/sktls"}}
@@ -43,6 +43,16 @@ func set(ps ...string) map[string]bool {
 	return m
 }
 
+// testHelper reports whether p is a test helper or below one (host/signalk/sktest/skinstall).
+func testHelper(p string) bool {
+	for h := range testHelpers {
+		if p == h || strings.HasPrefix(p, h+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // capability answers the capability a host package belongs to (host/ota/image: host/ota).
 func capability(p string) string {
 	parts := strings.SplitN(p, "/", 3)
@@ -52,10 +62,20 @@ func capability(p string) string {
 	return parts[0] + "/" + parts[1]
 }
 
+// pluginRoot answers the plugin a package under plugins/ belongs to (plugins/n2k/decode:
+// plugins/n2k), "" for others.
+func pluginRoot(p string) string {
+	parts := strings.SplitN(p, "/", 3)
+	if len(parts) < 2 || parts[0] != "plugins" {
+		return ""
+	}
+	return parts[0] + "/" + parts[1]
+}
+
 // allowed reports whether package from (a path inside the repository, "devhost/" cut) may
 // import to, and why not.
 func allowed(from, to string) (bool, string) {
-	if testHelpers[to] && !testHelpers[from] && !strings.HasPrefix(from, "cmd/") {
+	if testHelper(to) && !testHelper(from) && !strings.HasPrefix(from, "cmd/") {
 		return false, "test helpers are for tests and commands"
 	}
 	switch {
@@ -64,7 +84,8 @@ func allowed(from, to string) (bool, string) {
 	case from == "sdk" || strings.HasPrefix(from, "sdk/"):
 		return to == "abi" || to == "sdk", "the SDK depends on abi alone"
 	case from == "plugins" || strings.HasPrefix(from, "plugins/"):
-		return to == "abi" || to == "sdk", "a plugin sees the device only through abi and sdk"
+		return to == "abi" || to == "sdk" || (pluginRoot(to) != "" && pluginRoot(to) == pluginRoot(from)),
+			"a plugin sees the device only through abi and sdk (and its own subpackages)"
 	case strings.HasPrefix(from, "cmd/"):
 		return !strings.HasPrefix(to, "cmd/"), "commands are not imported"
 	case from == "deptest":
@@ -75,8 +96,8 @@ func allowed(from, to string) (bool, string) {
 		return true, ""
 	case leaves[from]:
 		return false, "a leaf imports no devhost package"
-	case testHelpers[from]:
-		return testHelpers[to] || leaves[to], "a test helper imports leaves and other helpers only"
+	case testHelper(from):
+		return testHelper(to) || leaves[to], "a test helper imports leaves and other helpers only"
 	case leaves[to] || to == "abi":
 		return true, ""
 	case foundation[from]:
@@ -178,36 +199,43 @@ func TestLayers(t *testing.T) {
 // The rule itself, case by case, so that a change to it is a visible decision.
 func TestAllowed(t *testing.T) {
 	for edge, want := range map[string]bool{
-		"abi → host/config":                      false,
-		"sdk → abi":                              true,
-		"sdk → host/config":                      false,
-		"plugins/app → sdk":                      true,
-		"plugins/app → host/plugin":              false,
-		"host/api → host/board":                  false,
-		"host/store → host/api":                  false,
-		"host/config → host/store":               true,
-		"host/health → host/board":               true,
-		"host/config → host/plugin":              false,
-		"host/wifi → host/netroute":              true,
-		"host/wifi → host/config":                true,
-		"host/wifi → host/portal":                false,
-		"host/portal → host/httpd":               true,
-		"host/ota → host/boot":                   true,
-		"host/ota → host/ota/image":              true,
-		"host/ota/image → host/plugin/trust":     true,
-		"host/sntp → host/clock":                 true,
-		"host/power → host/wifi":                 false,
-		"host/plugin → host/signalk":             false,
-		"host/plugin → host/plugin/trust":        true,
-		"host/signalk → host/sktls":              true,
-		"host/sktls → host/signalk":              false,
-		"host/signalk/skplugin → host/plugin":    true,
-		"host/signalk/skplugin → host/system":    false,
-		"host/device → host/wifi":                true,
-		"host/skdiscovery → host/signalk/sktest": false,
-		"host/plugin → sdk":                      false,
-		"cmd/devbench → host/signalk/sktest":     true,
-		"host/system → cmd/devctl":               false,
+		"abi → host/config":                               false,
+		"sdk → abi":                                       true,
+		"sdk → host/config":                               false,
+		"plugins/app → sdk":                               true,
+		"plugins/app → host/plugin":                       false,
+		"plugins/n2k → plugins/n2k/decode":                true,
+		"plugins/n2k/skmap → plugins/n2k/decode":          true,
+		"plugins/n2k → plugins/app":                       false,
+		"cmd/devctl → plugins/n2k/input":                  true,
+		"host/signalk → plugins/n2k/decode":               false,
+		"host/api → host/board":                           false,
+		"host/store → host/api":                           false,
+		"host/config → host/store":                        true,
+		"host/health → host/board":                        true,
+		"host/config → host/plugin":                       false,
+		"host/wifi → host/netroute":                       true,
+		"host/wifi → host/config":                         true,
+		"host/wifi → host/portal":                         false,
+		"host/portal → host/httpd":                        true,
+		"host/ota → host/boot":                            true,
+		"host/ota → host/ota/image":                       true,
+		"host/ota/image → host/plugin/trust":              true,
+		"host/sntp → host/clock":                          true,
+		"host/power → host/wifi":                          false,
+		"host/plugin → host/signalk":                      false,
+		"host/plugin → host/plugin/trust":                 true,
+		"host/signalk → host/sktls":                       true,
+		"host/sktls → host/signalk":                       false,
+		"host/signalk/skplugin → host/plugin":             true,
+		"host/signalk/skplugin → host/system":             false,
+		"host/device → host/wifi":                         true,
+		"host/skdiscovery → host/signalk/sktest":          false,
+		"host/signalk/sktest/skrun → host/signalk/sktest": true,
+		"host/signalk → host/signalk/sktest/skrun":        false,
+		"host/plugin → sdk":                               false,
+		"cmd/devbench → host/signalk/sktest":              true,
+		"host/system → cmd/devctl":                        false,
 	} {
 		from, to, _ := strings.Cut(edge, " → ")
 		if ok, why := allowed(from, to); ok != want {
