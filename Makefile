@@ -9,12 +9,21 @@ DATA     ?= run-data
 PORT     ?= 8080
 STATICCHECK := $(HOME)/go/bin/staticcheck
 STATICCHECK_VERSION := v0.8.2
+# The Go modules of the repository: the device, and the ABI and SDK plugin projects require.
+MODULES := . abi sdk
 
-.PHONY: build run test lint unit bench clean tools signalk-server test-deps
+.PHONY: build install run test lint unit short generate bench clean distclean tools signalk-server test-deps
 
 build:
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
-	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devctl ./cmd/devctl
+	go build -ldflags '$(LDFLAGS) -X main.sourceDir=$(CURDIR)' -o $(BIN)/devctl ./cmd/devctl
+
+# devhost and devctl on the PATH (PREFIX=/usr/local: /usr/local/bin). The installed devctl
+# still finds this checkout's abi and sdk for `devctl plugin new`.
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN)/devhost $(BIN)/devctl $(DESTDIR)$(PREFIX)/bin/
 
 # The device on the default simulated board, with its flash in $(DATA). The factory document
 # picks port $(PORT) on the first boot (and after a factory reset).
@@ -23,17 +32,29 @@ run: build
 	@printf '{"httpd":{"port":%s}}\n' $(PORT) > $(DATA)/factory.json
 	$(BIN)/devhost --data $(DATA) --factory $(DATA)/factory.json
 
+# Generated sources: the plugins' //go:wasmimport declarations from abi.Signatures (the SDK's
+# and the host's test plugin's), and host/config/keys.go from the built-in descriptors. Tests
+# fail when a committed copy is out of date.
+generate:
+	cd sdk && go generate ./...
+	go generate ./host/config
+	cd host/plugin/testdata/multi && go run devhost/abi/cmd/wasmimports -pkg main -o imports_wasip1.go
+
 tools:
 	@test -x $(STATICCHECK) || go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 lint: tools
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
-	go vet ./...
-	$(STATICCHECK) ./...
+	for m in $(MODULES); do (cd $$m && go vet ./... && $(STATICCHECK) ./...) || exit 1; done
+	cd sdk && GOOS=wasip1 GOARCH=wasm go vet .
 
 # The server was just installed, so a Signal K test that cannot start it fails instead of skipping.
 unit: signalk-server test-deps portal-deps
-	SKTEST_REQUIRED=1 go test -race -count=1 -timeout 15m ./...
+	for m in $(MODULES); do (cd $$m && SKTEST_REQUIRED=1 go test -race -count=1 -timeout 15m ./...) || exit 1; done
+
+# The fast loop: what a developer runs between edits (see README, "Developing").
+short:
+	for m in $(MODULES); do (cd $$m && go test -short ./...) || exit 1; done
 
 # Debian packages the tests use: python3-zeroconf is the independent mDNS implementation the
 # discovery tests interoperate with; iproute2 and util-linux make their network namespaces.
@@ -64,5 +85,12 @@ bench: build
 	@echo; echo "Signal K delta stream (host/skstream benchmarks):"
 	go test -run '^$$' -bench . -count 1 ./host/skstream/
 
+# What the build made: the binaries, the run's flash, a root-level devbench, and plugin modules
+# and bundles built in the tree (fixtures under testdata are kept). The Signal K test server
+# in .cache/ stays: it takes a minute to install; `make distclean` removes it as well.
 clean:
-	rm -rf $(BIN) $(DATA)
+	rm -rf $(BIN) $(DATA) devbench
+	find . \( -path ./.git -o -path ./.cache -o -name node_modules -o -name testdata \) -prune -o \( -name '*.wasm' -o -name '*.devplug' \) -type f -print -exec rm -f {} +
+
+distclean: clean
+	rm -rf .cache

@@ -3,6 +3,8 @@ module devhost
 go 1.26.8
 
 require (
+	devhost/abi v0.0.0-00010101000000-000000000000
+	devhost/sdk v0.0.0-00010101000000-000000000000
 	github.com/extism/go-sdk v1.7.1
 	github.com/google/uuid v1.6.0
 	github.com/gorilla/websocket v1.5.3
@@ -39,4 +41,11 @@ require (
 	go.opentelemetry.io/proto/otlp v1.3.1 // indirect
 	golang.org/x/text v0.40.0 // indirect
 	google.golang.org/protobuf v1.34.2 // indirect
+)
+
+// abi and sdk are modules of their own so that plugin projects outside this repository can
+// require them; this checkout builds against its own copies.
+replace (
+	devhost/abi => ./abi
+	devhost/sdk => ./sdk
 )

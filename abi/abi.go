@@ -250,5 +250,21 @@ var Signatures = map[string]Signature{
 	FnBLEAdvertise: sigIn,
 }
 
+// ParamNames names every host function's parameters as the table of ABI.md section 8 does:
+// "ptr" is an address in the plugin's memory, "len" the bytes of an input there and "cap"
+// the room for an output; the others are plain numbers. WasmImports reads it to give the
+// plugin side's declarations their Go types.
+var ParamNames = map[string][]string{
+	FnEventRead: {"ptr", "cap"}, FnLog: {"level", "ptr", "len"}, FnNsRegister: {"ptr", "len"},
+	FnConfigGet: {"ptr", "cap"}, FnSKPublish: {"ptr", "len"}, FnSKMeta: {"ptr", "len"},
+	FnSKSubscribe: {"ptr", "len"}, FnSKUnsub: {"ptr", "len"}, FnSKPutHandle: {"ptr", "len"},
+	FnSKPutReply: {"ptr", "len"}, FnSKPutSend: {"ptr", "len"}, FnHealthReport: {"ptr", "len"},
+	FnTimerSet: {"id", "delay_ms", "period_ms"}, FnTimerCancel: {"id"}, FnPowerHold: {"on"},
+	FnClockNow: {"ptr", "cap"}, FnHTTPReply: {"ptr", "len"}, FnSSEPublish: {"ptr", "len"},
+	FnGPIORead: {"pin"}, FnGPIOWrite: {"pin", "level"}, FnGPIOWatch: {"pin", "edges"},
+	FnCANSend: {"ptr", "len"}, FnCANFilter: {"ptr", "len"}, FnBLEScan: {"on"},
+	FnBLEAdvertise: {"ptr", "len"},
+}
+
 // ExportSignature is the type of dev_init and dev_event: no parameters, one i32.
 var ExportSignature = Signature{Results: []ValueType{I32}}

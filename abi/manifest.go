@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -134,14 +135,9 @@ func ParseManifest(b []byte) (Manifest, error) {
 	if err := checkDuplicateMembers(b); err != nil {
 		return Manifest{}, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var m Manifest
-	if err := dec.Decode(&m); err != nil {
+	if err := DecodeStrict(b, &m); err != nil {
 		return Manifest{}, fmt.Errorf("abi: manifest: %w", err)
-	}
-	if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
-		return Manifest{}, errors.New("abi: manifest: trailing data after the document")
 	}
 	if err := m.Validate(); err != nil {
 		return Manifest{}, err
@@ -379,10 +375,5 @@ func (m Manifest) validateEvents() error {
 
 // HasCapability reports whether c is in caps.
 func HasCapability(caps []Capability, c Capability) bool {
-	for _, x := range caps {
-		if x == c {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(caps, c)
 }

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"devhost/abi"
-	"devhost/host/config"
 )
 
 // current is the FakeHost driving the plugin in a native build.
@@ -21,7 +21,8 @@ var current *FakeHost
 // FakeHost stands in for the device when a plugin is tested natively with go test. It plays
 // the host's side of the ABI as abi/ABI.md describes it (capability checks, limits, error
 // codes, replies within the delivering call) and records everything the plugin does.
-// Descriptors are validated by the device's own configuration rules.
+// Descriptors are checked by the rules of the spec's descriptor table, as the device checks
+// them (host/config's tests keep the two in agreement).
 //
 // Set Manifest (and optionally Granted, DeviceID, Pins) before Start; then drive the plugin
 // with SetConfig, Delta, Put, Advance, HTTP, GPIOEdge, CANReceive, BLEAdvert, PutAnswer and
@@ -61,7 +62,7 @@ type FakeHost struct {
 	Timers      map[uint32]FakeTimer  // armed timers by id
 
 	values     map[string]any // stored configuration values by key
-	keys       []config.Key
+	keys       []Key
 	registered bool // ns_register called by this instance
 	batch      []byte
 	inCall     bool
@@ -71,6 +72,16 @@ type FakeHost struct {
 	httpReply  map[uint32]*abi.HTTPResponse
 	nextID     uint32
 	healthKeys []string
+}
+
+// ReadManifest reads and checks a plugin's manifest file, for a FakeHost's Manifest in the
+// plugin's own tests (the manifest.json the bundle is packed with).
+func ReadManifest(path string) (abi.Manifest, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return abi.Manifest{}, fmt.Errorf("sdk: %w", err)
+	}
+	return abi.ParseManifest(b)
 }
 
 // FakePin is a simulated GPIO pin.
@@ -360,20 +371,15 @@ func (h *FakeHost) nsRegister(b []byte) int32 {
 	if h.registered {
 		return int32(abi.ErrConflict)
 	}
-	ns, err := config.DecodeNamespace(b)
-	if err != nil {
-		return int32(abi.ErrInvalid)
-	}
-	name := abi.Namespace(h.Manifest.ID)
-	if ns.Name != "" && ns.Name != name {
+	d, err := parseDescriptor(b, abi.Namespace(h.Manifest.ID))
+	switch {
+	case errors.Is(err, errForeignNamespace):
 		return int32(abi.ErrPermission)
-	}
-	ns.Name = name
-	if err := config.ValidateNamespace(ns); err != nil {
+	case err != nil:
 		return int32(abi.ErrInvalid)
 	}
 	h.registered = true
-	h.keys = ns.Keys
+	h.keys = d.Keys
 	h.Descriptor = append([]byte(nil), b...)
 	return 0
 }
@@ -382,15 +388,7 @@ func (h *FakeHost) nsRegister(b []byte) int32 {
 func (h *FakeHost) effective() ([]byte, error) {
 	out := map[string]any{}
 	for _, k := range h.keys {
-		var v any
-		switch {
-		case k.X != nil && k.X.Format == FormatTable && k.Default == nil:
-			v = "[]"
-		case k.Type == TypeBlob && k.Default == nil:
-			v = ""
-		default:
-			v = k.Default
-		}
+		v := effectiveDefault(k)
 		if s, ok := h.values[k.Name]; ok {
 			v = s
 		}

@@ -347,13 +347,8 @@ func (r *Request) Query() url.Values {
 
 // DecodeJSON decodes the body into v, refusing unknown members and trailing data.
 func (r *Request) DecodeJSON(v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(r.Body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := abi.DecodeStrict(r.Body, v); err != nil {
 		return fmt.Errorf("sdk: request body: %w", err)
-	}
-	if dec.More() {
-		return errors.New("sdk: request body: trailing data")
 	}
 	return nil
 }

@@ -124,7 +124,7 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 	case "events":
 		return a.events(ctx, args[1:])
 	case "plugin":
-		return a.plugin(ctx, args[1:])
+		return a.pluginAuthoring(ctx, args[1:])
 	case "help", "-h", "--help", "-help":
 		return flag.ErrHelp
 	default:

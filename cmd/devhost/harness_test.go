@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -28,6 +29,13 @@ import (
 var binary, devctl string
 
 func TestMain(m *testing.M) {
+	// Every test here builds and runs the real device (with the race detector): none belongs
+	// in the fast -short loop.
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("skipping the black-box tests of cmd/devhost under -short")
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "devhost-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -75,21 +75,21 @@ func testApp(h Handoff) int {
 		_ = Halt(arg)
 	case "panic":
 		go crashingWorker(arg)
-		select {}
+		sleepForever()
 	case "panic-on-go":
 		for {
 			if _, err := os.Stat(filepath.Join(dir, "go")); err == nil {
 				go crashingWorker(arg)
-				select {}
+				sleepForever()
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	case "nil":
 		go nilWorker()
-		select {}
+		sleepForever()
 	case "kill":
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {}
+		sleepForever()
 	case "hang":
 		term := make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)
@@ -100,10 +100,20 @@ func testApp(h Handoff) int {
 	case "hang-stubborn":
 		signal.Ignore(syscall.SIGTERM)
 		marker("pid")
-		select {}
+		sleepForever()
 	}
 	fmt.Fprintf(os.Stderr, "test app: action %q did not end the process\n", action)
 	return 71
+}
+
+// sleepForever blocks the calling goroutine for good. A bare select {} would do it too, but
+// when every goroutine blocks that way the runtime (without -race, whose helper goroutines
+// keep it from noticing) ends the process as a deadlock instead of waiting for the signal
+// or the kill the test is about; a sleeping goroutine is never a deadlock.
+func sleepForever() {
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 // crashingWorker is not inlined so that it has a frame (and a PC) of its own.

@@ -162,40 +162,27 @@ func (c *Config) Get(ns, key string) (any, error) {
 	return public(c.effective(k)), nil
 }
 
-// Int returns an int key's effective value, 0 for an unknown key.
-func (c *Config) Int(ns, key string) int {
+// typed reads ns.key as a T, the zero T for an unknown key or another type.
+func typed[T any](c *Config, ns, key string) T {
 	v, _ := c.Get(ns, key)
-	n, _ := v.(int)
-	return n
+	t, _ := v.(T)
+	return t
 }
+
+// Int returns an int key's effective value, 0 for an unknown key.
+func (c *Config) Int(ns, key string) int { return typed[int](c, ns, key) }
 
 // Float returns a float key's effective value, 0 for an unknown key.
-func (c *Config) Float(ns, key string) float64 {
-	v, _ := c.Get(ns, key)
-	f, _ := v.(float64)
-	return f
-}
+func (c *Config) Float(ns, key string) float64 { return typed[float64](c, ns, key) }
 
 // Bool returns a bool key's effective value, false for an unknown key.
-func (c *Config) Bool(ns, key string) bool {
-	v, _ := c.Get(ns, key)
-	b, _ := v.(bool)
-	return b
-}
+func (c *Config) Bool(ns, key string) bool { return typed[bool](c, ns, key) }
 
 // String returns a string key's effective value, "" for an unknown key.
-func (c *Config) String(ns, key string) string {
-	v, _ := c.Get(ns, key)
-	s, _ := v.(string)
-	return s
-}
+func (c *Config) String(ns, key string) string { return typed[string](c, ns, key) }
 
 // Blob returns a blob key's effective value, nil for an unknown key.
-func (c *Config) Blob(ns, key string) []byte {
-	v, _ := c.Get(ns, key)
-	b, _ := v.([]byte)
-	return b
-}
+func (c *Config) Blob(ns, key string) []byte { return typed[[]byte](c, ns, key) }
 
 // op is one validated write: a new value, or reset (nil value) to the default.
 type op struct {

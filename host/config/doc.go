@@ -75,3 +75,7 @@
 //     1..1000; sk.health_s 0..86400; sk.discover_s 5..3600; sk.check_s default 3600,
 //     60..86400; sk.stall_s 60..86400.
 package config
+
+// keys.go holds a constant for every built-in namespace and key (KeyConstants).
+//
+//go:generate go run ./genkeys

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"devhost/abi"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,15 +72,9 @@ func DecodeNamespace(b []byte) (Namespace, error) {
 	if len(b) > maxDescriptorBytes {
 		return Namespace{}, fmt.Errorf("config: descriptor of %d bytes, at most %d", len(b), maxDescriptorBytes)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
 	var w nsJSON
-	if err := dec.Decode(&w); err != nil {
+	if err := abi.DecodeStrict(b, &w); err != nil {
 		return Namespace{}, fmt.Errorf("config: descriptor: %w", err)
-	}
-	if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
-		return Namespace{}, errors.New("config: descriptor: trailing data after the document")
 	}
 	ns := Namespace{Name: w.Namespace, Version: w.Version, Title: w.Title, Description: w.Description}
 	for _, kj := range w.Keys {

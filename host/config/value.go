@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -73,7 +74,7 @@ func (k *keyDef) fromJSON(raw []byte) (any, string) {
 	if len(s) > k.maxLen {
 		return nil, fmt.Sprintf("%d bytes, at most %d", len(s), k.maxLen)
 	}
-	if k.Enum != nil && !contains(k.Enum, s) {
+	if k.Enum != nil && !slices.Contains(k.Enum, s) {
 		return nil, fmt.Sprintf("%q is not one of %s", s, strings.Join(k.Enum, ", "))
 	}
 	if msg := CheckText(k.Text, s); msg != "" {
@@ -248,15 +249,6 @@ func public(v any) any {
 		return bytes.Clone(b)
 	}
 	return v
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
 
 // member is one member of a JSON object, in document order.

@@ -2,6 +2,7 @@ package signalk
 
 import (
 	"context"
+	"devhost/host/config"
 	"sort"
 	"strings"
 	"sync"
@@ -273,11 +274,11 @@ func (c *Client) choose(ctx context.Context) time.Time {
 	now := c.clk.Now()
 	skipped, next := c.skips.snapshot(now)
 	in := choiceInput{
-		host:  strings.TrimSpace(c.cfg.String("sk", "server_host")),
-		port:  c.cfg.Int("sk", "server_port"),
-		self:  strings.TrimSpace(c.cfg.String("sk", "server_self")),
-		pin:   c.cfg.Bool("sk", "server_pin"),
-		plain: strings.TrimSpace(c.cfg.String("sk", "scheme")) == "http",
+		host:  strings.TrimSpace(c.cfg.String(config.NsSK, config.SKServerHost)),
+		port:  c.cfg.Int(config.NsSK, config.SKServerPort),
+		self:  strings.TrimSpace(c.cfg.String(config.NsSK, config.SKServerSelf)),
+		pin:   c.cfg.Bool(config.NsSK, config.SKServerPin),
+		plain: strings.TrimSpace(c.cfg.String(config.NsSK, config.SKScheme)) == "http",
 		now:   now, skipped: skipped, discovered: c.discovered(),
 		sticky: map[string]bool{},
 	}
@@ -324,9 +325,9 @@ func (c *Client) resolveScheme(ctx context.Context, s *Server) {
 			c.log.Warn("signalk: scheme probe failed, assuming http", "server", s.Addr(), "err", err)
 		}
 	}
-	switch c.cfg.String("sk", "scheme") {
+	switch c.cfg.String(config.NsSK, config.SKScheme) {
 	case "http", "https":
-		s.Scheme = c.cfg.String("sk", "scheme")
+		s.Scheme = c.cfg.String(config.NsSK, config.SKScheme)
 	default:
 		if advertised != "http" && advertised != "https" {
 			advertised, s.Guess = "http", s.Source == "manual"

@@ -16,6 +16,7 @@ import (
 
 	"devhost/host/board"
 	"devhost/host/clock"
+	"devhost/host/config"
 	"devhost/host/events"
 	"devhost/host/health"
 	"devhost/host/skstream"
@@ -177,7 +178,7 @@ func New(o Options) (*Client, error) {
 	}
 	c.tm = newTokenMachine(c.clk, c.log, c.http, c.st, id)
 	c.tm.permissions = func() string {
-		if p := c.cfg.String("sk", "permissions"); p != "" {
+		if p := c.cfg.String(config.NsSK, config.SKPermissions); p != "" {
 			return p
 		}
 		return "readwrite"
@@ -190,7 +191,7 @@ func New(o Options) (*Client, error) {
 		return "devhost " + c.host()
 	}
 	c.tm.checkEvery = func() time.Duration {
-		s := c.cfg.Int("sk", "check_s")
+		s := c.cfg.Int(config.NsSK, config.SKCheckS)
 		if s < 60 {
 			s = 3600
 		}
@@ -253,17 +254,17 @@ func (c *Client) Run(ctx context.Context) error {
 
 func (c *Client) configChanged(ns, key string) {
 	switch {
-	case ns == "sk" && (key == "server_host" || key == "server_port" || key == "server_self" ||
-		key == "server_pin" || key == "scheme"):
+	case ns == config.NsSK && (key == config.SKServerHost || key == config.SKServerPort || key == config.SKServerSelf ||
+		key == config.SKServerPin || key == config.SKScheme):
 		c.kickChoice()
-	case ns == "sk" && key == "health_s":
+	case ns == config.NsSK && key == config.SKHealthS:
 		select {
 		case c.telemetryCh <- struct{}{}:
 		default:
 		}
-	case ns == "sk" && key == "stall_s":
+	case ns == config.NsSK && key == config.SKStallS:
 		c.evalStall()
-	case ns == "time" && key == "sk_fallback":
+	case ns == config.NsTime && key == config.TimeSKFallback:
 		c.kickTime()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"devhost/host/clock"
+	"devhost/host/config"
 	"devhost/host/health"
 )
 
@@ -22,7 +23,7 @@ const PathDatetime = "navigation.datetime"
 
 // stallDelay is sk.stall_s (at least 60 s).
 func (c *Client) stallDelay() time.Duration {
-	s := c.cfg.Int("sk", "stall_s")
+	s := c.cfg.Int(config.NsSK, config.SKStallS)
 	if s < 60 {
 		s = 300
 	}
@@ -91,7 +92,7 @@ func (c *Client) runTelemetry(ctx context.Context) {
 		return
 	}
 	for {
-		s := c.cfg.Int("sk", "health_s")
+		s := c.cfg.Int(config.NsSK, config.SKHealthS)
 		var tc <-chan time.Time
 		var t interface{ Stop() bool }
 		if s > 0 {
@@ -189,7 +190,7 @@ func (c *Client) kickTime() {
 // source (manual, sntp) ends it. held is the current subscription's cancel (nil: none).
 func (c *Client) timeFallback(held func()) func() {
 	_, src, synced := c.wall.Now()
-	want := c.cfg.Bool("time", "sk_fallback") && src.Rank() <= clock.SourceSK.Rank() &&
+	want := c.cfg.Bool(config.NsTime, config.TimeSKFallback) && src.Rank() <= clock.SourceSK.Rank() &&
 		(!synced || src == clock.SourceSK)
 	c.timeSubOn.Store(want && held != nil)
 	if want == (held != nil) {

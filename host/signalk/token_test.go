@@ -99,10 +99,7 @@ func TestTokenPollBackoff(t *testing.T) {
 // Rows: REQUESTED COMPLETED APPROVED → VERIFYING (token persisted); VERIFYING 200 → APPROVED,
 // self URN learned, re-check every sk.check_s; the stream gets the token.
 func TestTokenApprovedVerifiedApproved(t *testing.T) {
-	p := newPeer(t, false)
-	p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-	p.answer("GET", testHref, http.StatusOK, approved)
-	selfOK(p, "tok1")
+	p := approvingPeer(t)
 	r := newRig(t, p, nil)
 	r.cfg.set("sk", "check_s", 600)
 	r.start()
@@ -313,14 +310,9 @@ func TestTokenPollNotFound(t *testing.T) {
 
 // Plaintext 401 rule: one 401 schedules a re-check in 5 s; two in a row drop the token.
 func TestTokenPlaintext401Rule(t *testing.T) {
-	p := newPeer(t, false)
-	p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-	p.answer("GET", testHref, http.StatusOK, approved)
-	selfOK(p, "tok1")
+	p := approvingPeer(t)
 	r := newRig(t, p, nil).start()
-	r.waitState(StateRequested, true)
-	r.clk.Advance(PollFirst)
-	r.waitState(StateApproved, true)
+	r.approve()
 
 	// A 401 from another call: re-check in 5 s, token kept.
 	var refuse atomic.Bool
@@ -366,14 +358,9 @@ func TestTokenPlaintext401Rule(t *testing.T) {
 
 // The stream's 401 is reported to the token machine like any other call's.
 func TestTokenStream401(t *testing.T) {
-	p := newPeer(t, false)
-	p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-	p.answer("GET", testHref, http.StatusOK, approved)
-	selfOK(p, "tok1")
+	p := approvingPeer(t)
 	r := newRig(t, p, nil).start()
-	r.waitState(StateRequested, true)
-	r.clk.Advance(PollFirst)
-	r.waitState(StateApproved, true)
+	r.approve()
 	// The target is handed to the stream just after the state is published.
 	eventually(t, "stream target", func() bool { return r.stream.target().Token == "tok1" })
 	r.c.StreamUnauthorized()
@@ -435,4 +422,21 @@ func TestTokenNoServer(t *testing.T) {
 	if doc := r.c.Status(); doc.Server.Source != "none" {
 		t.Fatalf("server %+v", doc.Server)
 	}
+}
+
+// approvingPeer is a server that answers the access request PENDING, then APPROVED with
+// token tok1 at the first poll, and accepts that token.
+func approvingPeer(t *testing.T) *peer {
+	p := newPeer(t, false)
+	p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
+	p.answer("GET", testHref, http.StatusOK, approved)
+	selfOK(p, "tok1")
+	return p
+}
+
+// approve takes a started rig through REQUESTED to APPROVED at the first poll.
+func (r *rig) approve() {
+	r.waitState(StateRequested, true)
+	r.clk.Advance(PollFirst)
+	r.waitState(StateApproved, true)
 }

@@ -25,6 +25,16 @@ import (
 // The tests in this file send real multicast, only inside the network namespace that
 // mdnstest.Netns creates for each of them.
 
+// netns runs t in a network namespace of its own (mdnstest.Netns); the fast -short loop skips
+// these tests, which start real responders and peers.
+func netns(t *testing.T, opts ...mdnstest.Option) bool {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipping a network-namespace test under -short")
+	}
+	return mdnstest.Netns(t, opts...)
+}
+
 func testLogger(t *testing.T) *slog.Logger { return mdnstest.Logger(t) }
 
 func responder(t *testing.T, host, ifname string) *mdns.Responder {
@@ -92,7 +102,7 @@ func find(ss []Server, scheme, instance string) (Server, bool) {
 }
 
 func TestNetnsDiscovery(t *testing.T) {
-	if !mdnstest.Netns(t) {
+	if !netns(t) {
 		return
 	}
 	boat := responder(t, "pi", "lo")
@@ -134,7 +144,7 @@ func TestNetnsDiscovery(t *testing.T) {
 }
 
 func TestNetnsDiscoversZeroconfServer(t *testing.T) {
-	if !mdnstest.Netns(t) {
+	if !netns(t) {
 		return
 	}
 	python := mdnstest.Python(t)
@@ -175,7 +185,7 @@ func TestNetnsDiscoversZeroconfServer(t *testing.T) {
 func TestNetnsDiscoversRealSignalKServer(t *testing.T) {
 	// Installing needs the registry, which the namespace cannot reach: do it outside.
 	dir := sktest.Ensure(t)
-	if !mdnstest.Netns(t, mdnstest.WithLink()) {
+	if !netns(t, mdnstest.WithLink()) {
 		return
 	}
 	_, passes := discover(t, mdnstest.LinkName)

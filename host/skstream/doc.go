@@ -93,4 +93,13 @@
 //     rounded up, else 0. Drops are reported through OnStatus at most once a second.
 //   - Health's downSince is the device-clock time the last connection that reached the hello
 //     ended; zero while connected or before the first such connection.
+//
+// # Code layout
+//
+// Stream's state is split into parts under its one mutex (the lock order is written at
+// Stream.mu): stream.go the Stream itself, its lifecycle and status; batch.go publishing and
+// the open batch; queue.go the outbound queues (control frames, the offline ring, draining);
+// link.go the link manager (targets, dialing and backoff, the session's read and write
+// loops); subs.go subscriptions; put.go the PUT table; meta.go metadata; frame.go the wire
+// format.
 package skstream

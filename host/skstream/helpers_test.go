@@ -192,3 +192,27 @@ func (f *fixture) lastStatus() (Status, int) {
 	}
 	return f.statuses[len(f.statuses)-1], len(f.statuses)
 }
+
+// recorder collects what a callback receives on the stream's goroutines.
+type recorder[T any] struct {
+	mu    sync.Mutex
+	items []T
+}
+
+func (r *recorder[T]) add(v T) {
+	r.mu.Lock()
+	r.items = append(r.items, v)
+	r.mu.Unlock()
+}
+
+func (r *recorder[T]) get() []T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]T(nil), r.items...)
+}
+
+func (r *recorder[T]) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.items)
+}

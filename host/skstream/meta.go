@@ -9,6 +9,14 @@ import (
 	"time"
 )
 
+// metaTable holds the metadata declared for non-standard paths and how much of it the server
+// has confirmed; metaKick wakes its reconciler. Guarded by Stream.mu.
+type metaTable struct {
+	metas          []*metaDecl
+	metaReconciled int
+	metaKick       chan struct{}
+}
+
 type metaDecl struct {
 	path       string
 	body       []byte // {"value":{...}}

@@ -13,6 +13,17 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
+// putTable holds the PUTs: outbound requests in flight by request id, the local handlers of
+// inbound PUTs by path, the inbound queue their worker drains, and the results waiting for
+// resultRunner to deliver. Guarded by Stream.mu.
+type putTable struct {
+	puts     map[string]*pendingPut
+	handlers map[string]*PutPath
+	inQ      chan inboundPut
+	results  []func()
+	resultCh chan struct{}
+}
+
 // Outbound PUT.
 
 type pendingPut struct {

@@ -33,22 +33,8 @@ func readPut(t *testing.T, c *skpeer.Conn) putFrame {
 	return p
 }
 
-type results struct {
-	mu sync.Mutex
-	rs []PutResult
-}
-
-func (r *results) add(p PutResult) {
-	r.mu.Lock()
-	r.rs = append(r.rs, p)
-	r.mu.Unlock()
-}
-
-func (r *results) get() []PutResult {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]PutResult(nil), r.rs...)
-}
+// results records PUT results.
+type results = recorder[PutResult]
 
 func TestPutOutboundFrameAndAnswer(t *testing.T) {
 	f := newFixture(t)

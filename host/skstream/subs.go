@@ -6,6 +6,14 @@ import (
 	"sync"
 )
 
+// subscriptions are the local subscribers and the patterns last sent to the server.
+// Guarded by Stream.mu.
+type subscriptions struct {
+	subs      map[uint64]*subscriber
+	subSeq    uint64
+	sentCover []string
+}
+
 // subscriber owns a bounded queue and the goroutine that calls its callback, so a slow callback
 // delays only itself: when its queue is full the oldest waiting value is dropped (in.dropped).
 type subscriber struct {

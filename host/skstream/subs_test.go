@@ -148,22 +148,14 @@ func TestLastUnsubscribeSendsUnsubscribeOnly(t *testing.T) {
 	c.ExpectNone(t)
 }
 
-type collector struct {
-	mu sync.Mutex
-	ds []Delta
-}
-
-func (c *collector) add(d Delta) {
-	c.mu.Lock()
-	c.ds = append(c.ds, d)
-	c.mu.Unlock()
-}
+// collector records deltas.
+type collector struct{ recorder[Delta] }
 
 func (c *collector) paths() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string
-	for _, d := range c.ds {
+	for _, d := range c.items {
 		p := d.Path
 		if d.Meta {
 			p = "meta:" + p
@@ -172,12 +164,6 @@ func (c *collector) paths() []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func (c *collector) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.ds)
 }
 
 func TestInboundDeltasMatchedToSubscribers(t *testing.T) {
@@ -197,7 +183,7 @@ func TestInboundDeltasMatchedToSubscribers(t *testing.T) {
 		t.Fatalf("nav got %v", got)
 	}
 	wind.mu.Lock()
-	d := wind.ds[0]
+	d := wind.items[0]
 	wind.mu.Unlock()
 	if d.Context != "vessels.urn:mrn:signalk:uuid:x" || string(d.Value) != "5" || d.Source != "nmea.II" ||
 		d.Timestamp != "2024-01-01T00:00:00Z" || d.Meta {
@@ -362,7 +348,7 @@ func TestSlowSubscriberDoesNotBlockOthers(t *testing.T) {
 		return slow.len()+int(f.s.Status().In.Dropped) == n
 	})
 	slow.mu.Lock()
-	last := string(slow.ds[len(slow.ds)-1].Value)
+	last := string(slow.items[len(slow.items)-1].Value)
 	slow.mu.Unlock()
 	if last != fmt.Sprint(n) || f.s.Status().In.Dropped == 0 || slow.len() > SubscriberQueue+1 {
 		t.Fatalf("slow got %d (last %s), dropped %d", slow.len(), last, f.s.Status().In.Dropped)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"devhost/host/api"
+	"devhost/host/config"
 	"devhost/host/events"
 
 	"github.com/jonboulle/clockwork"
@@ -317,7 +318,7 @@ func (m *Manager) trustLocked(key string) trust {
 }
 
 func (m *Manager) modeLocked() string {
-	switch s := m.cfg.String("sk", "tls_trust"); s {
+	switch s := m.cfg.String(config.NsSK, config.SKTLSTrust); s {
 	case ModeCA, ModeBundle:
 		return s
 	}
@@ -327,7 +328,7 @@ func (m *Manager) modeLocked() string {
 // configCAsLocked parses sk.ca_pem when it changed. The configuration only checks its size,
 // so a value that is not PEM certificates counts as no CA and is shown in the document.
 func (m *Manager) configCAsLocked() []*x509.Certificate {
-	raw := m.cfg.Blob("sk", "ca_pem")
+	raw := m.cfg.Blob(config.NsSK, config.SKCAPEM)
 	if slices.Equal(raw, m.cfgRaw) {
 		return m.cfgCAs
 	}
@@ -538,16 +539,16 @@ func (m *Manager) anchorsChanged() {
 }
 
 func (m *Manager) configChanged(ns, key string) {
-	if ns != "sk" {
+	if ns != config.NsSK {
 		return
 	}
 	switch key {
-	case "tls_trust", "ca_pem":
+	case config.SKTLSTrust, config.SKCAPEM:
 		m.mu.Lock()
 		m.resetJudgementsLocked()
 		m.mu.Unlock()
 		m.anchorsChanged()
-	case "scheme", "server_host", "server_port":
+	case config.SKScheme, config.SKServerHost, config.SKServerPort:
 		m.ForgetScheme()
 	}
 }

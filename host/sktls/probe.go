@@ -3,6 +3,7 @@ package sktls
 import (
 	"context"
 	"crypto/tls"
+	"devhost/host/config"
 	"errors"
 	"fmt"
 	"io"
@@ -51,7 +52,7 @@ func (m *Manager) Resolve(ctx context.Context, host string, port int, advertised
 	if host == "" || port < 1 || port > 65535 {
 		return Endpoint{}, fmt.Errorf("sktls: resolve: bad server %q port %d", host, port)
 	}
-	switch s := m.cfg.String("sk", "scheme"); s {
+	switch s := m.cfg.String(config.NsSK, config.SKScheme); s {
 	case "http", "https":
 		return Endpoint{Scheme: s, Host: host, Port: port, Source: SourceForced}, nil
 	}

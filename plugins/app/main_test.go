@@ -4,7 +4,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,11 +14,7 @@ import (
 
 func loadManifest(t *testing.T) abi.Manifest {
 	t.Helper()
-	b, err := os.ReadFile("manifest.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := abi.ParseManifest(b)
+	m, err := sdk.ReadManifest("manifest.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,9 +39,13 @@ var installOnce struct {
 }
 
 // Ensure installs the server once per test binary (cached across runs and binaries) and
-// answers the install folder. A failure skips t locally and fails it under CI=true.
+// answers the install folder. A failure skips t locally and fails it under CI=true. Under
+// -short (the fast loop) every test that needs the real server is skipped.
 func Ensure(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("skipping: the real Signal K server is not started under -short")
+	}
 	dir, err := Dir()
 	if err != nil {
 		unavailable(t, err)

@@ -1,0 +1,3 @@
+module devhost/abi
+
+go 1.26.8

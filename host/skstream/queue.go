@@ -1,0 +1,152 @@
+package skstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// outbound holds what waits to be written. Control frames (subscriptions, PUTs and their
+// answers) only exist for the live connection; the ring is the offline queue, holding raw
+// frames and delta messages across outages, drained at a bounded rate after a reconnect.
+// Guarded by Stream.mu.
+type outbound struct {
+	ring      ring
+	spare     [][]byte // written delta buffers for the next batches (bufferLocked)
+	ctrl      [][]byte
+	writing   bool
+	draining  bool
+	nextDrain time.Time
+	changed   chan struct{} // closed and replaced whenever the queues or the link move
+}
+
+// maxSpare is how many written delta buffers are kept for the next batches. At full speed a
+// message is closed for every one written, so a few spares make the steady state allocate
+// nothing; more would only hold memory.
+const maxSpare = 4
+
+// bufferLocked returns an empty buffer of at least n bytes' capacity, a spare one if it fits.
+func (s *Stream) bufferLocked(n int) []byte {
+	for i := len(s.spare) - 1; i >= 0; i-- {
+		if b := s.spare[i]; cap(b) >= n {
+			s.spare[i] = s.spare[len(s.spare)-1]
+			s.spare[len(s.spare)-1] = nil
+			s.spare = s.spare[:len(s.spare)-1]
+			return b[:0]
+		}
+	}
+	return make([]byte, 0, n)
+}
+
+// recycleLocked keeps a delta buffer the socket is done with (written or dropped) for a later
+// batch.
+func (s *Stream) recycleLocked(b []byte) {
+	if len(s.spare) < maxSpare && cap(b) <= 2*MaxMessageBytes {
+		s.spare = append(s.spare, b)
+	}
+}
+
+// SendRaw queues a complete frame (a JSON document); raw frames go out ahead of buffered deltas.
+func (s *Stream) SendRaw(frame []byte) error {
+	frame = bytes.TrimSpace(frame)
+	if len(frame) == 0 || len(frame) > MaxMessageBytes || !json.Valid(frame) {
+		return fmt.Errorf("%w: raw frame is not a JSON document of at most %d bytes", ErrInvalidArgument, MaxMessageBytes)
+	}
+	b := bytes.Clone(frame)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started || s.closed {
+		return ErrInvalidState
+	}
+	s.ring.add(true, b)
+	s.trimLocked()
+	s.wakeWriterLocked()
+	return nil
+}
+
+// Flush closes the open batch and waits until nothing is left to send: nil when everything is
+// written, ErrTimeout when timeout (clock time) passes first, ErrInvalidState when the stream
+// is not connected or goes down while waiting, ctx.Err() when ctx ends.
+func (s *Stream) Flush(ctx context.Context, timeout time.Duration) error {
+	s.mu.Lock()
+	if !s.started || s.closed || !s.connected {
+		s.mu.Unlock()
+		return ErrInvalidState
+	}
+	s.closeBatchLocked()
+	s.mu.Unlock()
+	t := s.clk.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		if !s.connected || s.closed {
+			s.mu.Unlock()
+			return ErrInvalidState
+		}
+		if s.ring.len() == 0 && len(s.ctrl) == 0 && !s.writing {
+			s.mu.Unlock()
+			return nil
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-t.Chan():
+			return ErrTimeout
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// trimLocked keeps the ring inside sk.buffer_msgs and sk.buffer_kb, dropping the oldest. While
+// connected the newest message is always kept so a zero-sized ring still lets live data out.
+func (s *Stream) trimLocked() {
+	keep := 0
+	if s.connected {
+		keep = 1
+	}
+	n := s.ring.trim(s.set.BufferMsgs, s.set.BufferKB*1024, keep, s.recycleLocked)
+	if n == 0 {
+		return
+	}
+	s.dropped += uint64(n)
+	if s.ring.delta.len() == 0 {
+		s.draining = false
+	}
+	s.noteDropsLocked()
+}
+
+func (s *Stream) broadcastLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *Stream) wakeWriterLocked() {
+	s.broadcastLocked()
+	if s.sess != nil {
+		select {
+		case s.sess.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *Stream) kickManager() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// sendCtrlLocked queues a control frame for the live connection; without one it is dropped.
+func (s *Stream) sendCtrlLocked(frame []byte) bool {
+	if !s.connected {
+		return false
+	}
+	s.ctrl = append(s.ctrl, frame)
+	s.wakeWriterLocked()
+	return true
+}
