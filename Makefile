@@ -10,10 +10,10 @@ PORT     ?= 8080
 STATICCHECK := $(HOME)/go/bin/staticcheck
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: build run test lint unit bench clean tools signalk-server test-deps
+.PHONY: build run test lint unit bench clean tools signalk-server test-deps ui web-deps web-fixtures web-test web-bench
 
-build:
-	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
+build: ui
+	go build -tags webui -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devctl ./cmd/devctl
 
 # The device on the default simulated board, with its flash in $(DATA). The factory document
@@ -48,7 +48,7 @@ signalk-server:
 	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
 	go run ./host/signalk/sktest/skinstall
 
-test: lint unit
+test: lint unit web-test
 
 bench: build
 	@command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk) || echo "bench: wrk could not be installed; devbench uses its Go client"
@@ -57,6 +57,43 @@ bench: build
 	go test -run '^$$' -bench . -count 1 ./host/plugin/
 	@echo; echo "Signal K delta stream (host/skstream benchmarks):"
 	go test -run '^$$' -bench . -count 1 ./host/skstream/
+	@echo; echo "web UI: first-load size and time to interactive (Chromium over loopback):"
+	$(MAKE) -s web-bench
 
 clean:
 	rm -rf $(BIN) $(DATA)
+
+# The web UI (web/, TypeScript + Preact, bundled by esbuild): `npm ci` whenever the lockfile
+# changed, a type check, then the build into host/ui/dist (content-hashed assets, a .gz beside
+# each file) that `go build -tags webui` embeds.
+UI_STAMP := web/node_modules/.installed
+
+$(UI_STAMP): web/package-lock.json
+	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
+	cd web && npm ci --no-audit --no-fund
+	@touch $@
+
+ui: $(UI_STAMP)
+	cd web && npm run --silent typecheck && npm run --silent build
+
+# Debian's Chromium, which Playwright drives (no browser download).
+web-deps: $(UI_STAMP)
+	@test -x /usr/bin/chromium || (apt-get update && apt-get install -y chromium)
+
+# The plugin bundle the browser tests install, signed with a throwaway key in .cache/web/keys.
+WEB_CACHE := .cache/web
+web-fixtures: build
+	@mkdir -p $(WEB_CACHE)/keys
+	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o $(WEB_CACHE)/app.wasm ./plugins/app
+	DEVHOST_KEYS=$(CURDIR)/$(WEB_CACHE)/keys $(BIN)/devctl plugin pack --manifest plugins/app/manifest.json \
+		--wasm $(WEB_CACHE)/app.wasm --out $(WEB_CACHE)/app.devplug
+
+# Unit tests of the schema-to-form logic (node's test runner), then the browser tests: each
+# starts bin/devhost with a throwaway data directory on a free loopback port.
+web-test: web-deps web-fixtures
+	cd web && npm run --silent test:unit
+	cd web && DEVHOST_BIN=$(CURDIR)/$(BIN)/devhost DEVHOST_KEYS=$(CURDIR)/$(WEB_CACHE)/keys \
+		WEB_BUNDLE=$(CURDIR)/$(WEB_CACHE)/app.devplug npm run --silent test:browser
+
+web-bench: web-deps build
+	cd web && DEVHOST_BIN=$(CURDIR)/$(BIN)/devhost npm run --silent bench
