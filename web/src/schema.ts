@@ -145,7 +145,7 @@ export function toShown(f: Field, stored: number): number {
 /** toStored is the exact inverse of toShown; integer keys are rounded to the nearest integer. */
 export function toStored(f: Field, shown: number): number {
   const v = f.multiplier === 1 && f.offset === 0 ? shown : (shown - f.offset) / f.multiplier;
-  return f.kind === 'int' ? Math.round(v) : f.multiplier === 1 && f.offset === 0 ? v : tidy(v);
+  return f.kind === 'int' ? Math.round(v) : v;
 }
 
 /** utf8Len counts bytes, as the device does for maxLength. */
@@ -299,6 +299,9 @@ export function buildPatch(fields: Field[], stored: Record<string, unknown>, dra
 
 function same(f: Field, cur: unknown, next: unknown): boolean {
   if (f.kind === 'table') return serializeTable(f.columns, parseTable(cur)) === next;
+  // A shown value read back through the inverse can differ from the stored one in the last
+  // bit: what counts is whether the person changed what they saw.
+  if (typeof cur === 'number' && typeof next === 'number') return cur === next || toShown(f, cur) === toShown(f, next);
   return cur === next;
 }
 

@@ -169,6 +169,7 @@ function RebootOffer() {
       {' '}
       A changed setting takes effect after a reboot.{' '}
       <button
+        type="button"
         disabled={state !== ''}
         onClick={async () => {
           try {

@@ -6,13 +6,14 @@ import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const webDir = fileURLToPath(new URL('../..', import.meta.url));
 export const BIN = process.env.DEVHOST_BIN || join(webDir, '..', 'bin', 'devhost');
 export const BUNDLE = process.env.WEB_BUNDLE || join(webDir, '..', '.cache', 'web', 'app.devplug');
+export const DEVCTL = join(dirname(BIN), 'devctl');
 export const SHOTS = join(webDir, 'test-results', 'screenshots');
 
 /** freePort asks the kernel for a free loopback port. */
@@ -43,12 +44,12 @@ export async function until(what, cond, ms = 30000) {
 }
 
 /** startDevice powers on a devhost; factory is merged into the factory document. */
-export async function startDevice(factory = {}) {
+export async function startDevice(factory = {}, args = []) {
   const dir = await mkdtemp(join(tmpdir(), 'devhost-web-'));
   const port = await freePort();
   const doc = { ...factory, httpd: { ...(factory.httpd ?? {}), port } };
   await writeFile(join(dir, 'factory.json'), JSON.stringify(doc));
-  const proc = spawn(BIN, ['--data', join(dir, 'flash'), '--factory', join(dir, 'factory.json'), '--listen', '127.0.0.1'], {
+  const proc = spawn(BIN, ['--data', join(dir, 'flash'), '--factory', join(dir, 'factory.json'), '--listen', '127.0.0.1', ...args], {
     env: { ...process.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -78,6 +79,16 @@ export async function startDevice(factory = {}) {
       const text = await r.text();
       return { status: r.status, body: text ? JSON.parse(text) : undefined };
     },
+    /** board drives the simulated board through devctl. */
+    board(...a) {
+      return new Promise((resolve, reject) => {
+        const p = spawn(DEVCTL, ['board', '--data', join(dir, 'flash'), ...a], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let o = '';
+        p.stdout.on('data', (b) => (o += b));
+        p.stderr.on('data', (b) => (o += b));
+        p.once('exit', (code) => (code === 0 ? resolve(o) : reject(new Error(`devctl board ${a.join(' ')}: ${o}`))));
+      });
+    },
     async stop() {
       proc.kill('SIGTERM');
       const t = setTimeout(() => proc.kill('SIGKILL'), 10000);
@@ -97,12 +108,14 @@ export async function launch() {
 }
 
 /** session opens a fresh browser context and page on the device. */
-export async function session(browser, dev, viewport = { width: 1200, height: 900 }) {
-  const ctx = await browser.newContext({ viewport, colorScheme: 'light' });
+export async function session(browser, dev, viewport = { width: 1200, height: 900 }, { skipSetup = false, hash = '' } = {}) {
+  const ctx = await browser.newContext({ viewport, colorScheme: 'light', acceptDownloads: true });
+  // Past the first-run page (a device without a key shows it first).
+  if (skipSetup) await ctx.addInitScript(() => sessionStorage.setItem('setup-skipped', '1'));
   const page = await ctx.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e));
-  await page.goto(dev.url + '/');
+  await page.goto(dev.url + '/' + hash);
   return { ctx, page, errors };
 }
 
