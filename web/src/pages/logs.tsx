@@ -132,7 +132,7 @@ export function LogsPage() {
           </label>
           <label>
             Level
-            <select value={level} onChange={(e) => setLevel(e.currentTarget.value)}>
+            <select aria-label="Level" value={level} onChange={(e) => setLevel(e.currentTarget.value)}>
               {LEVELS.map((l) => (
                 <option key={l}>{l}</option>
               ))}
