@@ -49,7 +49,9 @@ function open() {
   s.onopen = () => {
     opened++;
     setLink('live');
-    deliver('_open', opened);
+    // Pages read their documents when they mount; a reopened stream (after a reboot or a
+    // network loss) is when they must read them again.
+    if (opened > 1) deliver('_open', opened);
   };
   for (const name of NAMES) {
     s.addEventListener(name, (ev) => {

@@ -51,6 +51,9 @@ function useTheme(): [string, () => void] {
   return [t, () => setT(t === 'day' ? 'night' : 'day')];
 }
 
+// Asked before the first render, so the answer is on its way while the page is built.
+let firstStatus: Promise<AuthStatus> | undefined = get<AuthStatus>('/auth/status');
+
 function App() {
   const [auth, setAuth] = useState<AuthStatus | null>(null);
   const [err, setErr] = useState('');
@@ -61,7 +64,9 @@ function App() {
 
   const check = async () => {
     try {
-      setAuth(await get<AuthStatus>('/auth/status'));
+      const pending = firstStatus ?? get<AuthStatus>('/auth/status');
+      firstStatus = undefined;
+      setAuth(await pending);
       setErr('');
     } catch {
       setErr('The device does not answer.');
