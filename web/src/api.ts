@@ -16,6 +16,31 @@ export class ApiError extends Error {
 
 type Listener = () => void;
 const unauthorized = new Set<Listener>();
+let holding = 0;
+let missed = false;
+
+function notifyUnauthorized() {
+  if (holding > 0) missed = true;
+  else unauthorized.forEach((fn) => fn());
+}
+
+/**
+ * holdSession runs fn, which changes the key and signs in again: the device drops every
+ * session when the key changes, so requests of other pages may meet a 401 in between. Those
+ * are reported once fn is done, when the new session is in place to be checked.
+ */
+export async function holdSession<T>(fn: () => Promise<T>): Promise<T> {
+  holding++;
+  try {
+    return await fn();
+  } finally {
+    holding--;
+    if (holding === 0 && missed) {
+      missed = false;
+      unauthorized.forEach((f) => f());
+    }
+  }
+}
 
 /** onUnauthorized registers a callback for any 401 answer. */
 export function onUnauthorized(fn: Listener): () => void {
@@ -47,7 +72,7 @@ export async function call<T = unknown>(method: string, path: string, o: Opts = 
       b = {};
     }
     const err = new ApiError(r.status, typeof b.error === 'string' ? b.error : '', b, Number(r.headers.get('Retry-After')) || 0);
-    if (r.status === 401 && !path.startsWith('/auth/')) unauthorized.forEach((fn) => fn());
+    if (r.status === 401 && !path.startsWith('/auth/')) notifyUnauthorized();
     throw err;
   }
   if (o.raw) return r as unknown as T;

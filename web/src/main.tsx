@@ -80,10 +80,8 @@ function App() {
       setMenu(false);
     };
     addEventListener('hashchange', onHash);
-    const off = onUnauthorized(() => {
-      live.stop();
-      setAuth((a) => (a ? { ...a, authenticated: false, required: true } : a));
-    });
+    // A 401 means the session may be gone: ask the device, and sign in again if it is.
+    const off = onUnauthorized(() => void check());
     return () => {
       removeEventListener('hashchange', onHash);
       off();

@@ -66,6 +66,8 @@ export function parseSchema(doc: unknown): Section[] {
     for (const [key, kv] of Object.entries(nsv.properties)) {
       if (!isObj(kv)) continue;
       const f = parseField(ns, key, kv);
+      // A key that moved elsewhere (x-dev-movesTo) reads back empty and is not edited here.
+      if (f.movesTo) continue;
       let g = groups.find((x) => x.name === f.group);
       if (!g) groups.push((g = { name: f.group, fields: [] }));
       g.fields.push(f);

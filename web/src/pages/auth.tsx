@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, get, message, post, put } from '../api';
+import { ApiError, get, holdSession, message, post, put } from '../api';
 import { Card } from '../ui';
 import { ScanList } from './wifi';
 
@@ -79,9 +79,11 @@ export function Setup(p: { onDone: () => void }) {
     if (key.length < 8 || key.length > 64) return setKeyErr('The key needs 8 to 64 characters.');
     if (key !== key2) return setKeyErr('The two keys differ.');
     try {
-      await put('/config', { httpd: { api_key: key } });
-      // The key is set: this browser signs in with it at once.
-      await post('/auth/login', { key });
+      await holdSession(async () => {
+        await put('/config', { httpd: { api_key: key } });
+        // The key is set: this browser signs in with it at once.
+        await post('/auth/login', { key });
+      });
       setKeyNote('Key set; this browser is signed in.');
       setKey('');
       setKey2('');

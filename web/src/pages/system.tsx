@@ -2,7 +2,7 @@
 // download, and the API key (set, change, clear).
 
 import { useState } from 'preact/hooks';
-import { BASE, del, get, missing, post, put } from '../api';
+import { BASE, del, get, holdSession, missing, post, put } from '../api';
 import { useRefresh } from '../live';
 import { Card, KV, Problem, bytes, download, duration, useAction } from '../ui';
 import type { Info } from './dashboard';
@@ -32,9 +32,11 @@ export function SystemPage() {
         if (key.length < 8 || key.length > 64) throw new Error('The key needs 8 to 64 characters.');
         if (key !== key2) throw new Error('The two keys differ.');
       }
-      await put('/config', { httpd: { api_key: clear ? '' : key } });
-      // Changing the key ends every session, this one too: sign in again with the new key.
-      if (!clear) await post('/auth/login', { key });
+      await holdSession(async () => {
+        await put('/config', { httpd: { api_key: clear ? '' : key } });
+        // Changing the key ends every session, this one too: sign in again with the new key.
+        if (!clear) await post('/auth/login', { key });
+      });
       setKey('');
       setKey2('');
       reloadAuth();

@@ -9,7 +9,7 @@ import { launch, session, shot, startDevice, until } from './harness.mjs';
 let dev, browser;
 before(async () => {
   // A 1 s policy tick expires a drill soon after its ttl.
-  dev = await startDevice({}, ['--health-tick', '1s']);
+  dev = await startDevice({}, ['--health-tick', '1s', '--debug-crash']);
   browser = await launch();
 });
 after(async () => {
@@ -104,6 +104,22 @@ test('Signal K and System pages show the device state', async () => {
   await page.getByLabel('Type erase to confirm').fill('eras');
   assert.equal(await reset.isDisabled(), true);
   await shot(page, 'pages', 'system');
+  await ctx.close();
+});
+
+test('system: a crash leaves a core dump to read, download and erase', async () => {
+  await dev.api('POST', '/system/crash').catch(() => {}); // the app panics on purpose
+  await until('the device back with a core dump', async () => (await dev.api('GET', '/system/coredump')).status === 200);
+  const { page, ctx } = await session(browser, dev, undefined, { skipSetup: true, hash: '#/system' });
+  const card = page.getByRole('region', { name: 'Core dump' });
+  await card.getByText('present').waitFor();
+  await card.getByText('app_elf_sha256').waitFor();
+  const [dl] = await Promise.all([page.waitForEvent('download'), card.getByRole('button', { name: 'Download' }).click()]);
+  assert.equal(dl.suggestedFilename(), 'coredump.bin');
+  await shot(page, 'pages', 'system-coredump');
+  await card.getByRole('button', { name: 'Erase' }).click();
+  await card.getByText('No core dump stored.').waitFor();
+  assert.equal((await dev.api('GET', '/system/coredump')).status, 404);
   await ctx.close();
 });
 

@@ -27,6 +27,7 @@ const schema = {
         mode: { type: 'string', title: 'Mode', default: 'auto', enum: ['auto', 'manual'], maxLength: 6 },
         serial: { type: 'string', title: 'Serial', default: '', readOnly: true },
         mac: { type: 'string', title: 'MAC', default: '', maxLength: 17, pattern: '^(?:[0-9a-f]{2}(?::[0-9a-f]{2}){5})?$' },
+        old: { type: 'string', title: 'Old name', default: '', deprecated: true, 'x-dev-movesTo': 'nav.mac' },
       },
     },
     f_app: {
@@ -77,6 +78,9 @@ describe('parseSchema', () => {
     assert.equal(field('httpd.api_key').shortMax, 7);
     assert.deepEqual(field('f_app.switches').columns, ['name', 'pin', 'default']);
     assert.equal(field('nav.heading').unit, 'deg');
+  });
+  it('leaves out keys that moved elsewhere', () => {
+    assert.ok(!sections[1].groups.some((g) => g.fields.some((f) => f.key === 'old')));
   });
   it('reads nothing from a document that is not a schema', () => {
     assert.deepEqual(parseSchema(null), []);
