@@ -8,9 +8,10 @@ import (
 	"io/fs"
 )
 
-// The UI that `make build` put into dist (git-ignored apart from its placeholder file).
+// The UI that `make build` put into dist (git-ignored apart from _README, which the embed
+// pattern leaves out like every name starting with _ or .).
 //
-//go:embed all:dist
+//go:embed dist
 var bundled embed.FS
 
 // Bundled returns the UI files this executable carries.

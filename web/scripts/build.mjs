@@ -9,10 +9,10 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const out = process.env.UI_OUT || join(root, '..', 'host', 'ui', 'dist');
 
-// Keep the committed README of the dist folder; everything else is rebuilt.
+// Keep the committed _README of the dist folder; everything else is rebuilt.
 await mkdir(out, { recursive: true });
 for (const name of await readdir(out)) {
-  if (name !== 'README') await rm(join(out, name), { recursive: true, force: true });
+  if (name !== '_README') await rm(join(out, name), { recursive: true, force: true });
 }
 
 const result = await build({
@@ -52,7 +52,7 @@ async function* walk(dir) {
 }
 let total = 0;
 for await (const p of walk(out)) {
-  if (p.endsWith('.gz') || p.endsWith('README')) continue;
+  if (p.endsWith('.gz') || p.endsWith('_README')) continue;
   const gz = gzipSync(await readFile(p), { level: constants.Z_BEST_COMPRESSION });
   await writeFile(p + '.gz', gz);
   total += gz.length;

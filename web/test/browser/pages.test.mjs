@@ -51,6 +51,11 @@ test('logs: live tail, pause, level per tag', async () => {
   await page.getByRole('button', { name: 'Resume' }).click();
   await log.getByText('tail-marker-2').waitFor();
   await dev.api('POST', '/health/test', { key: 'test.tail', state: 'normal' });
+  await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: dev.url });
+  await page.getByRole('button', { name: 'Copy' }).click();
+  await page.getByText(/^Copied \d+ lines\.$/).waitFor();
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  assert.ok(copied.includes('tail-marker-2') && copied.includes('main: boot reset_reason=poweron'), 'the shown lines are copied');
 
   await page.getByLabel('Tag (* for all)').fill('sk');
   await page.getByLabel('Level', { exact: true }).selectOption('debug');
