@@ -62,8 +62,10 @@ export function SignalKPage() {
   const srvEv = useEvent<Servers>('sk_servers');
   const tlsEv = useEvent<TlsDoc>('sk_tls');
   const [tls] = useRefresh(() => get<TlsDoc>('/sk/tls'), ['sk_tls']);
-  const [last, , reloadPut] = useRefresh(() => get<{ path: string; value: unknown; state: string; statusCode?: number; message?: string }>('/sk/put'), ['sk_ws']);
+  const [last, , reloadPut] = useRefresh(() => get<{ path: string; value: unknown; state: string; statusCode?: number; message?: string }>('/sk/put'), ['sk', 'sk_ws']);
   const [run, busy, note] = useAction();
+  const [runTls, busyTls, noteTls] = useAction();
+  const [runPut, busyPut, notePut] = useAction();
   const [token, setToken] = useState('');
   const [pem, setPem] = useState('');
   const [path, setPath] = useState('electrical.switches.anchorLight.state');
@@ -135,7 +137,7 @@ export function SignalKPage() {
             {t.cas.map((c) => (
               <Cert key={c.sha256} title={`CA (${c.source})`} c={c} />
             ))}
-            <button disabled={busy} onClick={() => run(async () => (await del('/sk/tls'), 'Pin forgotten; the device retries now.'))}>
+            <button disabled={busyTls} onClick={() => runTls(async () => (await del('/sk/tls'), 'Pin forgotten; the device retries now.'))}>
               Forget the pin
             </button>
           </>
@@ -146,16 +148,17 @@ export function SignalKPage() {
         </label>
         <div class="row wrap">
           <input type="file" accept=".pem,.crt,.cer" aria-label="CA certificate file" onChange={async (e) => setPem((await e.currentTarget.files?.[0]?.text()) ?? '')} />
-          <button disabled={busy || !pem} onClick={() => run(async () => (await put('/sk/tls/ca', { pem }), 'CA anchored.'))}>
+          <button disabled={busyTls || !pem} onClick={() => runTls(async () => (await put('/sk/tls/ca', { pem }), 'CA anchored.'))}>
             Upload CA
           </button>
         </div>
+        {noteTls}
       </Card>
       <Card title="Test PUT">
         <form
           onSubmit={(e) => {
             e.preventDefault();
-            void run(async () => {
+            void runPut(async () => {
               let v: unknown = value;
               try {
                 v = JSON.parse(value);
@@ -163,7 +166,9 @@ export function SignalKPage() {
                 v = value; // not JSON: send the text as a string
               }
               await post('/sk/put', { path, value: v });
-              setTimeout(reloadPut, 1000);
+              // The answer comes from the server later (the device gives up after 10 s):
+              // read it again a few times after the PUT.
+              for (const ms of [300, 1500, 4000, 11000]) setTimeout(reloadPut, ms);
               return 'PUT sent.';
             });
           }}
@@ -176,11 +181,12 @@ export function SignalKPage() {
             Value (JSON)
             <input value={value} onInput={(e) => setValue(e.currentTarget.value)} />
           </label>
-          <button type="submit" disabled={busy}>
+          <button type="submit" disabled={busyPut}>
             Send PUT
           </button>
         </form>
-        {last && <KV rows={[['Last PUT', last.path], ['Answer', last.state], ['Status', last.statusCode], ['Message', last.message]]} />}
+        {notePut}
+        {last && last.path && <KV testid="sk-put" rows={[['Last PUT', last.path], ['Answer', last.state], ['Status', last.statusCode], ['Message', last.message]]} />}
       </Card>
     </div>
   );
