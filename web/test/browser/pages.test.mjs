@@ -165,3 +165,19 @@ test('every page fits 360 px wide', async () => {
   await page.getByTestId('log').waitFor();
   await ctx.close();
 });
+
+test('factory reset behind the typed word erases the configuration; the page reconnects', async () => {
+  assert.equal((await dev.api('PUT', '/config', { time: { tz: 'CET-1CEST' } })).status, 200);
+  const { page, ctx } = await session(browser, dev, undefined, { skipSetup: true, hash: '#/system' });
+  await page.getByTestId('sysinfo').waitFor();
+  await page.getByLabel('Type erase to confirm').fill('erase');
+  await page.getByRole('button', { name: 'Factory reset' }).click();
+  await page.getByText('Factory reset: rebooting.').waitFor();
+  await until('the stream dropped', async () => (await page.getByTestId('link').textContent()) !== 'live', 20000);
+  await until('the configuration erased', async () => {
+    const r = await dev.api('GET', '/config?ns=time');
+    return r.status === 200 && r.body.time.tz === 'UTC0';
+  });
+  await page.getByTestId('link').getByText('live').waitFor({ timeout: 30000 });
+  await ctx.close();
+});
