@@ -7,14 +7,6 @@ import './style.css';
 import { get, onUnauthorized, post } from './api';
 import * as live from './live';
 import { Dashboard } from './pages/dashboard';
-import { ConfigPage } from './pages/config';
-import { WifiPage } from './pages/wifi';
-import { SignalKPage } from './pages/signalk';
-import { LogsPage } from './pages/logs';
-import { HealthPage } from './pages/health';
-import { UpdatesPage } from './pages/updates';
-import { PluginsPage } from './pages/plugins';
-import { SystemPage } from './pages/system';
 import { SignIn, Setup } from './pages/auth';
 
 interface AuthStatus {
@@ -24,17 +16,42 @@ interface AuthStatus {
   method: string;
 }
 
-const PAGES: [string, string, () => preact.JSX.Element][] = [
-  ['dashboard', 'Dashboard', Dashboard],
-  ['config', 'Configuration', ConfigPage],
-  ['wifi', 'WiFi', WifiPage],
-  ['signalk', 'Signal K', SignalKPage],
-  ['logs', 'Logs', LogsPage],
-  ['health', 'Health', HealthPage],
-  ['updates', 'Updates', UpdatesPage],
-  ['plugins', 'Plugins', PluginsPage],
-  ['system', 'System', SystemPage],
+type PageFn = () => preact.JSX.Element;
+
+// The dashboard comes with the first load; every other page is its own chunk, fetched when it
+// is first opened, so the first load stays small.
+const PAGES: [string, string, () => Promise<PageFn>][] = [
+  ['dashboard', 'Dashboard', async () => Dashboard],
+  ['config', 'Configuration', async () => (await import('./pages/config')).ConfigPage],
+  ['wifi', 'WiFi', async () => (await import('./pages/wifi')).WifiPage],
+  ['signalk', 'Signal K', async () => (await import('./pages/signalk')).SignalKPage],
+  ['logs', 'Logs', async () => (await import('./pages/logs')).LogsPage],
+  ['health', 'Health', async () => (await import('./pages/health')).HealthPage],
+  ['updates', 'Updates', async () => (await import('./pages/updates')).UpdatesPage],
+  ['plugins', 'Plugins', async () => (await import('./pages/plugins')).PluginsPage],
+  ['system', 'System', async () => (await import('./pages/system')).SystemPage],
 ];
+
+const loaded = new Map<string, PageFn>([['dashboard', Dashboard]]);
+
+/** usePage is the component of a page, loading its chunk on first use. */
+function usePage(id: string): PageFn | undefined | Error {
+  const [, setN] = useState(0);
+  const [err, setErr] = useState<Error>();
+  const entry = PAGES.find((p) => p[0] === id) ?? PAGES[0];
+  useEffect(() => {
+    if (loaded.has(entry[0])) return;
+    setErr(undefined);
+    entry[2]().then(
+      (c) => {
+        loaded.set(entry[0], c);
+        setN((n) => n + 1);
+      },
+      (e: unknown) => setErr(e instanceof Error ? e : new Error(String(e))),
+    );
+  }, [entry[0]]);
+  return err ?? loaded.get(entry[0]);
+}
 
 function route(): string {
   const h = location.hash.replace(/^#\/?/, '').split('?')[0];
@@ -61,6 +78,7 @@ function App() {
   const [theme, toggleTheme] = useTheme();
   const [menu, setMenu] = useState(false);
   const linkState = live.useLink();
+  const Page = usePage(page);
 
   const check = async () => {
     try {
@@ -113,7 +131,6 @@ function App() {
       />
     );
 
-  const Page = (PAGES.find((p) => p[0] === page) ?? PAGES[0])[2];
   const signOut = async () => {
     live.stop();
     try {
@@ -146,7 +163,15 @@ function App() {
         ))}
       </nav>
       <main id="main">
-        <Page />
+        {Page instanceof Error ? (
+          <p class="error" role="alert">
+            This page could not be loaded: {Page.message}
+          </p>
+        ) : Page ? (
+          <Page />
+        ) : (
+          <p class="muted">Loading…</p>
+        )}
       </main>
     </div>
   );
