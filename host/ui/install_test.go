@@ -106,3 +106,16 @@ func TestInstall(t *testing.T) {
 		}
 	})
 }
+
+// Without the webui build tag the executable carries no UI: the partition is left alone, so
+// the placeholder keeps being served.
+func TestInstallBundledWithoutABuild(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ui")
+	wrote, err := New(dir, nil).InstallBundled()
+	if err != nil || wrote {
+		t.Fatalf("install: %v %v", wrote, err)
+	}
+	if New(dir, nil).Available() {
+		t.Fatal("a UI appeared")
+	}
+}

@@ -102,7 +102,7 @@ export function WifiPage() {
       reload();
       return 'Networks saved.';
     });
-  const reasonText = s.reason ? `${s.reason.text} (${s.reason.code})` : undefined;
+  const reasonText = s.reason && (s.reason.code || s.reason.text) ? `${s.reason.text || 'unknown reason'} (${s.reason.code})` : undefined;
   return (
     <div class="grid">
       <Card title="Station">
