@@ -23,6 +23,7 @@ test('a value out of range is refused on its field, then a good value is saved',
   const { page, errors, ctx } = await session(browser, dev, undefined, { skipSetup: true, hash: '#/config' });
   await page.getByTestId('ns-httpd').waitFor();
   const ttl = field(page, 'httpd.session_ttl_s');
+  await ttl.locator('label').getByText('(s)').waitFor(); // the unit
   await ttl.locator('input').fill('10');
   await ttl.getByTestId('field-error').getByText('Between 60 and 2592000.').waitFor();
   await page.getByRole('button', { name: 'Save' }).click();
@@ -42,6 +43,15 @@ test('a value out of range is refused on its field, then a good value is saved',
   await host.locator('input').fill('bad name!');
   await host.getByTestId('field-error').getByText('Not in the expected format.').waitFor();
   await page.getByRole('button', { name: 'Undo changes' }).click();
+
+  // An enum is a select of its values.
+  await page.locator('[data-ns="ota"]').click();
+  const src = field(page, 'ota.manifest_src').locator('select');
+  assert.deepEqual(await src.locator('option').allTextContents(), ['url', 'signalk']);
+  await src.selectOption('signalk');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByTestId('saved').getByText('ota.manifest_src').waitFor();
+  assert.equal((await dev.api('GET', '/config?ns=ota')).body.ota.manifest_src, 'signalk');
   assert.deepEqual(errors, []);
   await ctx.close();
 });
