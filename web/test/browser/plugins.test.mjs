@@ -2,6 +2,7 @@
 // for consent before anything is granted; its run-time namespace (f_app) appearing live on
 // the open configuration page; its table key edited; stop, start and remove.
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
 import { access } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 import { BUNDLE, launch, session, shot, startDevice, until } from './harness.mjs';
@@ -73,5 +74,27 @@ test('install with consent; the namespace appears live; the table is edited', as
   await card.getByRole('button', { name: 'Remove' }).click();
   await page.getByText('No plugins installed.').waitFor();
   await until('f_app gone from the configuration page', async () => (await cfg.locator('[data-ns="f_app"]').count()) === 0);
+  await ctx.close();
+});
+
+test('a publisher key is added and removed', async () => {
+  const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 3072 });
+  const pem = publicKey.export({ type: 'spki', format: 'pem' });
+  const { page, ctx } = await session(browser, dev, undefined, { skipSetup: true, hash: '#/plugins' });
+  const card = page.getByRole('region', { name: 'Publisher keys' });
+  await card.getByText('built in').waitFor();
+  const before = (await dev.api('GET', '/plugins/keys')).body.keys.length;
+  await card.getByLabel("Add a publisher's public key (PEM)").fill(pem);
+  await card.getByRole('button', { name: 'Add key' }).click();
+  await card.getByText('Key added.').waitFor();
+  const keys = (await dev.api('GET', '/plugins/keys')).body.keys;
+  assert.equal(keys.length, before + 1);
+  const added = keys.find((k) => !k.builtin);
+  await card.getByText(added.kid).waitFor();
+  await shot(page, 'plugins', 'keys');
+  await card.getByRole('button', { name: 'Remove' }).click();
+  await card.getByText('Key removed.').waitFor();
+  await until('the key gone', async () => (await card.getByText(added.kid).count()) === 0);
+  assert.equal((await dev.api('GET', '/plugins/keys')).body.keys.length, before);
   await ctx.close();
 });
