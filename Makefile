@@ -12,10 +12,10 @@ STATICCHECK_VERSION := v0.8.2
 # The Go modules of the repository: the device, and the ABI and SDK plugin projects require.
 MODULES := . abi sdk
 
-.PHONY: build install run test lint unit short generate bench clean distclean tools signalk-server test-deps
+.PHONY: build install run test lint unit short generate bench clean distclean tools signalk-server test-deps ui web-deps web-fixtures web-test web-bench
 
-build:
-	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
+build: ui
+	go build -tags webui -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
 	go build -ldflags '$(LDFLAGS) -X main.sourceDir=$(CURDIR)' -o $(BIN)/devctl ./cmd/devctl
 
 # devhost and devctl on the PATH (PREFIX=/usr/local: /usr/local/bin). The installed devctl
@@ -75,7 +75,7 @@ signalk-server:
 	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
 	go run ./host/signalk/sktest/skinstall
 
-test: lint unit
+test: lint unit web-test
 
 bench: build
 	@command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk) || echo "bench: wrk could not be installed; devbench uses its Go client"
@@ -84,13 +84,53 @@ bench: build
 	go test -run '^$$' -bench . -count 1 ./host/plugin/
 	@echo; echo "Signal K delta stream (host/skstream benchmarks):"
 	go test -run '^$$' -bench . -count 1 ./host/skstream/
+	@echo; echo "web UI: first-load size and time to interactive (Chromium over loopback):"
+	$(MAKE) -s web-bench
 
 # What the build made: the binaries, the run's flash, a root-level devbench, and plugin modules
 # and bundles built in the tree (fixtures under testdata are kept). The Signal K test server
 # in .cache/ stays: it takes a minute to install; `make distclean` removes it as well.
 clean:
 	rm -rf $(BIN) $(DATA) devbench
+	find host/ui/dist -mindepth 1 ! -name _README -delete
 	find . \( -path ./.git -o -path ./.cache -o -name node_modules -o -name testdata \) -prune -o \( -name '*.wasm' -o -name '*.devplug' \) -type f -print -exec rm -f {} +
 
 distclean: clean
 	rm -rf .cache
+
+# The web UI (web/, TypeScript + Preact, bundled by esbuild): `npm ci` whenever the lockfile
+# changed, a type check, then the build into host/ui/dist (content-hashed assets, a .gz beside
+# each file) that `go build -tags webui` embeds.
+UI_STAMP := web/node_modules/.installed
+
+$(UI_STAMP): web/package-lock.json
+	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
+	cd web && npm ci --no-audit --no-fund
+	@touch $@
+
+ui: $(UI_STAMP)
+	cd web && npm run --silent typecheck && npm run --silent build
+
+# Debian's Chromium, which Playwright drives (no browser download).
+web-deps: $(UI_STAMP)
+	@test -x /usr/bin/chromium || (apt-get update && apt-get install -y chromium)
+
+# The plugin bundle the browser tests install, signed with a throwaway key in .cache/web/keys,
+# and the helper that runs the real signalk-server for the Signal K page's test.
+WEB_CACHE := .cache/web
+web-fixtures: build
+	@mkdir -p $(WEB_CACHE)/keys
+	go build -o $(WEB_CACHE)/skserver ./web/test/skserver
+	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o $(WEB_CACHE)/app.wasm ./plugins/app
+	DEVHOST_KEYS=$(CURDIR)/$(WEB_CACHE)/keys $(BIN)/devctl plugin pack --manifest plugins/app/manifest.json \
+		--wasm $(WEB_CACHE)/app.wasm --out $(WEB_CACHE)/app.devplug
+
+# Unit tests of the schema-to-form logic (node's test runner), then the browser tests: each
+# starts bin/devhost with a throwaway data directory on a free loopback port.
+web-test: web-deps web-fixtures signalk-server
+	cd web && npm run --silent test:unit
+	cd web && DEVHOST_BIN=$(CURDIR)/$(BIN)/devhost DEVHOST_KEYS=$(CURDIR)/$(WEB_CACHE)/keys \
+		WEB_BUNDLE=$(CURDIR)/$(WEB_CACHE)/app.devplug npm run --silent test:browser
+
+web-bench: web-deps build
+	cd web && DEVHOST_BIN=$(CURDIR)/$(BIN)/devhost npm run --silent bench

@@ -220,6 +220,11 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	d.newPortal()
 	d.wifi = d.wifiStation(announcedPortal{d})
 	d.ui = ui.New(filepath.Join(opts.DataDir, "ui"), d.ring.Logger("ui"))
+	if wrote, err := d.ui.InstallBundled(); err != nil {
+		d.ring.Logger("ui").Warn("ui partition not written", "err", err)
+	} else if wrote {
+		d.ring.Logger("ui").Info("ui partition written from the bundled build")
+	}
 	d.rtns = runtimens.New(d.cfg, healthReporter{d.hlth})
 	d.sys = system.New(system.Options{Clock: d.clk, Logger: d.ring.Logger("system"), Board: d.sim,
 		ResetReason: opts.Handoff.ResetReason, StorageReset: d.store.ErasedAtBoot(),

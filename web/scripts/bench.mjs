@@ -1,0 +1,55 @@
+// `make bench` step for the UI: the first load's bytes on the wire (HTML, JS, CSS, fonts;
+// gzipped as the device sends them) and the time until the dashboard is interactive, over
+// loopback in Chromium with a cold cache, against a real devhost. Printed, never asserted.
+import { launch, startDevice } from '../test/browser/harness.mjs';
+
+const RUNS = Number(process.env.UI_BENCH_RUNS || 15);
+const dev = await startDevice();
+const browser = await launch();
+try {
+  const tti = [];
+  let first;
+  for (let i = 0; i < RUNS; i++) {
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    await ctx.addInitScript(() => {
+      sessionStorage.setItem('setup-skipped', '1');
+      // Noted in the page at the first frame that shows the device's identity.
+      const look = () => {
+        if (document.querySelector('[data-testid="identity"] dd')) window.__interactive = performance.now();
+        else requestAnimationFrame(look);
+      };
+      requestAnimationFrame(look);
+    });
+    const page = await ctx.newPage();
+    const cdp = await ctx.newCDPSession(page);
+    await cdp.send('Network.enable');
+    await cdp.send('Network.setCacheDisabled', { cacheDisabled: true });
+    const sizes = new Map();
+    cdp.on('Network.responseReceived', (e) => sizes.set(e.requestId, { url: e.response.url, type: e.type, bytes: 0 }));
+    cdp.on('Network.loadingFinished', (e) => {
+      const s = sizes.get(e.requestId);
+      if (s) s.bytes = e.encodedDataLength;
+    });
+    await page.goto(dev.url + '/');
+    // Interactive: the dashboard shows the device's identity and a navigation click answers.
+    await page.locator('[data-testid="identity"] dd').first().waitFor();
+    await page.waitForFunction(() => window.__interactive !== undefined);
+    const ms = await page.evaluate(() => window.__interactive);
+    // The first load is what arrived until then (pages opened later come as their own chunks).
+    if (i === 0) first = [...sizes.values()].filter((s) => ['Document', 'Script', 'Stylesheet', 'Font'].includes(s.type) && s.bytes > 0);
+    await page.getByRole('link', { name: 'Health' }).click();
+    await page.getByTestId('conditions').waitFor();
+    tti.push(ms);
+    await ctx.close();
+  }
+  tti.sort((a, b) => a - b);
+  const q = (p) => tti[Math.min(tti.length - 1, Math.floor(p * tti.length))];
+  const total = first.reduce((n, s) => n + s.bytes, 0);
+  console.log('first load (bytes on the wire, gzipped, headers included):');
+  for (const s of first) console.log(`  ${s.type.padEnd(11)} ${String(s.bytes).padStart(7)}  ${new URL(s.url).pathname}`);
+  console.log(`  total       ${String(total).padStart(7)}  (${(total / 1024).toFixed(1)} KiB; budget 80 KiB)`);
+  console.log(`time to interactive over loopback, ${RUNS} cold loads: median ${q(0.5).toFixed(0)} ms, p90 ${q(0.9).toFixed(0)} ms, min ${tti[0].toFixed(0)} ms (budget 300 ms)`);
+} finally {
+  await browser.close();
+  await dev.stop();
+}
