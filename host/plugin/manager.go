@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/jonboulle/clockwork"
 
 	"devhost/abi"
@@ -41,7 +40,8 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultMemoryPages = 512 // 32 MiB per linear memory
+	DefaultMemoryPages = 512 // 32 MiB per instance: linear memory and Wasm stack
+	DefaultStackBytes  = 1 << 20
 	DefaultCallTimeout = time.Second
 	DefaultDownload    = 20 * time.Second
 	DefaultBackoffMin  = time.Second
@@ -84,8 +84,12 @@ type Options struct {
 	BLE       BLE
 	SignalK   SignalK
 
-	// MemoryPages caps each linear memory of a plugin (64 KiB pages; a Go plugin needs 38).
+	// MemoryPages caps the memory of a plugin instance (64 KiB pages; a Go plugin needs 38):
+	// its linear memory and its Wasm stack budget (StackBytes, rounded up to pages) together.
 	MemoryPages uint32
+	// StackBytes bounds the Wasm call stack of an instance (estimated frames; package
+	// stackguard); a call that recurses past it traps.
+	StackBytes uint32
 	// CallTimeout limits every call into a plugin.
 	CallTimeout time.Duration
 	// MaxBundle caps downloads and uploads (default abi.MaxBundle).
@@ -125,8 +129,9 @@ type Manager struct {
 	healthMu   sync.Mutex
 	lastHealth string
 
-	// loadHook, when set by a test, runs as a plugin starts loading.
-	loadHook func(id string)
+	// loadHook and startHook, when set by a test, run as a plugin starts loading and right
+	// before its module is instantiated (its start function runs).
+	loadHook, startHook func(id string)
 }
 
 // New opens the partition and the trust store and lists the installed plugins. Nothing runs
@@ -150,6 +155,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if opts.MemoryPages == 0 {
 		opts.MemoryPages = DefaultMemoryPages
+	}
+	if opts.StackBytes == 0 {
+		opts.StackBytes = DefaultStackBytes
 	}
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = DefaultCallTimeout
@@ -194,7 +202,7 @@ func New(opts Options) (*Manager, error) {
 		opts.CacheDir = filepath.Join(opts.Dir, cacheDir)
 		m.opts.CacheDir = opts.CacheDir
 	}
-	eng, err := newEngine(opts.CacheDir, opts.MemoryPages, hostFunctions())
+	eng, err := newEngine(opts.CacheDir, opts.MemoryPages, opts.StackBytes, hostFunctions())
 	if err != nil {
 		return nil, err
 	}
@@ -601,10 +609,15 @@ func (m *Manager) setWanted(id string, w Wanted) (Status, error) {
 	if w == WantRunning {
 		p.failures = 0
 	}
-	s := p.sess
+	s, load := p.sess, p.loadCancel
 	p.mu.Unlock()
-	if w != WantRunning && s != nil {
-		s.abort()
+	if w != WantRunning {
+		if load != nil {
+			load()
+		}
+		if s != nil {
+			s.abort()
+		}
 	}
 	p.command(w == WantRunning)
 	return p.status(), nil
@@ -692,8 +705,10 @@ type plugin struct {
 	healthNames  map[string]bool
 	retained     map[string]json.RawMessage
 
-	compiled    *extism.CompiledPlugin
+	compiled    *compiled
 	compiledKey string
+	// loadCancel ends the load in progress (compile, start, init); nil when not loading.
+	loadCancel context.CancelFunc
 }
 
 type command struct {
@@ -759,8 +774,11 @@ func (p *plugin) shutdown() {
 	p.mu.Lock()
 	p.halted = true
 	supervised := p.supervised
-	s := p.sess
+	s, load := p.sess, p.loadCancel
 	p.mu.Unlock()
+	if load != nil {
+		load()
+	}
 	if s != nil {
 		s.abort()
 	}
