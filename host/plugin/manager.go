@@ -977,7 +977,7 @@ func apiError(err error) error {
 	case errors.Is(err, errConflict):
 		return api.Errorf(http.StatusConflict, api.CodeConflict, "%v", err)
 	case errors.Is(err, errStorage):
-		return api.Errorf(http.StatusInternalServerError, api.CodeWriteFailed, "%v", err)
+		return storageError(err)
 	case errors.Is(err, errRefused):
 		return api.Validation("", "%v", err)
 	case errors.Is(err, errNotAsked):
