@@ -123,6 +123,9 @@ func fnLog(s *session, st []uint64) int32 {
 	}
 	lv := [...]slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError}[level]
 	s.p.log.Log(context.Background(), lv, string(b))
+	if lv == slog.LevelError {
+		s.errLine = string(b)
+	}
 	return 0
 }
 

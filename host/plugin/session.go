@@ -29,6 +29,9 @@ type session struct {
 	caps    map[abi.Capability]bool // granted, fixed for the instance's life
 	stopped atomic.Bool
 	batch   []byte // the batch of the export call in progress, nil between calls
+	// errLine is the last line the plugin logged at error level in the call in progress or
+	// the last one: its own words for why it answered non-zero.
+	errLine string
 
 	callMu   sync.Mutex
 	stopping bool               // a stop was asked: no further event calls
@@ -119,7 +122,7 @@ func (s *session) call(ctx context.Context, export string, batch []byte, final b
 	}
 	s.cancel = cancel
 	s.callMu.Unlock()
-	s.batch = batch
+	s.batch, s.errLine = batch, ""
 	cctx = context.WithValue(cctx, sessionKey{}, s)
 	lc := lender.startCall()
 	rc, err = s.inst.call(cctx, export)

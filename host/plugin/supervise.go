@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -338,7 +339,12 @@ func (p *plugin) init(ctx context.Context, s *session) error {
 		return err
 	}
 	if rc != 0 {
-		return fmt.Errorf("%s: malformed answer: returned %d", abi.ExportInit, int32(rc))
+		// The plugin's own reason (the SDK logs why OnInit failed at error level) says more
+		// than the code; without one, say where a reason would be.
+		if s.errLine != "" {
+			return errors.New(s.errLine)
+		}
+		return fmt.Errorf("%s returned %d and logged no reason (a plugin granted log can say why)", abi.ExportInit, int32(rc))
 	}
 	return nil
 }
@@ -382,8 +388,12 @@ func (p *plugin) deliver(ctx context.Context, s *session) error {
 	}
 	if rc != 0 {
 		p.errs.Add(1)
+		msg := fmt.Sprintf("%s returned %d", abi.ExportEvent, int32(rc))
+		if s.errLine != "" {
+			msg = s.errLine
+		}
 		p.mu.Lock()
-		p.lastErr = fmt.Sprintf("%s returned %d", abi.ExportEvent, int32(rc))
+		p.lastErr = msg
 		p.mu.Unlock()
 	}
 	return nil
