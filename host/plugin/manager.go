@@ -456,6 +456,9 @@ var errRefused = errors.New("bundle refused")
 
 // verify parses a bundle and checks it against the trust store and this host's ABI.
 func (m *Manager) verify(b []byte) (*abi.Bundle, error) {
+	if bytes.HasPrefix(b, []byte("\x00asm")) {
+		return nil, fmt.Errorf("%w: this is a bare WebAssembly module, not a bundle: pack and sign it with its manifest first (devctl plugin pack --manifest manifest.json --wasm FILE)", errRefused)
+	}
 	bd, err := abi.Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errRefused, err)
