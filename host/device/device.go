@@ -202,6 +202,7 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	d.hlth = health.New(health.Options{Clock: d.clk, Logger: d.ring.Logger("health"), Memory: d.sim.Memory,
 		Policy: opts.HealthWatchdog, Restart: d.watchdogRestart, WallClock: d.clock.WallClock,
 		Uptime: func() time.Duration { return d.clk.Since(started) }, Tick: opts.HealthTick})
+	d.reportStorage()
 	d.auth = auth.New(auth.Options{Clock: d.clk, Logger: d.ring.Logger("auth"),
 		Key:        func() string { return d.cfg.String("httpd", "api_key") },
 		SessionTTL: func() time.Duration { return time.Duration(d.cfg.Int("httpd", "session_ttl_s")) * time.Second },
