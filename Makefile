@@ -16,12 +16,15 @@ build:
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devctl ./cmd/devctl
 
-# The device on the default simulated board, with its flash in $(DATA). The factory document
-# picks port $(PORT) on the first boot (and after a factory reset).
+# The device on the default simulated board, with its flash in $(DATA), serving loopback only
+# (LISTEN=0.0.0.0 opens it to the network). The factory document picks port $(PORT) on the
+# first boot (and after a factory reset); PORT given on the command line also takes effect
+# for this run when the data folder already holds another port.
+LISTEN   ?= 127.0.0.1
 run: build
 	@mkdir -p $(DATA)
 	@printf '{"httpd":{"port":%s}}\n' $(PORT) > $(DATA)/factory.json
-	$(BIN)/devhost --data $(DATA) --factory $(DATA)/factory.json
+	$(BIN)/devhost --data $(DATA) --factory $(DATA)/factory.json --listen $(LISTEN) $(if $(filter command line,$(origin PORT)),--port $(PORT))
 
 tools:
 	@test -x $(STATICCHECK) || go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

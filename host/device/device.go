@@ -48,6 +48,7 @@ type Options struct {
 	FactoryFile string
 	BoardFile   string
 	Listen      string // station-side bind address; "" = all addresses
+	Port        int    // HTTP port for this run over the stored httpd.port; 0 = the stored one
 	Stdout      io.Writer
 	Stderr      io.Writer
 
@@ -268,13 +269,14 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	if err != nil {
 		return fail(fmt.Errorf("board control channel: %w", err))
 	}
-	port := d.cfg.Int("httpd", "port")
+	port := d.listenPort()
 	ln, err := net.Listen("tcp", net.JoinHostPort(opts.Listen, strconv.Itoa(port)))
 	if err != nil {
 		ctl.Close()
 		return fail(fmt.Errorf("listen on port %d: %w", port, err))
 	}
 	fmt.Fprintf(opts.Stdout, "devhost: listening on http://%s\n", displayAddr(ln.Addr()))
+	d.sayWidened(ln.Addr())
 	d.log.Info("listening", "addr", ln.Addr().String())
 
 	g.Go(func() error { return d.srv.Serve(gctx, ln) })
