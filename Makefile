@@ -10,7 +10,7 @@ PORT     ?= 8080
 STATICCHECK := $(HOME)/go/bin/staticcheck
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: build run test lint unit bench clean tools signalk-server test-deps
+.PHONY: build run test lint unit bench clean tools signalk-server test-deps signalk
 
 build:
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
@@ -50,6 +50,13 @@ test-deps:
 signalk-server:
 	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
 	go run ./host/signalk/sktest/skinstall
+
+# The same signalk-server on 127.0.0.1:$(SK_PORT) for a developer: it points the device that
+# `make run` started (DEVCTL_URL, default http://127.0.0.1:8080) at itself and approves its
+# access request. README "Signal K on your machine" walks through it.
+SK_PORT ?= 3000
+signalk: signalk-server
+	go run ./host/signalk/sktest/skrun --port $(SK_PORT)
 
 test: lint unit
 
