@@ -49,7 +49,7 @@
 //     reboots. Trusting changes only at a load: a plugin whose key was removed runs on until
 //     its next start, then is disabled.
 //   - Health: one shared condition, `plugins` (the table has 12 slots): warn while a plugin
-//     is failed and waiting for its restart, alarm while one is disabled by failures, normal
+//     is failed and waiting for its restart or loading again after failures, alarm while one is disabled by failures, normal
 //     otherwise; the message names each one with its last error. It never carries the reboot
 //     flag. Conditions plugins report themselves are `<id>.<name>` (2 names per plugin).
 //   - SSE: `plugins` carries the GET /plugins document at every change of state, wanted state,

@@ -365,7 +365,7 @@ func (m *Manager) changed() {
 }
 
 // reportHealth raises the shared condition: warn while a plugin is failed and waiting for its
-// restart, alarm while one is disabled by failures, normal otherwise. The message names them.
+// restart or restarting, alarm while one is disabled by failures, normal otherwise. The message names them.
 func (m *Manager) reportHealth() {
 	m.healthMu.Lock()
 	defer m.healthMu.Unlock()
@@ -380,6 +380,12 @@ func (m *Manager) reportHealth() {
 			disabled = append(disabled, fmt.Sprintf("%s disabled: %s", p.id, p.lastErr))
 		case StateFailed:
 			failed = append(failed, fmt.Sprintf("%s failed (%d in a row): %s", p.id, p.failures, p.lastErr))
+		case StateLoading:
+			// A restart after failures stays a warning until the plugin runs: the condition
+			// must not flicker back to normal at every attempt of a plugin that keeps failing.
+			if p.failures > 0 {
+				failed = append(failed, fmt.Sprintf("%s restarting after %d failures in a row: %s", p.id, p.failures, p.lastErr))
+			}
 		}
 		p.mu.Unlock()
 	}

@@ -54,6 +54,12 @@ func TestStartFunctionUnderTheTimeLimit(t *testing.T) {
 		t.Errorf("health %+v, want warn naming spin and its error", c)
 	}
 	h.pingOK()
+	// The restart stays a warning while it loads (no flicker to normal between attempts).
+	h.m.startHook = func(string) {
+		if c, ok := h.condition(HealthKey); !ok || c.State != "warn" || !strings.Contains(c.Message, "spin restarting after 1 failures in a row") {
+			t.Errorf("health while restarting %+v, want warn", c)
+		}
+	}
 	h.clk.Advance(time.Second) // the first restart
 	st = h.waitState("spin", StateDisabled)
 	if !strings.Contains(deref(st.LastError), "start: time limit exceeded") || st.Wanted != WantDisabled {
@@ -66,8 +72,11 @@ func TestStartFunctionUnderTheTimeLimit(t *testing.T) {
 		t.Errorf("%d loads, want 2", n)
 	}
 
-	h.reboot()
+	h.stop() // a reboot, with the hook in place before the new Manager runs
+	h.device()
+	h.boot()
 	h.m.loadHook = func(string) { loads.Add(1) }
+	h.run()
 	if st, _ := h.m.Status("spin"); st.State != StateDisabled {
 		t.Errorf("after a reboot: %s, want disabled", st.State)
 	}
