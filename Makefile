@@ -12,7 +12,7 @@ STATICCHECK_VERSION := v0.8.2
 # The Go modules of the repository: the device, and the ABI and SDK plugin projects require.
 MODULES := . abi sdk
 
-.PHONY: build install run test lint unit short generate bench clean distclean tools signalk-server test-deps ui web-deps web-fixtures web-test web-bench
+.PHONY: build install run test lint unit short generate bench clean distclean tools signalk-server test-deps ui web-deps web-fixtures web-test web-bench signalk
 
 build: ui
 	go build -tags webui -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
@@ -25,12 +25,15 @@ install: build
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BIN)/devhost $(BIN)/devctl $(DESTDIR)$(PREFIX)/bin/
 
-# The device on the default simulated board, with its flash in $(DATA). The factory document
-# picks port $(PORT) on the first boot (and after a factory reset).
+# The device on the default simulated board, with its flash in $(DATA), serving loopback only
+# (LISTEN=0.0.0.0 opens it to the network). The factory document picks port $(PORT) on the
+# first boot (and after a factory reset); PORT given on the command line also takes effect
+# for this run when the data folder already holds another port.
+LISTEN   ?= 127.0.0.1
 run: build
 	@mkdir -p $(DATA)
 	@printf '{"httpd":{"port":%s}}\n' $(PORT) > $(DATA)/factory.json
-	$(BIN)/devhost --data $(DATA) --factory $(DATA)/factory.json
+	$(BIN)/devhost --data $(DATA) --factory $(DATA)/factory.json --listen $(LISTEN) $(if $(filter command line,$(origin PORT)),--port $(PORT))
 
 # Generated sources: the plugins' //go:wasmimport declarations from abi.Signatures (the SDK's
 # and the host's test plugin's), and host/config/keys.go from the built-in descriptors. Tests
@@ -74,6 +77,13 @@ portal-deps:
 signalk-server:
 	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
 	go run ./host/signalk/sktest/skinstall
+
+# The same signalk-server on 127.0.0.1:$(SK_PORT) for a developer: it points the device that
+# `make run` started (DEVCTL_URL, default http://127.0.0.1:8080) at itself and approves its
+# access request. README "Signal K on your machine" walks through it.
+SK_PORT ?= 3000
+signalk: signalk-server
+	go run ./host/signalk/sktest/skrun --port $(SK_PORT)
 
 test: lint unit web-test
 

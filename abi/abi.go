@@ -28,7 +28,7 @@ func CheckVersion(major, minor int) error {
 const Module = "extism:host/user"
 
 // Exports every plugin module provides. The host runs the guest runtime's _initialize first
-// (extism does so before the first call), then ExportInit once, then ExportEvent per batch.
+// (before the first call, as extism does), then ExportInit once, then ExportEvent per batch.
 const (
 	ExportInit  = "dev_init"
 	ExportEvent = "dev_event"

@@ -131,7 +131,7 @@ func TestChildNeverAnnounces(t *testing.T) {
 		_, err := startChild(context.Background(), clk, "mute", cmd, devicePrefix, time.Minute)
 		errc <- err
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	if err := clk.BlockUntilContext(ctx, 1); err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ func (a *app) events(ctx context.Context, args []string) error {
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	base, err := apiBase(*url)
+	base, err := a.apiBase(*url)
 	if err != nil {
 		return err
 	}

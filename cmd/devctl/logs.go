@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -31,9 +32,10 @@ type logPage struct {
 
 // httpError is an error status from the device.
 type httpError struct {
-	status int
-	code   string
-	msg    string
+	status     int
+	code       string
+	msg        string
+	retryAfter string // the Retry-After header of a 429
 }
 
 func (e *httpError) Error() string {
@@ -48,7 +50,9 @@ func (e *httpError) Error() string {
 	case http.StatusUnauthorized:
 		s += " (give the API key with --key or $DEVCTL_KEY)"
 	case http.StatusTooManyRequests:
-		s += " (too many wrong keys; wait and retry)"
+		if e.retryAfter != "" {
+			s += "; retry in " + e.retryAfter + " s"
+		}
 	}
 	return s
 }
@@ -69,26 +73,56 @@ func readHTTPError(resp *http.Response) error {
 		Message string `json:"message"`
 	}
 	_ = json.Unmarshal(b, &body)
-	return &httpError{status: resp.StatusCode, code: body.Error, msg: body.Message}
+	return &httpError{status: resp.StatusCode, code: body.Error, msg: body.Message,
+		retryAfter: resp.Header.Get("Retry-After")}
 }
+
+const logsUsage = `usage:
+  devctl logs [--url http://HOST:PORT] [--key KEY] [--limit N] [--follow]
+
+Prints the device's log lines, oldest first: every line its ring keeps, or with --limit N
+only the N newest (1..1000). --follow then prints new lines as they come until interrupted.
+The device is --url, else $DEVCTL_URL, else ` + defaultURL + `; the API key is --key, else
+$DEVCTL_KEY.
+`
+
+// logPageSize is the lines asked per request while paging through the whole ring.
+const logPageSize = 200
 
 func (a *app) logs(ctx context.Context, args []string) error {
 	fs := newFlags("logs")
 	url := fs.String("url", "", "the device, http://HOST:PORT")
 	key := fs.String("key", "", "API key (default $DEVCTL_KEY)")
 	follow := fs.Bool("follow", false, "keep printing new lines until interrupted")
-	limit := fs.Int("limit", 200, "lines per request (1..1000)")
+	limit := fs.Int("limit", 0, "print only the N newest lines (1..1000)")
 	if err := parseNoArgs(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return &helpError{logsUsage}
+		}
 		return err
 	}
-	base, err := apiBase(*url)
+	base, err := a.apiBase(*url)
 	if err != nil {
 		return err
 	}
-	if *limit < 1 || *limit > 1000 {
+	if setFlags(fs)["limit"] && (*limit < 1 || *limit > 1000) {
 		return usagef("logs: --limit must be 1..1000")
 	}
-	t := logTail{a: a, base: base, key: a.key(*key), limit: *limit, after: -1}
+	t := logTail{a: a, base: base, key: a.key(*key), limit: logPageSize, after: -1}
+	if *limit > 0 {
+		// The N newest: learn where the ring ends, then read the N lines before it.
+		if err := t.seekNewest(ctx, *limit); err != nil {
+			return err
+		}
+		t.limit = *limit
+		if _, err := t.poll(ctx); err != nil {
+			return err
+		}
+		if !*follow {
+			return nil
+		}
+		t.limit = logPageSize
+	}
 	for {
 		n, err := t.poll(ctx)
 		switch {
@@ -100,7 +134,7 @@ func (a *app) logs(ctx context.Context, args []string) error {
 		default:
 			fmt.Fprintf(a.stderr, "devctl: %v; retrying\n", err)
 		}
-		if err == nil && n == *limit {
+		if err == nil && n == t.limit {
 			continue // more lines are waiting
 		}
 		if !*follow {
@@ -124,33 +158,27 @@ type logTail struct {
 	next  int64 // the device's `next` of the previous page
 }
 
+// seekNewest positions the tail n lines before the end of the ring (or at its oldest line).
+// A page's next is the sequence after its own last line; an after beyond the ring's end
+// reads nothing and answers the ring's next, which is what is asked here.
+func (t *logTail) seekNewest(ctx context.Context, n int) error {
+	p, err := t.page(ctx, 1<<62, 1)
+	if err != nil {
+		return err
+	}
+	t.after = p.Next - 1 - int64(n)
+	if t.after < p.First {
+		t.after = -1 // the ring holds fewer: from its oldest line
+	}
+	t.next = p.Next
+	return nil
+}
+
 // poll fetches and prints one page; it returns how many lines it printed.
 func (t *logTail) poll(ctx context.Context) (int, error) {
-	u := t.base + "/logs?limit=" + strconv.Itoa(t.limit)
-	if t.after >= 0 {
-		u += "&after=" + strconv.FormatInt(t.after, 10)
-	}
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
+	p, err := t.page(ctx, t.after, t.limit)
 	if err != nil {
-		return 0, fmt.Errorf("logs: %w", err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if t.key != "" {
-		req.Header.Set("Authorization", "Bearer "+t.key)
-	}
-	resp, err := t.a.http.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("logs: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("logs: %w", readHTTPError(resp))
-	}
-	var p logPage
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&p); err != nil {
-		return 0, fmt.Errorf("logs: decode the page: %w", err)
+		return 0, err
 	}
 	if t.after >= 0 && p.Next < t.next {
 		// Sequences only grow within a boot: the device restarted and its ring is new.
@@ -171,4 +199,35 @@ func (t *logTail) poll(ctx context.Context) (int, error) {
 		t.after = p.Next - 1
 	}
 	return len(p.Lines), nil
+}
+
+// page fetches the lines after sequence after (-1: from the oldest), at most limit.
+func (t *logTail) page(ctx context.Context, after int64, limit int) (logPage, error) {
+	u := t.base + "/logs?limit=" + strconv.Itoa(limit)
+	if after >= 0 {
+		u += "&after=" + strconv.FormatInt(after, 10)
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
+	if err != nil {
+		return logPage{}, fmt.Errorf("logs: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if t.key != "" {
+		req.Header.Set("Authorization", "Bearer "+t.key)
+	}
+	resp, err := t.a.http.Do(req)
+	if err != nil {
+		return logPage{}, fmt.Errorf("logs: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return logPage{}, fmt.Errorf("logs: %w", readHTTPError(resp))
+	}
+	var p logPage
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&p); err != nil {
+		return logPage{}, fmt.Errorf("logs: decode the page: %w", err)
+	}
+	return p, nil
 }

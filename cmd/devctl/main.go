@@ -11,13 +11,14 @@
 //	devctl board [--data DIR | --socket PATH] net up|down (Ethernet, as eth)
 //	devctl board [--data DIR | --socket PATH] route [--ip IP] [--netmask M] [--gateway GW] (the Ethernet address)
 //	devctl board [--data DIR | --socket PATH] button [--seconds N]
-//	devctl logs --url http://HOST:PORT [--key KEY] [--follow] [--limit N]
-//	devctl events --url http://HOST:PORT [--key KEY] [--raw]
+//	devctl logs [--url http://HOST:PORT] [--key KEY] [--follow] [--limit N]
+//	devctl events [--url http://HOST:PORT] [--key KEY] [--raw]
 //
+// The device is --url, else $DEVCTL_URL, else http://127.0.0.1:8080 (what `make run` serves).
 // `board` drives the simulated board through its control channel (the unix socket
 // DIR/board.sock of a running device) and prints the board's state as JSON after the change.
-// `logs` prints the device's log lines (GET /api/v1/logs, paging with after = next - 1); with
-// --follow it polls every second until interrupted, says so on stderr when lines were lost or
+// `logs` prints the device's log lines (GET /api/v1/logs, paging with after = next - 1), or
+// with --limit N only the N newest; with --follow it polls every second until interrupted, says so on stderr when lines were lost or
 // the device restarted, and rides out a device that is rebooting. `events` prints the SSE
 // stream (GET /api/v1/events) one event per line as `NAME DATA`, or unchanged with --raw, and
 // reconnects after the stream's retry delay until interrupted.
@@ -78,13 +79,25 @@ const usage = `usage:
   devctl board [--data DIR | --socket PATH] net up|down (Ethernet, as eth)
   devctl board [--data DIR | --socket PATH] route [--ip IP] [--netmask M] [--gateway GW] (the Ethernet address)
   devctl board [--data DIR | --socket PATH] button [--seconds N]
-  devctl logs --url http://HOST:PORT [--key KEY] [--follow] [--limit N]
-  devctl events --url http://HOST:PORT [--key KEY] [--raw]
+  devctl logs [--url http://HOST:PORT] [--key KEY] [--follow] [--limit N]
+  devctl events [--url http://HOST:PORT] [--key KEY] [--raw]
   devctl plugin keygen|pack|sign|install|list|start|stop|remove|keys ... (devctl plugin help)
+
+The device is --url, else $DEVCTL_URL, else ` + defaultURL + `; the API key is
+--key, else $DEVCTL_KEY.
 `
 
-// usageError is a command line that makes no sense; it exits 2 with the usage text.
-type usageError struct{ msg string }
+// defaultURL is the device `make run` serves.
+const defaultURL = "http://127.0.0.1:8080"
+
+// helpError asks for a command's own usage text on stdout, exit 0.
+type helpError struct{ text string }
+
+func (e *helpError) Error() string { return "help requested" }
+
+// usageError is a command line that makes no sense; it exits 2 with the usage text (the
+// command's own when usage is set).
+type usageError struct{ msg, usage string }
 
 func (e *usageError) Error() string { return e.msg }
 
@@ -95,14 +108,22 @@ func usagef(format string, args ...any) error {
 func (a *app) run(ctx context.Context, args []string) int {
 	err := a.dispatch(ctx, args)
 	var ue *usageError
+	var he *helpError
 	switch {
 	case err == nil:
+		return exitOK
+	case errors.As(err, &he):
+		fmt.Fprint(a.stdout, he.text)
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(a.stdout, usage)
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(a.stderr, "devctl: %s\n%s", ue.msg, usage)
+		text := usage
+		if ue.usage != "" {
+			text = ue.usage
+		}
+		fmt.Fprintf(a.stderr, "devctl: %s\n%s", ue.msg, text)
 		return exitUsage
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		return exitOK
@@ -150,10 +171,14 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// apiBase turns --url into the API root: http://HOST:PORT/api/v1.
-func apiBase(raw string) (string, error) {
+// apiBase turns --url (else $DEVCTL_URL, else defaultURL) into the API root:
+// http://HOST:PORT/api/v1.
+func (a *app) apiBase(raw string) (string, error) {
 	if raw == "" {
-		return "", usagef("--url is required (the device's address, e.g. http://127.0.0.1:8080)")
+		raw = a.getenv("DEVCTL_URL")
+	}
+	if raw == "" {
+		raw = defaultURL
 	}
 	if !strings.HasPrefix(raw, "http://") && !strings.HasPrefix(raw, "https://") {
 		return "", usagef("--url %q: want http://HOST:PORT", raw)

@@ -44,6 +44,10 @@ type harness struct {
 	env            map[string]string
 }
 
+// hangGuard bounds every wait of these tests. Each waits on a condition; the bound only
+// turns a hang into a failure, so it is far beyond what a loaded machine needs.
+const hangGuard = 5 * time.Minute
+
 func newHarness() *harness {
 	h := &harness{clock: clockwork.NewFakeClock(), stdout: &syncBuffer{}, stderr: &syncBuffer{}, env: map[string]string{}}
 	h.app = &app{stdout: h.stdout, stderr: h.stderr, clock: h.clock, getenv: func(k string) string { return h.env[k] },
@@ -89,11 +93,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"board", "--data", "d", "wifi", "scan-busy", "maybe"}, "want on or off"},
 		{[]string{"board", "--data", "d", "button", "--seconds", "-1"}, "must not be negative"},
 		{[]string{"board", "--bogus"}, "flag provided but not defined: -bogus"},
-		{[]string{"logs"}, "--url is required"},
 		{[]string{"logs", "--url", "127.0.0.1:8080"}, "want http://HOST:PORT"},
 		{[]string{"logs", "--url", "http://x", "--limit", "0"}, "--limit must be 1..1000"},
 		{[]string{"logs", "--url", "http://x", "now"}, `unexpected argument "now"`},
-		{[]string{"events"}, "--url is required"},
 		{[]string{"events", "--url", "http://x", "--follow"}, "flag provided but not defined: -follow"},
 	}
 	for _, c := range cases {
@@ -110,24 +112,76 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"--help"}, {"board", "-h"}, {"logs", "--help"}} {
+	cases := []struct {
+		args      []string
+		want, not string
+	}{
+		{[]string{"help"}, "devctl board", ""},
+		{[]string{"--help"}, "devctl board", ""},
+		{[]string{"board", "-h"}, "devctl board", ""},
+		// A command with a usage of its own prints that one, not the top-level one.
+		{[]string{"logs", "--help"}, "devctl logs [--url", "devctl board"},
+		{[]string{"plugin", "help"}, "devctl plugin install", "devctl board"},
+	}
+	for _, c := range cases {
 		h := newHarness()
-		if code := h.run(args...); code != exitOK || !strings.Contains(h.stdout.String(), "devctl board") {
-			t.Fatalf("%v: exit %d, stdout %q", args, code, h.stdout.String())
+		out := h.stdout.String
+		if code := h.run(c.args...); code != exitOK || !strings.Contains(out(), c.want) || (c.not != "" && strings.Contains(out(), c.not)) {
+			t.Errorf("%v: exit %d, stdout %q", c.args, code, out())
 		}
 	}
 }
 
 func TestAPIBase(t *testing.T) {
+	h := newHarness()
 	for in, want := range map[string]string{
+		"":                              "http://127.0.0.1:8080/api/v1",
 		"http://127.0.0.1:8080":         "http://127.0.0.1:8080/api/v1",
 		"http://127.0.0.1:8080/":        "http://127.0.0.1:8080/api/v1",
 		"http://127.0.0.1:8080/api/v1/": "http://127.0.0.1:8080/api/v1",
 		"https://dev.local":             "https://dev.local/api/v1",
 	} {
-		if got, err := apiBase(in); err != nil || got != want {
+		if got, err := h.app.apiBase(in); err != nil || got != want {
 			t.Errorf("apiBase(%q) = %q, %v; want %q", in, got, err, want)
 		}
+	}
+	// $DEVCTL_URL stands in for a missing --url; --url wins over it.
+	h.env["DEVCTL_URL"] = "http://10.0.0.2:9000/"
+	if got, err := h.app.apiBase(""); err != nil || got != "http://10.0.0.2:9000/api/v1" {
+		t.Errorf("with $DEVCTL_URL: %q, %v", got, err)
+	}
+	if got, err := h.app.apiBase("http://127.0.0.1:1"); err != nil || got != "http://127.0.0.1:1/api/v1" {
+		t.Errorf("--url beside $DEVCTL_URL: %q, %v", got, err)
+	}
+}
+
+// The device comes from $DEVCTL_URL when --url is not given.
+func TestLogsFromDevctlURL(t *testing.T) {
+	dev := &logDevice{lines: lines("x", 2)}
+	srv := httptest.NewServer(dev)
+	defer srv.Close()
+	h := newHarness()
+	h.env["DEVCTL_URL"] = srv.URL
+	if code := h.run("logs"); code != exitOK || h.stdout.String() != "x 0\nx 1\n" {
+		t.Fatalf("exit %d, %q %q", code, h.stdout.String(), h.stderr.String())
+	}
+}
+
+// A locked-out key says so once, with the wait the device asked for.
+func TestLockoutMessage(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "42")
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprint(w, `{"error":"too_many_attempts","message":"too many wrong keys"}`)
+	}))
+	defer srv.Close()
+	h := newHarness()
+	if code := h.run("logs", "--url", srv.URL, "--key", "wrong"); code != exitFail {
+		t.Fatalf("exit %d", code)
+	}
+	got := h.stderr.String()
+	if strings.Count(got, "too many wrong keys") != 1 || !strings.Contains(got, "retry in 42 s") {
+		t.Fatalf("stderr %q, want the reason once and the Retry-After wait", got)
 	}
 }
 
@@ -143,7 +197,7 @@ func serveBoard(t *testing.T) (*board.Sim, string) {
 	done := make(chan error, 1)
 	go func() { done <- sim.Serve(ctx, filepath.Join(data, "board.sock")) }()
 	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for {
 		if _, err := board.Dial(filepath.Join(data, "board.sock")).State(ctx); err == nil {
 			break
@@ -233,7 +287,7 @@ func TestBoardButtonReachesSubscribers(t *testing.T) {
 		if ev.Presence != 45 {
 			t.Fatalf("event %+v", ev)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("no presence event")
 	}
 }
@@ -339,16 +393,53 @@ func TestLogsPrintsEveryKeptLine(t *testing.T) {
 	defer srv.Close()
 	h := newHarness()
 	h.env["DEVCTL_KEY"] = "secret-key"
-	if code := h.run("logs", "--url", srv.URL, "--limit", "2"); code != exitOK {
+	if code := h.run("logs", "--url", srv.URL); code != exitOK {
 		t.Fatalf("exit %d: %s", code, h.stderr.String())
 	}
 	if got := h.stdout.String(); got != strings.Join(lines("I (1) main: line", 5), "\n")+"\n" {
 		t.Fatalf("output %q", got)
 	}
-	// Pages follow each other with after = next - 1.
-	want := []string{"limit=2", "limit=2&after=1", "limit=2&after=3"}
+	if got := dev.queries(); strings.Join(got, " ") != "limit=200" {
+		t.Fatalf("queries %v", got)
+	}
+}
+
+// Full pages follow each other with after = next - 1 until the ring is read.
+func TestLogsPagesThroughALongRing(t *testing.T) {
+	dev := &logDevice{lines: lines("l", 450)}
+	srv := httptest.NewServer(dev)
+	defer srv.Close()
+	h := newHarness()
+	if code := h.run("logs", "--url", srv.URL); code != exitOK {
+		t.Fatalf("exit %d: %s", code, h.stderr.String())
+	}
+	if got := strings.Count(h.stdout.String(), "\n"); got != 450 {
+		t.Fatalf("%d lines printed, want 450", got)
+	}
+	want := []string{"limit=200", "limit=200&after=199", "limit=200&after=399"}
 	if got := dev.queries(); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("queries %v, want %v", got, want)
+	}
+}
+
+// --limit N prints the N newest lines, once.
+func TestLogsLimitPrintsTheNewest(t *testing.T) {
+	for _, c := range []struct {
+		kept, limit int
+		want        []string
+	}{
+		{41, 3, []string{"l 38", "l 39", "l 40"}},
+		{2, 3, []string{"l 0", "l 1"}},
+		{3, 3, []string{"l 0", "l 1", "l 2"}},
+	} {
+		dev := &logDevice{lines: lines("l", c.kept)}
+		srv := httptest.NewServer(dev)
+		h := newHarness()
+		code := h.run("logs", "--url", srv.URL, "--limit", strconv.Itoa(c.limit))
+		srv.Close()
+		if got := h.stdout.String(); code != exitOK || got != strings.Join(c.want, "\n")+"\n" {
+			t.Errorf("%d kept, --limit %d: exit %d, printed %q", c.kept, c.limit, code, got)
+		}
 	}
 }
 
@@ -378,7 +469,7 @@ func TestLogsFollow(t *testing.T) {
 
 	waitOutput := func(buf *syncBuffer, want string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(hangGuard)
 		for !strings.Contains(buf.String(), want) {
 			if time.Now().After(deadline) {
 				t.Fatalf("output %q never contained %q", buf.String(), want)
@@ -458,7 +549,7 @@ func TestEvents(t *testing.T) {
 
 	waitOutput := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(hangGuard)
 		for !strings.Contains(h.stdout.String(), want) {
 			if time.Now().After(deadline) {
 				t.Fatalf("output %q never contained %q", h.stdout.String(), want)

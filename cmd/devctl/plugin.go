@@ -48,7 +48,7 @@ const pluginTimeout = 60 * time.Second
 
 func (a *app) plugin(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usagef("plugin: no subcommand")
+		return &usageError{msg: "plugin: no subcommand", usage: pluginUsage}
 	}
 	switch args[0] {
 	case "keygen":
@@ -334,7 +334,7 @@ func (a *app) pluginInstall(ctx context.Context, args []string) error {
 	if *grant != "" && *grantAll {
 		return usagef("plugin install: --grant and --grant-all exclude each other")
 	}
-	base, err := apiBase(*url)
+	base, err := a.apiBase(*url)
 	if err != nil {
 		return err
 	}
@@ -414,7 +414,7 @@ func (a *app) pluginList(ctx context.Context, args []string) error {
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	base, err := apiBase(*url)
+	base, err := a.apiBase(*url)
 	if err != nil {
 		return err
 	}
@@ -455,7 +455,7 @@ func (a *app) pluginAction(ctx context.Context, action string, args []string) er
 	if len(pos) != 1 {
 		return usagef("plugin %s: give one plugin ID", action)
 	}
-	base, err := apiBase(*url)
+	base, err := a.apiBase(*url)
 	if err != nil {
 		return err
 	}
@@ -479,7 +479,7 @@ func (a *app) pluginRemove(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("plugin remove: give one plugin ID")
 	}
-	base, err := apiBase(*url)
+	base, err := a.apiBase(*url)
 	if err != nil {
 		return err
 	}
@@ -510,7 +510,7 @@ func (a *app) pluginKeys(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	base, err := apiBase(*url)
+	base, err := a.apiBase(*url)
 	if err != nil {
 		return err
 	}

@@ -192,7 +192,7 @@ func TestPluginUsage(t *testing.T) {
 		{"plugin", "install", "--url", "http://127.0.0.1:1"},
 		{"plugin", "install", "--url", "http://127.0.0.1:1", "--grant", "log", "--grant-all", "x"},
 		{"plugin", "start", "--url", "http://127.0.0.1:1"},
-		{"plugin", "list"},
+		{"plugin", "list", "extra"},
 		{"plugin", "keys"},
 		{"plugin", "keys", "frob", "--url", "http://127.0.0.1:1"},
 	} {
@@ -200,6 +200,12 @@ func TestPluginUsage(t *testing.T) {
 		if code := h.run(args...); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
 		}
+	}
+	// A bare `devctl plugin` shows the plugin commands, not the top-level usage.
+	h0 := newHarness()
+	if code := h0.run("plugin"); code != exitUsage || !strings.Contains(h0.stderr.String(), "devctl plugin install") ||
+		strings.Contains(h0.stderr.String(), "devctl board") {
+		t.Errorf("bare plugin: exit %d, stderr %q", code, h0.stderr.String())
 	}
 	h := newHarness()
 	if code := h.app.run(context.Background(), []string{"plugin", "help"}); code != exitOK || !strings.Contains(h.stdout.String(), "devctl plugin pack") {

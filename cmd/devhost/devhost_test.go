@@ -48,7 +48,7 @@ func TestSigtermShutsDownCleanly(t *testing.T) {
 		if err != nil {
 			t.Fatalf("supervisor exit after SIGTERM: %v", err)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("supervisor did not stop after SIGTERM")
 	}
 	d.waitPortFree()

@@ -2,7 +2,7 @@
 // it owns the data directory and runs the app, the same executable, as its child, restarting
 // it after a reboot, a factory reset, a panic or a watchdog restart.
 //
-//	devhost --data DIR [--factory FILE] [--board FILE] [--listen HOST]
+//	devhost --data DIR [--factory FILE] [--board FILE] [--listen HOST] [--port N]
 //
 // The app prints `devhost: listening on http://HOST:PORT` once it answers requests.
 package main
@@ -31,6 +31,7 @@ func main() {
 
 type flags struct {
 	data, factory, board, listen string
+	port                         int
 	authRequired, debugCrash     bool
 	noWatchdog, noRecovery       bool
 	healthTick                   time.Duration
@@ -42,13 +43,14 @@ func parse(args []string, stderr io.Writer) (flags, []string, error) {
 	fs := flag.NewFlagSet("devhost", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: devhost --data DIR [--factory FILE] [--board FILE] [--listen HOST] [options]")
+		fmt.Fprintln(stderr, "usage: devhost --data DIR [--factory FILE] [--board FILE] [--listen HOST] [--port N] [options]")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&f.data, "data", "", "data directory: the device's flash (created if missing)")
 	fs.StringVar(&f.factory, "factory", "", "configuration document (PUT /config shape) applied to an empty store")
 	fs.StringVar(&f.board, "board", "", "simulated board file (JSON); empty means the default board")
 	fs.StringVar(&f.listen, "listen", "", "station-side bind address (default: all addresses)")
+	fs.IntVar(&f.port, "port", 0, "HTTP port for this run, over the stored httpd.port (which it does not change)")
 	fs.BoolVar(&f.authRequired, "auth-required", build.On(build.AuthRequired), "HTTPD_AUTH_REQUIRED: refuse protected endpoints until a key is set")
 	fs.BoolVar(&f.debugCrash, "debug-crash", build.On(build.DebugCrash), "HTTPD_DEBUG_CRASH: enable POST /system/crash")
 	fs.BoolVar(&f.noWatchdog, "no-health-watchdog", !build.On(build.HealthWatchdog), "disable the health watchdog policy (conditions still reported)")
@@ -63,6 +65,9 @@ func parse(args []string, stderr io.Writer) (flags, []string, error) {
 	}
 	if f.data == "" {
 		return f, nil, errors.New("--data is required")
+	}
+	if f.port < 0 || f.port > 65535 {
+		return f, nil, fmt.Errorf("--port %d: want 1..65535", f.port)
 	}
 	return f, args, nil
 }
@@ -92,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func runApp(ctx context.Context, f flags, h boot.Handoff, stdout, stderr io.Writer) int {
 	exit, err := device.Run(ctx, device.Options{
-		DataDir: f.data, FactoryFile: f.factory, BoardFile: f.board, Listen: f.listen,
+		DataDir: f.data, FactoryFile: f.factory, BoardFile: f.board, Listen: f.listen, Port: f.port,
 		Stdout: stdout, Stderr: stderr, Handoff: h,
 		AuthRequired: f.authRequired, DebugCrash: f.debugCrash,
 		HealthWatchdog: !f.noWatchdog, PortalRecovery: !f.noRecovery, HealthTick: f.healthTick,

@@ -23,7 +23,7 @@ func TestAppPluginEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Wasm plugin (about 15 s)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
 	defer cancel()
 	keys := t.TempDir()
 	if _, _, err := trust.LoadOrCreateDevKey(keys); err != nil {
@@ -54,7 +54,7 @@ func TestAppPluginEndToEnd(t *testing.T) {
 	}
 	eventually := func(what string, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(45 * time.Second)
+		deadline := time.Now().Add(hangGuard)
 		for !ok() {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s did not happen", what)

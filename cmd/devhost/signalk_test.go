@@ -23,7 +23,7 @@ func TestSignalKEndToEnd(t *testing.T) {
 	status := func() map[string]any { return d.call("GET", "/api/v1/sk/status", "").json(t) }
 	waitFor := func(what string, ok func(map[string]any) bool) map[string]any {
 		t.Helper()
-		deadline := time.Now().Add(45 * time.Second)
+		deadline := time.Now().Add(hangGuard)
 		for {
 			st := status()
 			if ok(st) {
@@ -38,7 +38,7 @@ func TestSignalKEndToEnd(t *testing.T) {
 	tokenState := func(st map[string]any) string { return st["token"].(map[string]any)["state"].(string) }
 	st := waitFor("access requested", func(st map[string]any) bool { return tokenState(st) == "REQUESTED" })
 	clientID, _ := st["token"].(map[string]any)["client_id"].(string)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	if _, err := s.WaitRequest(ctx, clientID); err != nil {
 		t.Fatalf("the server never saw the request of %q: %v", clientID, err)
@@ -84,7 +84,7 @@ func checkSignalKSurface(t *testing.T, d *dev, evs <-chan event) {
 		}
 		return m
 	}
-	waitEvent(t, evs, 10*time.Second, "sk event with the token approved", func(e event) bool {
+	waitEvent(t, evs, hangGuard, "sk event with the token approved", func(e event) bool {
 		if e.name != "sk" {
 			return false
 		}
@@ -94,7 +94,7 @@ func checkSignalKSurface(t *testing.T, d *dev, evs <-chan event) {
 	wsEvent := func(what string, want bool) map[string]any {
 		t.Helper()
 		var st map[string]any
-		waitEvent(t, evs, 30*time.Second, what, func(e event) bool {
+		waitEvent(t, evs, hangGuard, what, func(e event) bool {
 			if e.name != "sk_ws" {
 				return false
 			}
@@ -109,7 +109,7 @@ func checkSignalKSurface(t *testing.T, d *dev, evs <-chan event) {
 	if r := d.call("POST", "/api/v1/sk/put", `{"path":"electrical.switches.e2e.state","value":1}`); r.status != 202 || r.json(t)["state"] != "PENDING" {
 		t.Fatalf("POST /sk/put: %d %s", r.status, r.body)
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for {
 		p := d.call("GET", "/api/v1/sk/put", "").json(t)
 		if p["state"] != "PENDING" {

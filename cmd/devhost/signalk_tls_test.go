@@ -32,7 +32,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	ca1 := newSKTLSCA(t, "Boat CA")
 	leaf1 := ca1.issue(t)
 	s := sktest.Require(t, sktest.Options{TLS: leaf1.files(t)})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
 	defer cancel()
 
 	d := newDev(t)
@@ -55,7 +55,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	}
 	waitStatus := func(what string, ok func(skStatus) bool) skStatus {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(hangGuard)
 		for {
 			st := status()
 			if ok(st) {
@@ -102,7 +102,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	}
 	waitCertCondition := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(hangGuard)
 		for got := certCondition(); got != want; got = certCondition() {
 			if time.Now().After(deadline) {
 				t.Fatalf("skCertificate is %q, want %q", got, want)
@@ -180,7 +180,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	if c := certCondition(); c != "normal" && c != "" {
 		t.Fatalf("skCertificate while trusted: %q", c)
 	}
-	seen.wait(t, 0, 10*time.Second, "sk_tls event with the CA pinned", func(e event) bool {
+	seen.wait(t, 0, hangGuard, "sk_tls event with the CA pinned", func(e event) bool {
 		var doc skTLSDoc
 		return e.name == "sk_tls" && json.Unmarshal([]byte(e.data), &doc) == nil &&
 			doc.State == "trusted" && doc.Pinned != nil && doc.Pinned.SHA256 == ca1.fingerprint()
@@ -192,8 +192,8 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	if err := s.Restart(ctx, renewed.files(t)); err != nil {
 		t.Fatal(err)
 	}
-	seen.wait(t, mark, 30*time.Second, "sk_ws disconnected by the restart", wsConnected(false))
-	seen.wait(t, mark, 30*time.Second, "sk_ws connected after the renewal", wsConnected(true))
+	seen.wait(t, mark, hangGuard, "sk_ws disconnected by the restart", wsConnected(false))
+	seen.wait(t, mark, hangGuard, "sk_ws connected after the renewal", wsConnected(true))
 	waitUptime("after the renewal", func(v float64) bool { return v >= up })
 	st = waitStatus("streaming after the renewal", streaming)
 	onHTTPS("after the renewal", st)
@@ -225,12 +225,12 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	if st.Token.Resume != "APPROVED" && st.Token.Resume != "VERIFYING" {
 		t.Fatalf("cert_error resumes %q, want the approved flow", st.Token.Resume)
 	}
-	seen.wait(t, mark, 10*time.Second, "sk event with cert_error", func(e event) bool {
+	seen.wait(t, mark, hangGuard, "sk event with cert_error", func(e event) bool {
 		var st skStatus
 		return e.name == "sk" && json.Unmarshal([]byte(e.data), &st) == nil &&
 			st.Token.State == "cert_error" && st.Token.Reason != "" && st.Server.Scheme == "https"
 	})
-	seen.wait(t, mark, 10*time.Second, "sk_tls event with the mismatch", func(e event) bool {
+	seen.wait(t, mark, hangGuard, "sk_tls event with the mismatch", func(e event) bool {
 		var doc skTLSDoc
 		return e.name == "sk_tls" && json.Unmarshal([]byte(e.data), &doc) == nil && doc.State == "mismatch" &&
 			doc.Presented != nil && doc.Presented.SHA256 == changed.fingerprint()

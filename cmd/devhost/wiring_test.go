@@ -19,7 +19,7 @@ func TestConfigChangeReachesTheEventStream(t *testing.T) {
 		t.Fatalf("put: %d", r.status)
 	}
 	var config, logs bool
-	waitEvent(t, evs, 5*time.Second, "config and logs events", func(e event) bool {
+	waitEvent(t, evs, hangGuard, "config and logs events", func(e event) bool {
 		config = config || (e.name == "config" && e.data == `{"key":"batch_ms","ns":"sk"}`)
 		logs = logs || (e.name == "logs" && strings.HasPrefix(e.data, `{"next":`))
 		return config && logs
@@ -44,7 +44,7 @@ func TestBoardDrivesMemoryNetworkAndPresence(t *testing.T) {
 		}
 		return nil
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for c := cond("netDown"); c == nil || c["state"] != "warn"; c = cond("netDown") {
 		if time.Now().After(deadline) {
 			t.Fatalf("netDown after the link went down: %v", c)

@@ -50,6 +50,7 @@ type Options struct {
 	FactoryFile string
 	BoardFile   string
 	Listen      string // station-side bind address; "" = all addresses
+	Port        int    // HTTP port for this run over the stored httpd.port; 0 = the stored one
 	Stdout      io.Writer
 	Stderr      io.Writer
 
@@ -207,6 +208,7 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	d.hlth = health.New(health.Options{Clock: d.clk, Logger: d.ring.Logger("health"), Memory: d.sim.Memory,
 		Policy: opts.HealthWatchdog, Restart: d.watchdogRestart, WallClock: d.clock.WallClock,
 		Uptime: func() time.Duration { return d.clk.Since(started) }, Tick: opts.HealthTick})
+	d.reportStorage()
 	d.auth = auth.New(auth.Options{Clock: d.clk, Logger: d.ring.Logger("auth"),
 		Key:        func() string { return d.cfg.String("httpd", "api_key") },
 		SessionTTL: func() time.Duration { return time.Duration(d.cfg.Int("httpd", "session_ttl_s")) * time.Second },
@@ -280,13 +282,14 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	if err != nil {
 		return fail(fmt.Errorf("board control channel: %w", err))
 	}
-	port := d.cfg.Int("httpd", "port")
+	port := d.listenPort()
 	ln, err := net.Listen("tcp", net.JoinHostPort(opts.Listen, strconv.Itoa(port)))
 	if err != nil {
 		ctl.Close()
 		return fail(fmt.Errorf("listen on port %d: %w", port, err))
 	}
 	fmt.Fprintf(opts.Stdout, "devhost: listening on http://%s\n", displayAddr(ln.Addr()))
+	d.sayWidened(ln.Addr())
 	d.log.Info("listening", "addr", ln.Addr().String())
 
 	g.Go(func() error { return d.srv.Serve(gctx, ln) })

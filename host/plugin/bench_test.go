@@ -43,7 +43,7 @@ func startDirect(b *testing.B, m *Manager, man abi.Manifest, module []byte) *dir
 	if err != nil {
 		b.Fatal(err)
 	}
-	inst, err := m.eng.instantiate(context.Background(), cp, p.extismLog, m.wallTime)
+	inst, err := m.eng.instantiate(context.Background(), cp, m.wallTime, time.Minute)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func BenchmarkPublish(b *testing.B) {
 
 // unboundedEngine compiles without termination checks, into a cache of its own.
 func unboundedEngine(b *testing.B) *engine {
-	e, err := newEngine(filepath.Join(tmpRoot, "cache-unbounded"), DefaultMemoryPages, hostFunctions())
+	e, err := newEngine(filepath.Join(tmpRoot, "cache-unbounded"), DefaultMemoryPages, DefaultStackBytes, hostFunctions())
 	if err != nil {
 		b.Fatal(err)
 	}

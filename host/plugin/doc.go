@@ -1,7 +1,7 @@
 // Package plugin is the device's plugin host: it installs signed plugin bundles (verified
 // against the trust store before anything is stored), keeps them in the `plugins` partition,
-// loads them at boot in the background, runs each in its own sandboxed extism/wazero instance
-// with a memory cap and a time limit per call, restarts failing plugins with backoff and
+// loads them at boot in the background, runs each in its own sandboxed wazero instance
+// with a memory cap, a stack budget and a time limit on every phase, restarts failing plugins with backoff and
 // disables them after repeated failures, implements the host side of the ABI (package abi,
 // abi/ABI.md) against the device's capabilities through the interfaces in deps.go, and
 // serves the REST API under /api/v1/plugins. devctl's `plugin` commands are its client.
@@ -49,23 +49,43 @@
 //     reboots. Trusting changes only at a load: a plugin whose key was removed runs on until
 //     its next start, then is disabled.
 //   - Health: one shared condition, `plugins` (the table has 12 slots): warn while a plugin
-//     is failed and waiting for its restart, alarm while one is disabled by failures, normal
+//     is failed and waiting for its restart or loading again after failures, alarm while one is disabled by failures, normal
 //     otherwise; the message names each one with its last error. It never carries the reboot
 //     flag. Conditions plugins report themselves are `<id>.<name>` (2 names per plugin).
 //   - SSE: `plugins` carries the GET /plugins document at every change of state, wanted state,
 //     installation or removal (not at every call counted). Snapshot is the on-connect callback
 //     for the hub: that document plus every event a plugin published with retain.
-//   - Status: memory is the bytes of the instance's linear memories (the plugin's and extism's
-//     kernel); calls counts export calls; errors counts failures, malformed host calls and
-//     dev_event answering non-zero; denied counts permission refusals; dropped counts events
-//     lost to a full queue (4 MiB per plugin). last_error stays after a recovery.
-//   - Sandbox: each plugin runs in its own wazero runtime (through extism), capped at
-//     MemoryPages per linear memory (default 512 pages, 32 MiB; the reservation is address
-//     space, only touched pages cost RAM), CallTimeout per call (default 1 s, enforced by
-//     wazero's termination checks, which close the instance). WASI gives no filesystem, no
-//     stdout or stderr, crypto random bytes, a monotonic clock at the real pace, the device's
-//     wall clock, and a sleep that returns at once, so a plugin cannot block: one that tries
-//     to sleep spins into its time limit. extism's own HTTP and variables are off.
+//   - Status: memory is the bytes of the instance's linear memory; calls counts export
+//     calls; errors counts failures, malformed host calls and dev_event answering non-zero;
+//     denied counts permission refusals; dropped counts events lost to a full queue (4 MiB
+//     per plugin). last_error stays after a recovery.
+//   - Sandbox: each compiled module has its own wazero runtime; an instance is capped at
+//     MemoryPages (default 512 pages, 32 MiB) for its linear memory and its Wasm stack
+//     together: StackBytes (default 1 MiB) of the cap are the stack budget, the rest is the
+//     linear memory's limit (the reservation is address space, only touched pages cost RAM).
+//     wazero keeps a Wasm stack on the Go heap and grows it to about 50 MB with no setting to
+//     lower that; package stackguard rewrites the module so that recursion past the budget
+//     traps (last_error "stack budget exceeded"). Every phase is under a limit: compiling is
+//     bounded by the bundle cap (wazero's compiler takes no cancellation), the start (the
+//     module's start function runs while it is instantiated) and every call, _initialize and
+//     dev_init included, by CallTimeout (default 1 s, enforced by wazero's termination
+//     checks, which close the instance). A start that runs out of time is a failure like any
+//     other: restarted with backoff, disabled after MaxFailures, kept disabled across
+//     reboots. A stop or a removal cancels whatever phase is in progress at once. WASI gives
+//     no filesystem, no stdout or stderr, crypto random bytes, a monotonic clock at the real
+//     pace, the device's wall clock, and a sleep that returns at once, so a plugin cannot
+//     block: one that tries to sleep spins into its time limit.
+//   - Runtime: the ABI keeps extism's conventions (host functions in extism's user namespace
+//     "extism:host/user", the guest runtime's _initialize before the first call), but the
+//     host drives wazero through its public API alone, not through extism go-sdk: extism's
+//     Plugin keeps its instantiated module private, so calling an export without extism's
+//     per-call input and output round trips through its kernel (16.6 µs against 48 ns a
+//     call) or reaching the plugin's own memory (section 5 of the ABI) took reflection on
+//     its unexported fields; its kernel, instantiated in every instance, is unused by the
+//     ABI; and a module's imports and exports can be checked before instantiation only from
+//     wazero's CompiledModule, which extism does not expose. The instance's imports are
+//     checked against abi.Signatures and WASI by type (a mismatch disables the plugin at
+//     once) from wazero's declared definitions, never from error text.
 //   - Calls into one plugin are serialised on its worker goroutine; on Linux that goroutine
 //     keeps an OS thread of its own at nice 10 (the thread ends with it), and a call running
 //     past 5 ms lends the process one more GOMAXPROCS slot until it returns (procs.go), so a
@@ -83,9 +103,6 @@
 //     reboot loads instead of compiling. Note: wazero v1.12.0's cache key ignores the
 //     termination checks, so that directory must never be shared with a runtime compiled
 //     without them. Plugins built from the same module share one compiled copy.
-//   - The hot call path reaches the plugin's module inside extism's instance by reflection on
-//     go-sdk v1.7.1's unexported field (extism looks every export up again on each call,
-//     which costs more than the call); a go-sdk without that field fails the first start.
 //   - The partition is separate from `nvs`: a factory reset erases plugin configuration, not
 //     installed bundles or publisher keys, unless the device erases the partition too.
 package plugin

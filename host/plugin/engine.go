@@ -7,27 +7,30 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-	"unsafe"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
 	"devhost/abi"
+	"devhost/host/plugin/stackguard"
 )
 
 // engine compiles plugin modules (through the shared on-disk compilation cache) and starts
-// sandboxed instances of them.
+// sandboxed instances of them, through wazero's public API (see the package doc for why not
+// through extism's Plugin).
 type engine struct {
 	cache wazero.CompilationCache
-	pages uint32 // memory cap per linear memory, in 64 KiB pages
-	funcs []extism.HostFunction
+	pages uint32 // linear memory cap per memory, in 64 KiB pages (the cap less the stack)
+	stack uint32 // stack budget per instance, in bytes
+	funcs []hostFn
 	// unbounded compiles without the termination checks that enforce the time limit. Only
 	// the benchmarks set it, with a cache directory of their own: wazero's cache key does not
 	// tell the two kinds of code apart.
@@ -39,14 +42,35 @@ type engine struct {
 	compiled map[string]*shared // by SHA-256 of the module
 }
 
+// compiled is a module compiled in a runtime of its own, with WASI and the host functions
+// instantiated in that runtime for its instances to link against.
+type compiled struct {
+	rt    wazero.Runtime
+	mod   wazero.CompiledModule
+	names atomic.Uint64 // instances need distinct names in one runtime
+}
+
 // shared is a compiled module and how many plugins use it: plugins built from the same
 // module bytes share its code.
 type shared struct {
-	cp   *extism.CompiledPlugin
+	c    *compiled
 	refs int
 }
 
-func newEngine(cacheDir string, pages uint32, funcs []extism.HostFunction) (*engine, error) {
+// hostFn is one host function as wazero builds it.
+type hostFn struct {
+	name            string
+	fn              api.GoFunc
+	params, results []api.ValueType
+}
+
+// newEngine prepares the engine. capPages caps the memory of one instance: its linear memory
+// and its Wasm stack (stack bytes, rounded up to whole pages) together.
+func newEngine(cacheDir string, capPages, stack uint32, funcs []hostFn) (*engine, error) {
+	stackPages := (stack + 65535) / 65536
+	if stack == 0 || capPages <= stackPages {
+		return nil, fmt.Errorf("plugin: a memory cap of %d pages leaves no linear memory beside a %d byte stack", capPages, stack)
+	}
 	var cache wazero.CompilationCache
 	if cacheDir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(cacheDir)
@@ -57,7 +81,8 @@ func newEngine(cacheDir string, pages uint32, funcs []extism.HostFunction) (*eng
 	} else {
 		cache = wazero.NewCompilationCache()
 	}
-	return &engine{cache: cache, pages: pages, funcs: funcs, compiled: map[string]*shared{}}, nil
+	return &engine{cache: cache, pages: capPages - stackPages, stack: stack, funcs: funcs,
+		compiled: map[string]*shared{}}, nil
 }
 
 func (e *engine) close(ctx context.Context) { _ = e.cache.Close(ctx) }
@@ -78,7 +103,7 @@ func isPermanent(err error) bool {
 
 // acquire returns the compiled form of a module, compiling it unless a plugin already uses
 // it; release gives it back.
-func (e *engine) acquire(ctx context.Context, module []byte) (*extism.CompiledPlugin, string, error) {
+func (e *engine) acquire(ctx context.Context, module []byte) (*compiled, string, error) {
 	sum := sha256.Sum256(module)
 	key := hex.EncodeToString(sum[:])
 	e.compiling.Lock()
@@ -87,17 +112,17 @@ func (e *engine) acquire(ctx context.Context, module []byte) (*extism.CompiledPl
 	if s := e.compiled[key]; s != nil {
 		s.refs++
 		e.mu.Unlock()
-		return s.cp, key, nil
+		return s.c, key, nil
 	}
 	e.mu.Unlock()
-	cp, err := e.compile(ctx, module)
+	c, err := e.compile(ctx, module)
 	if err != nil {
 		return nil, "", err
 	}
 	e.mu.Lock()
-	e.compiled[key] = &shared{cp: cp, refs: 1}
+	e.compiled[key] = &shared{c: c, refs: 1}
 	e.mu.Unlock()
-	return cp, key, nil
+	return c, key, nil
 }
 
 func (e *engine) release(key string) {
@@ -114,109 +139,193 @@ func (e *engine) release(key string) {
 	}
 	delete(e.compiled, key)
 	e.mu.Unlock()
-	_ = s.cp.Close(context.Background())
+	_ = s.c.rt.Close(context.Background())
 }
 
-// compile prepares a module. The wazero runtime it creates holds the per-memory cap and
-// closes an instance whose call context ends (the per-call time limit).
-func (e *engine) compile(ctx context.Context, module []byte) (*extism.CompiledPlugin, error) {
+// compile bounds the module's stack (package stackguard), then compiles it in a runtime of
+// its own that holds the per-memory cap and closes an instance whose context ends (the time
+// limits of the start and of every call), and checks that it links against this host.
+// wazero's compiler takes no cancellation: a compilation is bounded by the bundle size cap.
+func (e *engine) compile(ctx context.Context, module []byte) (*compiled, error) {
+	guarded, err := stackguard.Instrument(module, e.stack)
+	if err != nil {
+		return nil, permanent(fmt.Errorf("compile: %w", err))
+	}
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(e.cache).
 		WithCloseOnContextDone(!e.unbounded).
 		WithMemoryLimitPages(e.pages)
-	man := extism.Manifest{
-		Wasm: []extism.Wasm{extism.WasmData{Data: module, Name: "main"}},
-		// Setting MaxPages alone would zero the other two implicitly; plugins use neither
-		// extism variables nor extism's HTTP, so zero is what is wanted, said out loud.
-		Memory: &extism.ManifestMemory{MaxPages: e.pages, MaxVarBytes: 0, MaxHttpResponseBytes: 0},
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	fail := func(err error) (*compiled, error) {
+		_ = rt.Close(context.Background())
+		return nil, err
 	}
-	cp, err := extism.NewCompiledPlugin(ctx, man, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, e.funcs)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		return fail(fmt.Errorf("compile: wasi: %w", err))
+	}
+	hb := rt.NewHostModuleBuilder(abi.Module)
+	for _, f := range e.funcs {
+		hb.NewFunctionBuilder().WithGoFunction(f.fn, f.params, f.results).Export(f.name)
+	}
+	if _, err := hb.Instantiate(ctx); err != nil {
+		return fail(fmt.Errorf("compile: host functions: %w", err))
+	}
+	cm, err := rt.CompileModule(ctx, guarded)
 	if err != nil {
-		return nil, permanent(fmt.Errorf("compile: %w", err))
+		return fail(permanent(fmt.Errorf("compile: %w", err)))
 	}
-	return cp, nil
+	if err := checkLink(rt, cm); err != nil {
+		return fail(permanent(fmt.Errorf("link: %w", err)))
+	}
+	return &compiled{rt: rt, mod: cm}, nil
+}
+
+// checkLink tells, from the compiled module's declared imports and exports, whether it is a
+// devhost plugin that links against this host: every import is a host function of the ABI
+// or of WASI with its exact type, the module keeps its memory to itself, and it exports a
+// memory, dev_init and dev_event.
+func checkLink(rt wazero.Runtime, cm wazero.CompiledModule) error {
+	wasi := rt.Module(wasi_snapshot_preview1.ModuleName).ExportedFunctionDefinitions()
+	for _, def := range cm.ImportedFunctions() {
+		mod, name, _ := def.Import()
+		var params, results []api.ValueType
+		switch mod {
+		case abi.Module:
+			sig, ok := abi.Signatures[name]
+			if !ok {
+				return fmt.Errorf("imports %s %s, which this host does not provide", mod, name)
+			}
+			params, results = valueTypes(sig.Params), valueTypes(sig.Results)
+		case wasi_snapshot_preview1.ModuleName:
+			w, ok := wasi[name]
+			if !ok {
+				return fmt.Errorf("imports %s %s, which this host does not provide", mod, name)
+			}
+			params, results = w.ParamTypes(), w.ResultTypes()
+		default:
+			return fmt.Errorf("imports %s %s: plugins import only from %s and %s", mod, name, abi.Module, wasi_snapshot_preview1.ModuleName)
+		}
+		if !slices.Equal(def.ParamTypes(), params) || !slices.Equal(def.ResultTypes(), results) {
+			return fmt.Errorf("imports %s %s with another type than this host's", mod, name)
+		}
+	}
+	if len(cm.ImportedMemories()) > 0 {
+		return errors.New("imports a memory: a plugin has its own")
+	}
+	if len(cm.ExportedMemories()) == 0 {
+		return errors.New("the module exports no linear memory")
+	}
+	exports := cm.ExportedFunctions()
+	want := valueTypes(abi.ExportSignature.Results)
+	for _, name := range []string{abi.ExportInit, abi.ExportEvent} {
+		def, ok := exports[name]
+		if !ok {
+			return errors.New("not a devhost plugin: exports dev_init and dev_event are required")
+		}
+		if len(def.ParamTypes()) != 0 || !slices.Equal(def.ResultTypes(), want) {
+			return fmt.Errorf("not a devhost plugin: %s must take nothing and return an i32", name)
+		}
+	}
+	return nil
 }
 
 // instance is one running copy of a plugin's module.
 type instance struct {
-	p      *extism.Plugin
+	mod    api.Module
 	alloc  *allocator
 	memory *linearMem // the plugin's own linear memory
-	// event is dev_event, looked up once: extism's Call looks exports up (and builds a call
-	// engine) on every call, which costs more than the call itself.
-	event api.Function
-	mod   api.Module
+	// initialize is the guest runtime's _initialize (nil when the module has none), run
+	// before the first export call; init and event are dev_init and dev_event.
+	initialize, init, event api.Function
+	initialized             bool
+	budget                  uint32 // the stack budget
 }
 
-// mainModule reaches the plugin's own module inside an extism instance. go-sdk v1.7.1 (the
-// pinned version) keeps it in an unexported field and offers no accessor; a version without
-// that field fails here, at the first start, never silently.
-func mainModule(p *extism.Plugin) (api.Module, error) {
-	v := reflect.ValueOf(p).Elem().FieldByName("mainModule")
-	if !v.IsValid() || !v.CanAddr() {
-		return nil, errors.New("extism: the instance has no main module field (go-sdk version changed?)")
-	}
-	m, ok := reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem().Interface().(api.Module)
-	if !ok || m == nil {
-		return nil, errors.New("extism: the main module field is not a module")
-	}
-	return m, nil
-}
-
-// instantiate starts an instance: no filesystem, no stdout or stderr, real random bytes, a
-// monotonic clock that runs at the real pace (wazero's default advances 1 ms per reading,
-// which makes the Go runtime inside believe time races and preempt itself constantly), the
-// device's wall clock, and a sleep that returns at once: a plugin cannot block, a plugin that
-// tries to sleep spins into its time limit. Timers belong to the host.
-func (e *engine) instantiate(ctx context.Context, cp *extism.CompiledPlugin, logf func(extism.LogLevel, string), wall func() time.Time) (*instance, error) {
+// instantiate starts an instance within limit (the module's start function runs here):
+// no filesystem, no stdout or stderr, real random bytes, a monotonic clock that runs at the
+// real pace (wazero's default advances 1 ms per reading, which makes the Go runtime inside
+// believe time races and preempt itself constantly), the device's wall clock, and a sleep
+// that returns at once: a plugin cannot block, a plugin that tries to sleep spins into its
+// time limit. Timers belong to the host. Cancelling ctx (a stop) ends it at once.
+func (e *engine) instantiate(ctx context.Context, c *compiled, wall func() time.Time, limit time.Duration) (*instance, error) {
 	al := &allocator{limit: uint64(e.pages) * 65536}
-	mc := wazero.NewModuleConfig().WithRandSource(rand.Reader).WithSysNanotime().
+	mc := wazero.NewModuleConfig().
+		WithName(fmt.Sprintf("plugin-%d", c.names.Add(1))).
+		WithStartFunctions(). // _initialize runs in the first call, with the host functions
+		WithRandSource(rand.Reader).WithSysNanotime().
 		WithWalltime(func() (int64, int32) {
 			t := wall()
 			return t.Unix(), int32(t.Nanosecond())
 		}, sys.ClockResolution(time.Microsecond))
-	inst, err := cp.Instance(experimental.WithMemoryAllocator(ctx, al), extism.PluginInstanceConfig{ModuleConfig: mc})
+	sctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	mod, err := c.rt.InstantiateModule(experimental.WithMemoryAllocator(sctx, al), c.mod, mc)
 	if err != nil {
-		if strings.Contains(err.Error(), "not exported") || strings.Contains(err.Error(), "import") {
-			return nil, permanent(fmt.Errorf("link: %w", err))
+		return nil, callError("start", sctx, err)
+	}
+	in := &instance{mod: mod, alloc: al, budget: e.stack,
+		initialize: mod.ExportedFunction("_initialize"),
+		init:       mod.ExportedFunction(abi.ExportInit),
+		event:      mod.ExportedFunction(abi.ExportEvent)}
+	for _, m := range mod.ExportedMemoryDefinitions() {
+		if mem := mod.ExportedMemory(m.ExportNames()[0]); mem != nil {
+			if b, ok := mem.Read(0, 1); ok {
+				in.memory = al.find(b)
+			}
 		}
-		return nil, fmt.Errorf("instantiate: %w", err)
+		break
 	}
-	inst.SetLogger(logf)
-	in := &instance{p: inst, alloc: al}
-	if !inst.FunctionExists(abi.ExportInit) || !inst.FunctionExists(abi.ExportEvent) {
-		_ = inst.Close(context.Background())
-		return nil, permanent(errors.New("not a devhost plugin: exports dev_init and dev_event are required"))
-	}
-	mod, err := mainModule(inst)
-	if err != nil {
-		_ = inst.Close(context.Background())
-		return nil, permanent(err)
-	}
-	in.event, in.mod = mod.ExportedFunction(abi.ExportEvent), mod
-	if mem := mod.Memory(); mem != nil {
-		if b, ok := mem.Read(0, 1); ok {
-			in.memory = al.find(b)
-		}
-	}
-	if in.memory == nil {
-		_ = inst.Close(context.Background())
-		return nil, permanent(errors.New("the module exports no linear memory"))
+	if in.memory == nil || in.init == nil || in.event == nil {
+		in.close()
+		return nil, permanent(errors.New("the module's memory is empty or its exports are missing"))
 	}
 	return in, nil
 }
 
-func (in *instance) close() { _ = in.p.Close(context.Background()) }
+// call runs one export; the guest runtime's _initialize first, once.
+func (in *instance) call(ctx context.Context, export string) (uint32, error) {
+	if !in.initialized {
+		in.initialized = true
+		if in.initialize != nil {
+			if _, err := in.initialize.Call(ctx); err != nil {
+				return 0, callError("_initialize", ctx, err)
+			}
+		}
+	}
+	fn := in.event
+	if export == abi.ExportInit {
+		fn = in.init
+	}
+	res, err := fn.Call(ctx)
+	if err != nil {
+		if in.overBudget() {
+			return 0, fmt.Errorf("%s: trap: stack budget exceeded (unbounded recursion?)", export)
+		}
+		return 0, callError(export, ctx, err)
+	}
+	return uint32(res[0]), nil
+}
+
+// overBudget tells whether the instance's calls passed the stack budget: the counter is
+// left above it by the trap that stopped them.
+func (in *instance) overBudget() bool {
+	g := in.mod.ExportedGlobal(stackguard.Export)
+	return g != nil && uint32(g.Get()) > in.budget
+}
+
+func (in *instance) close() { _ = in.mod.Close(context.Background()) }
 
 // bytes is the linear memory the instance uses.
 func (in *instance) bytes() uint64 { return in.alloc.total() }
 
-// callError describes why a call failed, in words an operator understands.
+// callError describes why a call (or the start) failed, in words an operator understands.
 func callError(fn string, ctx context.Context, err error) error {
 	var exit *sys.ExitError
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("%s: time limit exceeded", fn)
+	case errors.Is(ctx.Err(), context.Canceled):
+		return fmt.Errorf("%s: stopped", fn)
 	case errors.As(err, &exit):
 		switch exit.ExitCode() {
 		case sys.ExitCodeDeadlineExceeded:

@@ -84,7 +84,7 @@ func TestGuestFailures(t *testing.T) {
 		name, trigger, want string
 	}{
 		{"trapinit", "", "dev_init: trap"},
-		{"badinit", "", "malformed answer: returned 42"},
+		{"badinit", "", "dev_init returned 42 and logged no reason"},
 		{"loop", "/loop/spin", "time limit exceeded"},
 		{"memhog", "/memhog/eat", "dev_event"},
 	}

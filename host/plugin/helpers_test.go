@@ -38,6 +38,10 @@ var (
 	sharedCache string
 )
 
+// hangGuard bounds every wait of these tests. Each waits on a condition; the bound only
+// turns a hang into a failure, so it is far beyond what a loaded machine needs.
+const hangGuard = 5 * time.Minute
+
 func TestMain(m *testing.M) {
 	var err error
 	tmpRoot, err = os.MkdirTemp("", "plugin-test-")
@@ -348,7 +352,7 @@ func (h *harness) stop() {
 	h.cancel()
 	select {
 	case <-h.done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(hangGuard):
 		h.t.Error("Run did not return after its context ended")
 	}
 	h.cancel = nil
@@ -411,7 +415,7 @@ func (h *harness) install(b []byte, grant []abi.Capability) InstallResult {
 // time, so the bound is generous.
 func (h *harness) waitState(id string, st State) Status {
 	h.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for {
 		s, ok := h.m.Status(id)
 		if ok && s.State == st {
@@ -427,7 +431,7 @@ func (h *harness) waitState(id string, st State) Status {
 // waitFor polls cond.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -579,7 +583,7 @@ func waitReply(t testing.TB, ch chan putReply) putReply {
 	select {
 	case r := <-ch:
 		return r
-	case <-time.After(20 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("no PUT reply")
 	}
 	return putReply{}

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero/api"
 
 	"devhost/abi"
 	runtimens "devhost/runtime-ns"
@@ -28,7 +28,7 @@ func p32(st []uint64, i int) uint32 { return uint32(st[i]) }
 // hostFunctions builds the ABI's host functions. Each one finds its session in the call's
 // context, answers ErrStopped for a discarded instance and ErrPermission (counted) outside the
 // grants, then does its work.
-func hostFunctions() []extism.HostFunction {
+func hostFunctions() []hostFn {
 	defs := []fnDef{
 		{abi.FnEventRead, fnEventRead},
 		{abi.FnLog, fnLog},
@@ -56,23 +56,23 @@ func hostFunctions() []extism.HostFunction {
 		{abi.FnBLEScan, fnBLEScan},
 		{abi.FnBLEAdvertise, fnBLEAdvertise},
 	}
-	out := make([]extism.HostFunction, 0, len(defs))
+	out := make([]hostFn, 0, len(defs))
 	for _, d := range defs {
-		d := d
 		capability := abi.FunctionCapability[d.name]
 		sig := abi.Signatures[d.name]
-		cb := func(ctx context.Context, _ *extism.CurrentPlugin, st []uint64) {
+		fn := func(ctx context.Context, st []uint64) {
 			st[0] = uint64(uint32(dispatch(ctx, capability, d.body, st)))
 		}
-		out = append(out, extism.NewHostFunctionWithStack(d.name, cb, valueTypes(sig.Params), valueTypes(sig.Results)))
+		out = append(out, hostFn{name: d.name, fn: fn, params: valueTypes(sig.Params), results: valueTypes(sig.Results)})
 	}
 	return out
 }
 
-func valueTypes(ts []abi.ValueType) []extism.ValueType {
-	out := make([]extism.ValueType, len(ts))
+// valueTypes converts the ABI's value types, which use wazero's encoding.
+func valueTypes(ts []abi.ValueType) []api.ValueType {
+	out := make([]api.ValueType, len(ts))
 	for i, t := range ts {
-		out[i] = extism.ValueType(t)
+		out[i] = api.ValueType(t)
 	}
 	return out
 }
@@ -123,6 +123,9 @@ func fnLog(s *session, st []uint64) int32 {
 	}
 	lv := [...]slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError}[level]
 	s.p.log.Log(context.Background(), lv, string(b))
+	if lv == slog.LevelError {
+		s.errLine = string(b)
+	}
 	return 0
 }
 

@@ -8,7 +8,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"os"
 	"strconv"
+	"syscall"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -396,7 +398,26 @@ func uploadError(err error, path string) error {
 	case errors.Is(err, errOffset), errors.Is(err, errIncomplete):
 		return api.Errorf(http.StatusConflict, api.CodeConflict, "%v", err)
 	}
-	return api.Errorf(http.StatusInternalServerError, api.CodeWriteFailed, "%v", err)
+	return storageError(err)
+}
+
+// storageError is the answer to a failure of the device's own storage: a 500 write_failed
+// that names what failed and the system's reason (no space left on device), never a path
+// inside the device.
+func storageError(err error) error {
+	what := "storage failed"
+	var pe *os.PathError
+	var le *os.LinkError
+	var errno syscall.Errno
+	switch {
+	case errors.As(err, &errno):
+		what += ": " + errno.Error()
+	case errors.As(err, &pe):
+		what += ": " + pe.Op + ": " + pe.Err.Error()
+	case errors.As(err, &le):
+		what += ": " + le.Op + ": " + le.Err.Error()
+	}
+	return api.Errorf(http.StatusInternalServerError, api.CodeWriteFailed, "%s", what)
 }
 
 func (m *Manager) serveCreateUpload(w http.ResponseWriter, r *http.Request) {
@@ -475,11 +496,11 @@ func (m *Manager) serveChunk(w http.ResponseWriter, r *http.Request, id string) 
 	}
 	up, err := m.uploads.write(id, *body.Offset, data)
 	if err != nil {
-		if errors.Is(err, errUnknownUpload) || errors.Is(err, errOffset) {
-			api.WriteErr(w, uploadError(err, ""))
+		if errors.Is(err, errBeyondSize) {
+			api.WriteErr(w, api.Validation("data", "%v", err))
 			return
 		}
-		api.WriteErr(w, api.Validation("data", "%v", err))
+		api.WriteErr(w, uploadError(err, ""))
 		return
 	}
 	api.WriteJSON(w, http.StatusOK, uploadDoc{upload: up, MaxChunk: MaxChunk})

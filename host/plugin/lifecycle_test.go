@@ -24,7 +24,8 @@ func TestFailurePlugins(t *testing.T) {
 		want    string // in last_error
 	}{
 		{id: "trapinit", want: "dev_init: trap"},
-		{id: "badinit", want: "malformed answer"},
+		{id: "badinit", want: "dev_init returned 7 and logged no reason"},
+		{id: "refused", caps: []abi.Capability{abi.CapLog}, want: "sdk: register namespace: permission denied"},
 		{id: "hog", want: "dev_init"},
 		{id: "spin", caps: []abi.Capability{abi.CapHTTP}, trigger: "/spin/go", want: "time limit exceeded"},
 		{id: "trapreq", caps: []abi.Capability{abi.CapHTTP}, trigger: "/trapreq/panic", want: "dev_event: trap"},

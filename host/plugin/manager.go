@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/jonboulle/clockwork"
 
 	"devhost/abi"
@@ -41,7 +40,8 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultMemoryPages = 512 // 32 MiB per linear memory
+	DefaultMemoryPages = 512 // 32 MiB per instance: linear memory and Wasm stack
+	DefaultStackBytes  = 1 << 20
 	DefaultCallTimeout = time.Second
 	DefaultDownload    = 20 * time.Second
 	DefaultBackoffMin  = time.Second
@@ -84,8 +84,12 @@ type Options struct {
 	BLE       BLE
 	SignalK   SignalK
 
-	// MemoryPages caps each linear memory of a plugin (64 KiB pages; a Go plugin needs 38).
+	// MemoryPages caps the memory of a plugin instance (64 KiB pages; a Go plugin needs 38):
+	// its linear memory and its Wasm stack budget (StackBytes, rounded up to pages) together.
 	MemoryPages uint32
+	// StackBytes bounds the Wasm call stack of an instance (estimated frames; package
+	// stackguard); a call that recurses past it traps.
+	StackBytes uint32
 	// CallTimeout limits every call into a plugin.
 	CallTimeout time.Duration
 	// MaxBundle caps downloads and uploads (default abi.MaxBundle).
@@ -125,8 +129,9 @@ type Manager struct {
 	healthMu   sync.Mutex
 	lastHealth string
 
-	// loadHook, when set by a test, runs as a plugin starts loading.
-	loadHook func(id string)
+	// loadHook and startHook, when set by a test, run as a plugin starts loading and right
+	// before its module is instantiated (its start function runs).
+	loadHook, startHook func(id string)
 }
 
 // New opens the partition and the trust store and lists the installed plugins. Nothing runs
@@ -150,6 +155,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	if opts.MemoryPages == 0 {
 		opts.MemoryPages = DefaultMemoryPages
+	}
+	if opts.StackBytes == 0 {
+		opts.StackBytes = DefaultStackBytes
 	}
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = DefaultCallTimeout
@@ -194,7 +202,7 @@ func New(opts Options) (*Manager, error) {
 		opts.CacheDir = filepath.Join(opts.Dir, cacheDir)
 		m.opts.CacheDir = opts.CacheDir
 	}
-	eng, err := newEngine(opts.CacheDir, opts.MemoryPages, hostFunctions())
+	eng, err := newEngine(opts.CacheDir, opts.MemoryPages, opts.StackBytes, hostFunctions())
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +365,7 @@ func (m *Manager) changed() {
 }
 
 // reportHealth raises the shared condition: warn while a plugin is failed and waiting for its
-// restart, alarm while one is disabled by failures, normal otherwise. The message names them.
+// restart or restarting, alarm while one is disabled by failures, normal otherwise. The message names them.
 func (m *Manager) reportHealth() {
 	m.healthMu.Lock()
 	defer m.healthMu.Unlock()
@@ -372,6 +380,12 @@ func (m *Manager) reportHealth() {
 			disabled = append(disabled, fmt.Sprintf("%s disabled: %s", p.id, p.lastErr))
 		case StateFailed:
 			failed = append(failed, fmt.Sprintf("%s failed (%d in a row): %s", p.id, p.failures, p.lastErr))
+		case StateLoading:
+			// A restart after failures stays a warning until the plugin runs: the condition
+			// must not flicker back to normal at every attempt of a plugin that keeps failing.
+			if p.failures > 0 {
+				failed = append(failed, fmt.Sprintf("%s restarting after %d failures in a row: %s", p.id, p.failures, p.lastErr))
+			}
 		}
 		p.mu.Unlock()
 	}
@@ -448,6 +462,9 @@ var errRefused = errors.New("bundle refused")
 
 // verify parses a bundle and checks it against the trust store and this host's ABI.
 func (m *Manager) verify(b []byte) (*abi.Bundle, error) {
+	if bytes.HasPrefix(b, []byte("\x00asm")) {
+		return nil, fmt.Errorf("%w: this is a bare WebAssembly module, not a bundle: pack and sign it with its manifest first (devctl plugin pack --manifest manifest.json --wasm FILE)", errRefused)
+	}
 	bd, err := abi.Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errRefused, err)
@@ -601,10 +618,15 @@ func (m *Manager) setWanted(id string, w Wanted) (Status, error) {
 	if w == WantRunning {
 		p.failures = 0
 	}
-	s := p.sess
+	s, load := p.sess, p.loadCancel
 	p.mu.Unlock()
-	if w != WantRunning && s != nil {
-		s.abort()
+	if w != WantRunning {
+		if load != nil {
+			load()
+		}
+		if s != nil {
+			s.abort()
+		}
 	}
 	p.command(w == WantRunning)
 	return p.status(), nil
@@ -692,8 +714,10 @@ type plugin struct {
 	healthNames  map[string]bool
 	retained     map[string]json.RawMessage
 
-	compiled    *extism.CompiledPlugin
+	compiled    *compiled
 	compiledKey string
+	// loadCancel ends the load in progress (compile, start, init); nil when not loading.
+	loadCancel context.CancelFunc
 }
 
 type command struct {
@@ -759,8 +783,11 @@ func (p *plugin) shutdown() {
 	p.mu.Lock()
 	p.halted = true
 	supervised := p.supervised
-	s := p.sess
+	s, load := p.sess, p.loadCancel
 	p.mu.Unlock()
+	if load != nil {
+		load()
+	}
 	if s != nil {
 		s.abort()
 	}
@@ -959,7 +986,7 @@ func apiError(err error) error {
 	case errors.Is(err, errConflict):
 		return api.Errorf(http.StatusConflict, api.CodeConflict, "%v", err)
 	case errors.Is(err, errStorage):
-		return api.Errorf(http.StatusInternalServerError, api.CodeWriteFailed, "%v", err)
+		return storageError(err)
 	case errors.Is(err, errRefused):
 		return api.Validation("", "%v", err)
 	case errors.Is(err, errNotAsked):

@@ -3,7 +3,6 @@ package plugin
 import (
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -77,11 +76,10 @@ func (a *allocator) find(b []byte) *linearMem {
 	if len(b) == 0 {
 		return nil
 	}
-	p := unsafe.Pointer(unsafe.SliceData(b))
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, m := range a.mems {
-		if cap(m.buf) > 0 && unsafe.Pointer(unsafe.SliceData(m.buf[:1])) == p {
+		if cap(m.buf) > 0 && &m.buf[:1][0] == &b[0] {
 			return m
 		}
 	}

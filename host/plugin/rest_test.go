@@ -197,6 +197,7 @@ func TestInstallRefused(t *testing.T) {
 		{"tampered", tampered, http.StatusBadRequest, "bad signature"},
 		{"unsigned", unsigned, http.StatusBadRequest, "not a plugin bundle"},
 		{"not a bundle", []byte("hello"), http.StatusBadRequest, "not a plugin bundle"},
+		{"bare module", testModule(t), http.StatusBadRequest, "devctl plugin pack"},
 		{"newer ABI", newer, http.StatusBadRequest, "ABI 2"},
 		{"too large", big, http.StatusRequestEntityTooLarge, "too large"},
 	}

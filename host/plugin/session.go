@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/jonboulle/clockwork"
 
 	"devhost/abi"
@@ -30,6 +29,9 @@ type session struct {
 	caps    map[abi.Capability]bool // granted, fixed for the instance's life
 	stopped atomic.Bool
 	batch   []byte // the batch of the export call in progress, nil between calls
+	// errLine is the last line the plugin logged at error level in the call in progress or
+	// the last one: its own words for why it answered non-zero.
+	errLine string
 
 	callMu   sync.Mutex
 	stopping bool               // a stop was asked: no further event calls
@@ -114,28 +116,16 @@ func (s *session) call(ctx context.Context, export string, batch []byte, final b
 	s.callMu.Lock()
 	// A failed call (a trap, the time limit, a cancelled context) has closed the module and
 	// freed its memory: entering it again would run code over freed memory.
-	if (s.stopping && !final) || s.stopped.Load() || s.broken || (s.inst.mod != nil && s.inst.mod.IsClosed()) {
+	if (s.stopping && !final) || s.stopped.Load() || s.broken || s.inst.mod.IsClosed() {
 		s.callMu.Unlock()
 		return 0, errAborted
 	}
 	s.cancel = cancel
 	s.callMu.Unlock()
-	s.batch = batch
+	s.batch, s.errLine = batch, ""
 	cctx = context.WithValue(cctx, sessionKey{}, s)
 	lc := lender.startCall()
-	var out []byte
-	if export == abi.ExportEvent && s.inst.event != nil {
-		// The hot path: straight to the export, with the instance where extism's host
-		// function wrapper looks for it.
-		var res []uint64
-		res, err = s.inst.event.Call(context.WithValue(cctx, extism.PluginCtxKey("plugin"), s.inst.p))
-		if len(res) == 1 {
-			rc = uint32(res[0])
-		}
-	} else {
-		// The first call goes through extism, which runs the guest runtime's _initialize.
-		rc, out, err = s.inst.p.CallWithContext(cctx, export, nil)
-	}
+	rc, err = s.inst.call(cctx, export)
 	lender.endCall(lc)
 	s.callMu.Lock()
 	s.cancel = nil
@@ -150,10 +140,7 @@ func (s *session) call(ctx context.Context, export string, batch []byte, final b
 		if s.stopped.Load() {
 			return rc, errAborted
 		}
-		return rc, callError(export, cctx, err)
-	}
-	if len(out) > 0 {
-		return rc, fmt.Errorf("%s: malformed answer: the plugin set %d bytes of extism output", export, len(out))
+		return rc, err
 	}
 	return rc, nil
 }

@@ -3,11 +3,11 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/jonboulle/clockwork"
 
 	"devhost/abi"
@@ -159,7 +159,7 @@ func (p *plugin) disable(reason string) {
 }
 
 // compile returns the plugin's compiled module, kept across restarts of one bundle.
-func (p *plugin) compile(ctx context.Context, bd *abi.Bundle) (*extism.CompiledPlugin, error) {
+func (p *plugin) compile(ctx context.Context, bd *abi.Bundle) (*compiled, error) {
 	p.mu.Lock()
 	cp := p.compiled
 	p.mu.Unlock()
@@ -189,6 +189,26 @@ func (p *plugin) releaseCompiled() {
 // runOnce loads, starts and runs one instance. It returns the command that ended it in
 // order, or the failure that ended it.
 func (p *plugin) runOnce(ctx context.Context) (*command, error) {
+	// Loading (compile, start, init) runs under lctx, which a stop or a removal cancels:
+	// whatever phase the plugin is in, they win. The check and the cancel func are set under
+	// one lock with the wanted state, so a stop either sees the cancel func or is seen here.
+	lctx, lcancel := context.WithCancel(ctx)
+	defer lcancel()
+	p.mu.Lock()
+	if p.rec.Wanted != WantRunning || p.halted {
+		p.mu.Unlock()
+		return p.takeCommand(ctx), nil
+	}
+	p.loadCancel = lcancel
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.loadCancel = nil
+		p.mu.Unlock()
+	}()
+	// stopped tells a load cut short by a stop (not by the shutdown, which supervise sees).
+	stopped := func() bool { return lctx.Err() != nil && ctx.Err() == nil }
+
 	p.setState(StateLoading, "")
 	if h := p.m.loadHook; h != nil {
 		h(p.id)
@@ -204,11 +224,23 @@ func (p *plugin) runOnce(ctx context.Context) (*command, error) {
 	p.mu.Lock()
 	rec := p.rec
 	p.mu.Unlock()
-	cp, err := p.compile(ctx, bd)
+	cp, err := p.compile(lctx, bd)
+	if stopped() {
+		return p.takeCommand(ctx), nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	inst, err := p.m.eng.instantiate(ctx, cp, p.extismLog, p.m.wallTime)
+	if h := p.m.startHook; h != nil {
+		h(p.id)
+	}
+	inst, err := p.m.eng.instantiate(lctx, cp, p.m.wallTime, p.m.opts.CallTimeout)
+	if stopped() {
+		if inst != nil {
+			inst.close()
+		}
+		return p.takeCommand(ctx), nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -240,8 +272,8 @@ func (p *plugin) runOnce(ctx context.Context) (*command, error) {
 		p.mu.Unlock()
 	}()
 
-	if err := p.init(ctx, s); err != nil {
-		if s.aborted() {
+	if err := p.init(lctx, s); err != nil {
+		if s.aborted() || stopped() {
 			return p.takeCommand(ctx), nil
 		}
 		return nil, err
@@ -287,10 +319,6 @@ func (p *plugin) runOnce(ctx context.Context) (*command, error) {
 	}
 }
 
-func (p *plugin) extismLog(level extism.LogLevel, msg string) {
-	p.log.Debug("extism: " + msg)
-}
-
 // init runs dev_init with the init record.
 func (p *plugin) init(ctx context.Context, s *session) error {
 	in := abi.Init{ABI: abi.Version, ABIMinor: abi.Minor, ID: p.id, Version: p.man.Version,
@@ -311,7 +339,12 @@ func (p *plugin) init(ctx context.Context, s *session) error {
 		return err
 	}
 	if rc != 0 {
-		return fmt.Errorf("%s: malformed answer: returned %d", abi.ExportInit, int32(rc))
+		// The plugin's own reason (the SDK logs why OnInit failed at error level) says more
+		// than the code; without one, say where a reason would be.
+		if s.errLine != "" {
+			return errors.New(s.errLine)
+		}
+		return fmt.Errorf("%s returned %d and logged no reason (a plugin granted log can say why)", abi.ExportInit, int32(rc))
 	}
 	return nil
 }
@@ -355,8 +388,12 @@ func (p *plugin) deliver(ctx context.Context, s *session) error {
 	}
 	if rc != 0 {
 		p.errs.Add(1)
+		msg := fmt.Sprintf("%s returned %d", abi.ExportEvent, int32(rc))
+		if s.errLine != "" {
+			msg = s.errLine
+		}
 		p.mu.Lock()
-		p.lastErr = fmt.Sprintf("%s returned %d", abi.ExportEvent, int32(rc))
+		p.lastErr = msg
 		p.mu.Unlock()
 	}
 	return nil

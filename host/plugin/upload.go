@@ -51,13 +51,22 @@ type uploads struct {
 	dir string
 	clk clockwork.Clock
 	max int64
+	// open opens an upload's file for writing; a test puts a failing disk here.
+	open func(path string) (chunkFile, error)
 
 	mu    sync.Mutex
 	items map[string]*upload
 }
 
+// chunkFile is where a chunk is written.
+type chunkFile interface {
+	io.WriterAt
+	io.Closer
+}
+
 func newUploads(dir string, clk clockwork.Clock, max int64) *uploads {
-	return &uploads{dir: dir, clk: clk, max: max, items: map[string]*upload{}}
+	return &uploads{dir: dir, clk: clk, max: max, items: map[string]*upload{},
+		open: func(path string) (chunkFile, error) { return os.OpenFile(path, os.O_WRONLY, 0) }}
 }
 
 func randomID() string {
@@ -80,7 +89,7 @@ func (u *uploads) create(size int64, source string) (upload, error) {
 	up.path = filepath.Join(u.dir, up.ID)
 	f, err := os.OpenFile(up.path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
-		return upload{}, fmt.Errorf("upload: %w", err)
+		return upload{}, fmt.Errorf("%w: create the upload: %w", errStorage, err)
 	}
 	_ = f.Close()
 	id := up.ID
@@ -101,25 +110,28 @@ func (u *uploads) write(id string, offset int64, data []byte) (upload, error) {
 		return *up, fmt.Errorf("%w: offset %d, next expected %d", errOffset, offset, up.Received)
 	}
 	if up.Received+int64(len(data)) > up.Size {
-		return *up, fmt.Errorf("chunk ends at %d, beyond the announced size %d", up.Received+int64(len(data)), up.Size)
+		return *up, fmt.Errorf("%w: chunk ends at %d, beyond the announced size %d", errBeyondSize, up.Received+int64(len(data)), up.Size)
 	}
-	f, err := os.OpenFile(up.path, os.O_WRONLY, 0)
+	f, err := u.open(up.path)
 	if err != nil {
-		return *up, fmt.Errorf("upload: %w", err)
+		return *up, fmt.Errorf("%w: open the upload: %w", errStorage, err)
 	}
 	_, werr := f.WriteAt(data, offset)
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
 	if werr != nil {
-		return *up, fmt.Errorf("upload: %w", werr)
+		return *up, fmt.Errorf("%w: write the chunk: %w", errStorage, werr)
 	}
 	up.Received += int64(len(data))
 	up.timer.Reset(UploadIdle)
 	return *up, nil
 }
 
-var errOffset = errors.New("chunk out of order")
+var (
+	errOffset     = errors.New("chunk out of order")
+	errBeyondSize = errors.New("chunk too long")
+)
 
 // get answers an upload's progress.
 func (u *uploads) get(id string) (upload, bool) {
@@ -156,7 +168,7 @@ func (u *uploads) bytes(id string) ([]byte, error) {
 	}
 	b, err := os.ReadFile(up.path)
 	if err != nil {
-		return nil, fmt.Errorf("upload: %w", err)
+		return nil, fmt.Errorf("%w: read the upload: %w", errStorage, err)
 	}
 	return b, nil
 }

@@ -61,7 +61,7 @@ func TestDiscoveryAdapterServers(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	select {
 	case <-a.Changed():
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("no signal after the pass")
 	}
 	// Notify never blocks, and signals collapse into one.

@@ -104,7 +104,7 @@ func (r *rig) listen() []Server {
 	for i := 0; i < 2; i++ {
 		select {
 		case <-r.b.calls:
-		case <-time.After(5 * time.Second):
+		case <-time.After(hangGuard):
 			r.t.Fatal("pass did not browse both service types")
 		}
 	}
@@ -113,7 +113,7 @@ func (r *rig) listen() []Server {
 	select {
 	case s := <-r.passes:
 		return s
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangGuard):
 		r.t.Fatal("pass did not report")
 	}
 	return nil
@@ -356,3 +356,7 @@ func TestNewChecksConfig(t *testing.T) {
 		t.Fatal("empty config accepted")
 	}
 }
+
+// hangGuard bounds the waits of these tests. Each waits on a condition; the bound only turns a
+// hang into a failure, so it is far beyond what a loaded machine needs.
+const hangGuard = 5 * time.Minute

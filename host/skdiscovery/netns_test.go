@@ -77,7 +77,7 @@ func discover(t *testing.T, ifname string) (*Discoverer, chan []Server) {
 
 func waitServers(t *testing.T, passes chan []Server, what string, ok func([]Server) bool) []Server {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(hangGuard)
 	var last []Server
 	for {
 		select {
@@ -191,7 +191,7 @@ func TestNetnsDiscoversRealSignalKServer(t *testing.T) {
 	_, passes := discover(t, mdnstest.LinkName)
 	for attempt := 1; attempt <= 8; attempt++ {
 		port, self, stop := startSignalK(t, dir)
-		deadline := time.After(10 * time.Second)
+		deadline := time.After(10 * time.Second) // a window, not a bound: then the server restarts
 	wait:
 		for {
 			select {
@@ -262,7 +262,7 @@ func startSignalK(t *testing.T, dir string) (int, string, func()) {
 	t.Cleanup(stop)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	var self string
-	for end := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	for end := time.Now().Add(hangGuard); ; time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatal("signalk-server did not answer GET /signalk/v1/api/self")
 		}

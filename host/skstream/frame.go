@@ -241,7 +241,11 @@ func (e *entry) size() int {
 	return n
 }
 
-const deltaOverhead = len(`{"context":"vessels.self","updates":[{"timestamp":"2006-01-02T15:04:05.000Z","source":{"label":""},"values":[]}]}`)
+const deltaOverhead = len(`{"context":"vessels.self","updates":[{"timestamp":"2006-01-02T15:04:05.000Z","source":{"label":"","src":"` + SourceSrc + `"},"values":[]}]}`)
+
+// SourceSrc is the src of every update the device sends, beside its label: signalk-server
+// names a source `<label>.<src>` ($source), and without a src it fills in "XX".
+const SourceSrc = "devhost"
 
 // appendDelta encodes one delta message with one update.
 func appendDelta(b []byte, label string, ts time.Time, entries []entry) []byte {
@@ -253,7 +257,7 @@ func appendDelta(b []byte, label string, ts time.Time, entries []entry) []byte {
 	}
 	b = append(b, `"source":{"label":`...)
 	b = appendJSONString(b, label)
-	b = append(b, `},"values":[`...)
+	b = append(b, `,"src":"`+SourceSrc+`"},"values":[`...)
 	for i := range entries {
 		e := &entries[i]
 		if i > 0 {

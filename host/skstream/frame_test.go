@@ -87,7 +87,7 @@ func TestAppendDeltaIsValidJSON(t *testing.T) {
 		Context string `json:"context"`
 		Updates []struct {
 			Timestamp string `json:"timestamp"`
-			Source    struct{ Label string }
+			Source    struct{ Label, Src string }
 			Values    []struct {
 				Path  string
 				Value any
@@ -98,7 +98,7 @@ func TestAppendDeltaIsValidJSON(t *testing.T) {
 		t.Fatalf("%s: %v", b, err)
 	}
 	u := doc.Updates[0]
-	if doc.Context != "vessels.self" || u.Timestamp != "2024-01-02T03:04:05.006Z" || u.Source.Label != "dev.h" || len(u.Values) != 6 {
+	if doc.Context != "vessels.self" || u.Timestamp != "2024-01-02T03:04:05.006Z" || u.Source.Label != "dev.h" || u.Source.Src != SourceSrc || len(u.Values) != 6 {
 		t.Fatalf("doc %+v", doc)
 	}
 	if u.Values[0].Value != 1e21 || u.Values[1].Value != nil || u.Values[2].Value != nil ||

@@ -265,11 +265,15 @@ func (s *Stream) onPutRequest(f Frame) {
 	}
 }
 
+// answer sends an answer frame. answered counts requests, not frames: a deferred request
+// is answered PENDING then COMPLETED and counts once, at its final answer.
 func (s *Stream) answer(id, state string, code int, msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sendCtrlLocked(putAnswerFrame(id, state, code, msg)) {
-		s.putAnswered++
+		if state != "PENDING" {
+			s.putAnswered++
+		}
 	} else {
 		s.log.Warn("signal k stream: PUT answer lost, stream down", "requestId", id, "statusCode", code)
 	}

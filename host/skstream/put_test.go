@@ -296,7 +296,8 @@ func TestInboundPutHandlerTable(t *testing.T) {
 				if tc.handler != nil && (len(got) != 1 || string(got[0].Value) != `"auto"` || got[0].Context != "vessels.self") {
 					t.Fatalf("handler saw %+v", got)
 				}
-				if st := f.s.Status(); st.Put.Inbound != 1 || st.Put.Answered != uint64(len(tc.want)) {
+				// One request, answered once: a PENDING on the way is not a second answer.
+				if st := f.s.Status(); st.Put.Inbound != 1 || st.Put.Answered != 1 {
 					t.Fatalf("status %+v", st.Put)
 				}
 			})

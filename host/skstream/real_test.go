@@ -152,7 +152,7 @@ func TestRealServer(t *testing.T) {
 			Timestamp string `json:"timestamp"`
 		}
 		must(t, json.Unmarshal(leaf, &node))
-		if !strings.HasPrefix(node.Source, "dev.sktest-probe") || node.Timestamp == "" {
+		if node.Source != "dev.sktest-probe."+SourceSrc || node.Timestamp == "" {
 			t.Fatalf("leaf %s", leaf)
 		}
 	})

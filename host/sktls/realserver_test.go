@@ -156,7 +156,7 @@ func TestRealServerTLS(t *testing.T) {
 		t.Fatalf("wss stream: %v", err)
 	}
 	var hello struct{ Self string }
-	_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = ws.SetReadDeadline(time.Now().Add(hangGuard))
 	if err := ws.ReadJSON(&hello); err != nil || hello.Self == "" {
 		t.Fatalf("hello over wss: %+v %v", hello, err)
 	}

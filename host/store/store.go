@@ -18,6 +18,9 @@
 //     buntdb's Shrink, done durably: the snapshot is fsynced before it is renamed over the file
 //     and the directory is fsynced after; buntdb's Shrink does neither and sleeps 250 ms).
 //     Compact may be called on a schedule by the owner; buntdb's automatic shrink is disabled.
+//     A compaction at open that cannot write its snapshot (the disk is full) leaves the file
+//     as it is, whole: the store opens anyway, reads are served, and CompactDeferred tells why
+//     (the device raises a health condition from it). Writes then fail as the disk does.
 //   - Corruption. A file that cannot be parsed as buntdb is renamed to `<path>.corrupt`
 //     (replacing an older one) and a fresh store is created; ErasedAtBoot reports it, which
 //     feeds `config_storage_reset` in /system/info. A torn tail alone is not corruption: buntdb
@@ -75,16 +78,22 @@ type Store struct {
 	// staleIntent is set when Apply could not remove its intent record. It must go before any
 	// later write: replayed at the next boot it would overwrite that write.
 	staleIntent bool
+	// writeSnapshot writes a compaction snapshot durably; a test puts a full disk here.
+	writeSnapshot func(path string, data []byte) error
+	// deferred is why the compaction at open was skipped, nil when it was done.
+	deferred error
 }
 
 // Open opens (or creates) the partition at path, replays an interrupted batch and compacts the
 // file. A file buntdb cannot parse is moved aside and replaced by an empty store.
-func Open(path string) (*Store, error) {
+func Open(path string) (*Store, error) { return openWith(path, writeSynced) }
+
+func openWith(path string, writeSnapshot func(string, []byte) error) (*Store, error) {
 	lock, err := lockFile(path + ".lock")
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, lock: lock}
+	s := &Store{path: path, lock: lock, writeSnapshot: writeSnapshot}
 	if err := s.open(); err != nil {
 		unlockFile(lock)
 		return nil, err
@@ -94,10 +103,29 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("store: replay interrupted batch: %w", err)
 	}
 	if err := s.Compact(); err != nil {
-		_ = s.Close()
-		return nil, fmt.Errorf("store: compact at open: %w", err)
+		s.mu.Lock()
+		open := s.db != nil
+		s.deferred = err
+		s.mu.Unlock()
+		if !open {
+			// The old file was already closed when the compaction failed (it could not be
+			// reopened): nothing can be served.
+			_ = s.Close()
+			return nil, fmt.Errorf("store: compact at open: %w", err)
+		}
+		// The snapshot could not be written (a full disk): the data file is untouched and
+		// whole, so the device boots on it and compacts another time.
 	}
 	return s, nil
+}
+
+// CompactDeferred tells why the compaction at open was skipped (nil when it was done or a
+// later Compact succeeded): typically a full disk. The store works meanwhile; its file
+// keeps its dead records.
+func (s *Store) CompactDeferred() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.deferred
 }
 
 // open loads the data file, moving an unreadable one aside.
@@ -334,10 +362,11 @@ func (s *Store) Compact() error {
 		return fmt.Errorf("store: stat: %w", err)
 	}
 	if fi.Size() <= int64(snap.Len()) {
+		s.deferred = nil
 		return nil
 	}
 	tmp := s.compactPath()
-	if err := writeSynced(tmp, snap.Bytes()); err != nil {
+	if err := s.writeSnapshot(tmp, snap.Bytes()); err != nil {
 		_ = os.Remove(tmp)
 		return err
 	}
@@ -354,7 +383,11 @@ func (s *Store) Compact() error {
 	if err := syncDir(s.path); err != nil {
 		return errors.Join(err, s.reopen())
 	}
-	return s.reopen()
+	if err := s.reopen(); err != nil {
+		return err
+	}
+	s.deferred = nil
+	return nil
 }
 
 func (s *Store) reopen() error {

@@ -18,8 +18,9 @@ import (
 	"devhost/host/store"
 )
 
-// wait bounds every hand-off between goroutines; no spec timer is waited for.
-const wait = 5 * time.Second
+// wait bounds every hand-off between goroutines; no spec timer is waited for. It only turns a
+// hang into a failure, so it is far beyond what a loaded machine needs.
+const wait = 5 * time.Minute
 
 // config is the sk.* configuration pointing at one server.
 type config map[string]any

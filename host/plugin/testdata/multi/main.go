@@ -6,6 +6,8 @@
 //
 //	trapinit  panics in dev_init
 //	badinit   dev_init answers 7 (a malformed answer)
+//	refused   registers its namespace without the config capability, logs the refusal at
+//	          error level, as the SDK does, and answers dev_init 1
 //	hog       allocates until memory runs out, in dev_init
 //	spin*     loops forever when it receives an HTTP request
 //	probe*    calls every host function once in dev_init and serves the results over HTTP
@@ -88,6 +90,13 @@ func devInit() int32 {
 		panic("trap in init")
 	case id == "badinit":
 		return 7
+	case id == "refused":
+		if rc := call(hNsRegister, []byte(descriptor)); rc != 0 {
+			msg := "sdk: register namespace: " + abi.Errno(rc).Error()
+			call(func(p unsafe.Pointer, n uint32) int32 { return hLog(3, p, n) }, []byte(msg))
+			return 1
+		}
+		return 0
 	case id == "hog":
 		for {
 			b := make([]byte, 1<<20)
