@@ -75,7 +75,8 @@ func pluginRoot(p string) string {
 // allowed reports whether package from (a path inside the repository, "devhost/" cut) may
 // import to, and why not.
 func allowed(from, to string) (bool, string) {
-	if testHelper(to) && !testHelper(from) && !strings.HasPrefix(from, "cmd/") {
+	// web/test/... are the browser tests' own commands (the Signal K server they start).
+	if testHelper(to) && !testHelper(from) && !strings.HasPrefix(from, "cmd/") && !strings.HasPrefix(from, "web/test/") {
 		return false, "test helpers are for tests and commands"
 	}
 	switch {
@@ -86,7 +87,8 @@ func allowed(from, to string) (bool, string) {
 	case from == "plugins" || strings.HasPrefix(from, "plugins/"):
 		return to == "abi" || to == "sdk" || (pluginRoot(to) != "" && pluginRoot(to) == pluginRoot(from)),
 			"a plugin sees the device only through abi and sdk (and its own subpackages)"
-	case strings.HasPrefix(from, "cmd/"):
+	case strings.HasPrefix(from, "cmd/") || strings.HasPrefix(from, "web/test/"):
+		// web/test/... are the browser tests' own commands (the Signal K server they start).
 		return !strings.HasPrefix(to, "cmd/"), "commands are not imported"
 	case from == "deptest":
 		return false, "deptest imports nothing"
