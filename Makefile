@@ -32,7 +32,7 @@ lint: tools
 	$(STATICCHECK) ./...
 
 # The server was just installed, so a Signal K test that cannot start it fails instead of skipping.
-unit: signalk-server test-deps portal-deps
+unit: signalk-server test-deps portal-deps bt-sensors-ref
 	SKTEST_REQUIRED=1 go test -race -count=1 -timeout 15m ./...
 
 # Debian packages the tests use: python3-zeroconf is the independent mDNS implementation the
@@ -53,6 +53,17 @@ portal-deps:
 signalk-server:
 	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
 	go run ./host/signalk/sktest/skinstall
+
+# bt-sensors-plugin-sk, the reference decoder plugins/ble/sensors' tests compare with, pinned and
+# installed once into .cache/bt-sensors (git-ignored); the test installs the same when missing.
+BT_SENSORS_VERSION := 1.3.7
+BT_SENSORS_CACHE := .cache/bt-sensors
+.PHONY: bt-sensors-ref
+bt-sensors-ref:
+	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
+	@test "$$(node -p "require('./$(BT_SENSORS_CACHE)/node_modules/bt-sensors-plugin-sk/package.json').version" 2>/dev/null)" = "$(BT_SENSORS_VERSION)" || \
+		(mkdir -p $(BT_SENSORS_CACHE) && cd $(BT_SENSORS_CACHE) && echo '{"private": true}' > package.json && \
+		npm install --ignore-scripts --no-audit --no-fund --save-exact bt-sensors-plugin-sk@$(BT_SENSORS_VERSION))
 
 test: lint unit
 

@@ -206,46 +206,53 @@ func bthomeDecrypt(sd []byte, addr, key string) ([]byte, error) {
 	return pt, err
 }
 
-// bthomeObjects2Values walks the objects; the first object of a path wins, as in the
-// reference, which reads the first measurement of an id.
-func bthomeObjects2Values(b []byte) ([]Value, error) {
-	var vals []Value
-	seen := map[string]bool{}
+// bthomeWalk calls fn for each object of b in order: its id, description, raw value
+// (little-endian, not sign-extended) and, for length-prefixed objects, its bytes.
+func bthomeWalk(b []byte, fn func(id byte, o bthomeObj, raw uint64, data []byte)) error {
 	for i := 0; i < len(b); {
 		id := b[i]
 		o, ok := bthomeObjects[id]
 		if !ok {
-			return nil, fmt.Errorf("%w 0x%02X at offset %d", ErrUnknownObject, id, i)
+			return fmt.Errorf("%w 0x%02X at offset %d", ErrUnknownObject, id, i)
 		}
 		i++
 		if o.size == 0 { // length-prefixed
 			if i >= len(b) || i+1+int(b[i]) > len(b) {
-				return nil, fmt.Errorf("object 0x%02X: %w", id, ErrTruncated)
+				return fmt.Errorf("object 0x%02X: %w", id, ErrTruncated)
 			}
-			data := b[i+1 : i+1+int(b[i])]
+			fn(id, o, 0, b[i+1:i+1+int(b[i])])
 			i += 1 + int(b[i])
-			if o.path != "" && !seen[o.path] {
-				seen[o.path] = true
-				vals = append(vals, Value{Path: o.path, Value: string(data)})
-			}
 			continue
 		}
 		if i+o.size > len(b) {
-			return nil, fmt.Errorf("object 0x%02X needs %d bytes, %d left: %w", id, o.size, len(b)-i, ErrTruncated)
+			return fmt.Errorf("object 0x%02X needs %d bytes, %d left: %w", id, o.size, len(b)-i, ErrTruncated)
 		}
-		raw := leUint(b[i : i+o.size])
+		fn(id, o, leUint(b[i:i+o.size]), nil)
 		i += o.size
+	}
+	return nil
+}
+
+// bthomeObjects2Values publishes the objects; the first object of a path wins, as in the
+// reference, which reads the first measurement of an id.
+func bthomeObjects2Values(b []byte) ([]Value, error) {
+	var vals []Value
+	seen := map[string]bool{}
+	err := bthomeWalk(b, func(id byte, o bthomeObj, raw uint64, data []byte) {
 		if o.path == "" || seen[o.path] {
-			continue
+			return
 		}
 		var v any
-		if id == 0x3A {
+		switch {
+		case o.size == 0:
+			v = string(data)
+		case id == 0x3A:
 			name, ok := bthomeButton[int(raw)]
 			if !ok {
-				continue // no event
+				return // no event
 			}
 			v = name
-		} else {
+		default:
 			x := float64(raw)
 			if o.signed {
 				x = float64(signExtend(raw, o.size))
@@ -259,6 +266,9 @@ func bthomeObjects2Values(b []byte) ([]Value, error) {
 		}
 		seen[o.path] = true
 		vals = append(vals, Value{Path: o.path, Value: v, Units: o.units})
+	})
+	if err != nil {
+		return nil, err
 	}
 	return vals, nil
 }
