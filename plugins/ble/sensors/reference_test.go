@@ -37,7 +37,7 @@ type refCase struct {
 }
 
 const (
-	srcBTHome   = "BTHome v2 format documentation (bthome.io), value examples"
+	srcBTHome   = "objects in the style of the BTHome v2 format documentation (bthome.io)"
 	srcRuuvi    = "Ruuvi data format 5 (RAWv2) specification, test vectors"
 	srcVictronC = "Victron Instant Readout captures published with keys (victron-ble project tests)"
 	srcVictronR = "records of the victron-ble project's tests, encrypted here with the capture's key"

@@ -7,25 +7,22 @@ import (
 )
 
 // toFixed rounds x to d decimals the way the reference decoder does
-// (JavaScript's parseFloat(x.toFixed(d))): the decimal nearest to the exact binary value,
-// ties going to the larger number, then read back as the nearest float64. Go's own
-// formatting breaks ties to even, which differs on values such as 0.125.
+// (JavaScript's parseFloat(x.toFixed(d))): the decimal nearest to the exact binary value of
+// |x|, ties going away from zero, the sign put back, then read back as the nearest float64.
+// Go's own formatting breaks ties to even, which differs on values such as 0.125.
 func toFixed(x float64, d int) float64 {
 	if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) >= 1e21 {
 		return x
 	}
 	scale := new(big.Float).SetPrec(256).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d)), nil))
-	m := new(big.Float).SetPrec(256).Mul(new(big.Float).SetPrec(256).SetFloat64(x), scale) // exact
-	n, _ := m.Int(nil)                                                                     // truncates toward zero
-	if m.Sign() < 0 && new(big.Float).SetPrec(256).SetInt(n).Cmp(m) != 0 {
-		n.Sub(n, big.NewInt(1)) // floor
-	}
+	neg := x < 0
+	m := new(big.Float).SetPrec(256).Mul(new(big.Float).SetPrec(256).SetFloat64(math.Abs(x)), scale) // exact
+	n, _ := m.Int(nil)                                                                               // floor, m >= 0
 	frac := new(big.Float).SetPrec(256).Sub(m, new(big.Float).SetPrec(256).SetInt(n))
 	if frac.Cmp(big.NewFloat(0.5)) >= 0 {
 		n.Add(n, big.NewInt(1))
 	}
-	neg := n.Sign() < 0
-	digits := new(big.Int).Abs(n).String()
+	digits := n.String()
 	for len(digits) <= d {
 		digits = "0" + digits
 	}
