@@ -1,3 +1,7 @@
+//go:build !wasip1
+
+// The reference runs node through os/exec, which a wasip1 test binary cannot.
+
 package sensors
 
 import (
@@ -42,19 +46,7 @@ const (
 	srcVictronC = "Victron Instant Readout captures published with keys (victron-ble project tests)"
 	srcVictronR = "records of the victron-ble project's tests, encrypted here with the capture's key"
 	srcFormat   = "built from the sensor's published field layout"
-	testAddr    = "54:48:E6:8F:80:A5"
 )
-
-// bthomeAD wraps BTHome service data (device information byte first) in its AD structure.
-func bthomeAD(sd string) string { return serviceAD("d2fc", sd) }
-
-func serviceAD(uuidLE, data string) string {
-	return fmt.Sprintf("%02x16%s%s", 1+2+len(data)/2, uuidLE, data)
-}
-
-func mfrAD(companyLE, data string) string {
-	return fmt.Sprintf("%02xff%s%s", 1+2+len(data)/2, companyLE, data)
-}
 
 // victronAdvert encrypts a decrypted Victron record into an Instant Readout advert.
 func victronAdvert(t testing.TB, recType byte, iv uint16, key, record string) string {

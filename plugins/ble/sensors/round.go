@@ -14,6 +14,18 @@ func toFixed(x float64, d int) float64 {
 	if math.IsNaN(x) || math.IsInf(x, 0) || math.Abs(x) >= 1e21 {
 		return x
 	}
+	if !maybeTie(x, d) {
+		// Without an exact tie, strconv's correctly rounded result is JavaScript's.
+		v, err := strconv.ParseFloat(strconv.FormatFloat(x, 'f', d, 64), 64)
+		if err == nil {
+			return v
+		}
+	}
+	return toFixedExact(x, d)
+}
+
+// toFixedExact rounds with exact big arithmetic.
+func toFixedExact(x float64, d int) float64 {
 	scale := new(big.Float).SetPrec(256).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d)), nil))
 	neg := x < 0
 	m := new(big.Float).SetPrec(256).Mul(new(big.Float).SetPrec(256).SetFloat64(math.Abs(x)), scale) // exact
@@ -38,4 +50,21 @@ func toFixed(x float64, d int) float64 {
 		return x
 	}
 	return v
+}
+
+// maybeTie reports whether |x|·10^d may end in exactly .5, the only case where JavaScript's
+// rounding and strconv's differ. x = m·2^e with m odd; |x|·10^d·2 = m·5^d·2^(e+d+1) is an
+// integer (needed for a tie) only when e+d+1 >= 0.
+func maybeTie(x float64, d int) bool {
+	frac, exp := math.Frexp(math.Abs(x)) // |x| = frac·2^exp, frac in [0.5, 1)
+	if frac == 0 {
+		return false
+	}
+	m := uint64(math.Ldexp(frac, 53)) // exact: 53-bit mantissa
+	e := exp - 53
+	for m&1 == 0 {
+		m >>= 1
+		e++
+	}
+	return e+d+1 >= 0
 }

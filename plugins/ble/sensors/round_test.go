@@ -28,3 +28,18 @@ func TestToFixedLikeJavaScript(t *testing.T) {
 		}
 	}
 }
+
+// The fast path must agree with the exact one everywhere: compare both on many values,
+// including every multiple of 1/1024 (where ties live) and scaled sensor readings.
+func TestToFixedFastPathAgrees(t *testing.T) {
+	exact := toFixedExact
+	for i := -8000; i <= 8000; i++ {
+		for _, x := range []float64{float64(i) / 1024, 273.15 + float64(i)*0.005, float64(i) * 0.0025 / 100, 1.6 + float64(i&2047)/1000} {
+			for d := 0; d <= 3; d++ {
+				if got, want := toFixed(x, d), exact(x, d); got != want {
+					t.Fatalf("toFixed(%v, %d) = %v, exact %v", x, d, got, want)
+				}
+			}
+		}
+	}
+}
