@@ -23,7 +23,12 @@
 // "{macAndName}" segment of that plugin's default path): "temperature" (K), "humidity"
 // (ratio), "pressure" (Pa), "battery.voltage" (V), "battery.strength" (ratio), "voltage",
 // "current", "capacity.stateOfCharge", "dc.voltage", "currentLevel" and so on. A value the
-// sensor marks as not available is left out rather than published as a number.
+// sensor marks as not available is left out rather than published as a number. Values are
+// float64, bool or string, except a Victron battery monitor's "alarm", an object
+// (map[string]any with "message", "alarm" and "alarmstate") as that plugin emits it. One
+// deliberate difference: that plugin publishes a battery monitor's starter and midpoint
+// voltages outside the battery's prefix (electrical.batteries.starter.voltage); here they
+// are "starterVoltage" and "midpointVoltage" under it.
 //
 // Where that plugin needs settings the API does not carry, its defaults are used: a Mopeka
 // sensor's level is computed for propane in a 304.8 mm tank, as the plugin does before the

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -114,6 +115,8 @@ func refCases(t testing.TB) []refCase {
 			key: bmKey, adv: victronAdvert(t, 0x02, 0xfffe, bmKey, "ffffe6040000ffff020000000080fede")},
 		{name: "victron/battery-discharging", source: srcFormat, kind: KindVictron, class: "VictronBatteryMonitor",
 			key: bmKey, adv: victronAdvert(t, 0x02, 0x0102, bmKey, "5a00b2040000a0050270fcff2c01cdbb00")},
+		{name: "victron/battery-alarms", source: srcFormat, kind: KindVictron, class: "VictronBatteryMonitor",
+			key: bmKey, adv: victronAdvert(t, 0x02, 0x0203, bmKey, "1e00a804050100000370fcff2c01cd0b00")},
 		{name: "victron/solar-bulk", source: srcVictronR, kind: KindVictron, class: "VictronSolarCharger",
 			key: solarKey, adv: victronAdvert(t, 0x01, 0x0777, solarKey, "0300f80402000200030000fe8c9a5572")},
 		{name: "victron/solar-mppt100-no-load", source: srcVictronR, kind: KindVictron, class: "VictronSolarCharger",
@@ -249,6 +252,9 @@ func sameValue(got, want any) bool {
 			return g == 0
 		}
 		return math.Abs(g-w) <= 1e-9*math.Abs(w)
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		return ok && reflect.DeepEqual(g, w)
 	default:
 		return got == want
 	}
