@@ -52,7 +52,7 @@ lint: tools
 	cd sdk && GOOS=wasip1 GOARCH=wasm go vet .
 
 # The server was just installed, so a Signal K test that cannot start it fails instead of skipping.
-unit: signalk-server test-deps portal-deps
+unit: signalk-server test-deps portal-deps bt-sensors-ref
 	for m in $(MODULES); do (cd $$m && SKTEST_REQUIRED=1 go test -race -count=1 -timeout 15m ./...) || exit 1; done
 
 # The fast loop: what a developer runs between edits (see README, "Developing").
@@ -84,6 +84,17 @@ signalk-server:
 SK_PORT ?= 3000
 signalk: signalk-server
 	go run ./host/signalk/sktest/skrun --port $(SK_PORT)
+
+# bt-sensors-plugin-sk, the reference decoder plugins/ble/sensors' tests compare with, pinned and
+# installed once into .cache/bt-sensors (git-ignored); the test installs the same when missing.
+BT_SENSORS_VERSION := 1.3.7
+BT_SENSORS_CACHE := .cache/bt-sensors
+.PHONY: bt-sensors-ref
+bt-sensors-ref:
+	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
+	@test "$$(node -p "require('./$(BT_SENSORS_CACHE)/node_modules/bt-sensors-plugin-sk/package.json').version" 2>/dev/null)" = "$(BT_SENSORS_VERSION)" || \
+		(mkdir -p $(BT_SENSORS_CACHE) && cd $(BT_SENSORS_CACHE) && echo '{"private": true}' > package.json && \
+		npm install --ignore-scripts --no-audit --no-fund --save-exact bt-sensors-plugin-sk@$(BT_SENSORS_VERSION))
 
 test: lint unit web-test
 
