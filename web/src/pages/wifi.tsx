@@ -1,5 +1,5 @@
 // WiFi: station status with the reason text, scan and pick a network into a slot, slot order,
-// and the setup portal. Built against the spec's /wifi/status and /wifi/scan documents; a 404
+// and the setup portal, live from the `wifi` and `wifi_scan` events. A 404 from /wifi/status
 // means the device has no WiFi station and the page says so.
 
 import { useEffect, useState } from 'preact/hooks';
@@ -7,7 +7,7 @@ import { get, missing, post, put } from '../api';
 import { useEvent, useRefresh } from '../live';
 import { Badge, Card, KV, Loading, Problem, useAction } from '../ui';
 
-interface WifiStatus {
+export interface WifiStatus {
   state: string;
   sta_enabled?: boolean;
   network_index?: number;
@@ -62,6 +62,13 @@ export function ScanList(p: { onPick: (ssid: string, bssid: string) => void }) {
   );
 }
 
+/** reasonText is the last disconnect reason as the spec words it, with its code. The device
+ * keeps it after a reconnect, so the page labels it "last"; none before the first (code 0). */
+export function reasonText(s: WifiStatus): string | undefined {
+  if (!s.reason || (!s.reason.code && !s.reason.text)) return undefined;
+  return `${s.reason.text || 'unknown reason'} (${s.reason.code})`;
+}
+
 type Slots = { ssid: string; psk: string; bssid: string; from: number }[];
 
 export function WifiPage() {
@@ -102,7 +109,6 @@ export function WifiPage() {
       reload();
       return 'Networks saved.';
     });
-  const reasonText = s.reason && (s.reason.code || s.reason.text) ? `${s.reason.text || 'unknown reason'} (${s.reason.code})` : undefined;
   return (
     <div class="grid">
       <Card title="Station">
@@ -113,14 +119,14 @@ export function WifiPage() {
             ['Network', s.ssid ? `${s.ssid} (slot ${s.network_index ?? '?'})` : undefined],
             ['Signal', s.rssi != null ? `${s.rssi} dBm, channel ${s.channel ?? '?'}` : undefined],
             ['Address', s.ip],
-            ['Reason', reasonText],
+            ['Last reason', reasonText(s)],
             ['Retry in', s.backoff_ms != null ? `${Math.round(s.backoff_ms / 1000)} s` : undefined],
             ['Connects / drops', `${s.connect_count ?? 0} / ${s.disconnect_count ?? 0}`],
           ]}
         />
       </Card>
       <Card title="Setup portal">
-        <KV rows={[['Active', s.portal?.active ? 'yes' : 'no'], ['SSID', s.portal?.ssid], ['Address', s.portal?.ip], ['Clients', s.portal?.clients]]} />
+        <KV testid="portal" rows={[['Active', s.portal?.active ? 'yes' : 'no'], ['SSID', s.portal?.ssid], ['Address', s.portal?.ip], ['Clients', s.portal?.clients]]} />
         <p class="muted">The portal is the device's own access point for setup. Its settings are in Configuration, WiFi, "Setup network".</p>
       </Card>
       <Card title="Networks (slot order is priority)">
@@ -160,7 +166,7 @@ export function WifiPage() {
         </button>
         {note}
         <h3>Pick from a scan into slot {slot}</h3>
-        <ScanList onPick={(ssid) => setSlots(slots.map((y, j) => (j === slot ? { ...y, ssid, psk: '', from: slot } : y)))} />
+        <ScanList onPick={(ssid) => setSlots(slots.map((y, j) => (j === slot ? { ssid, psk: '', bssid: '', from: slot } : y)))} />
       </Card>
     </div>
   );
