@@ -3,7 +3,7 @@
 // means the device has no WiFi station and the page says so.
 
 import { useEffect, useState } from 'preact/hooks';
-import { get, missing, post, put } from '../api';
+import { ApiError, get, missing, post, put } from '../api';
 import { useEvent, useRefresh } from '../live';
 import { Badge, Card, KV, Loading, Problem, useAction } from '../ui';
 
@@ -41,7 +41,7 @@ export function ScanList(p: { onPick: (ssid: string, bssid: string) => void }) {
   if (err && missing(err)) return <Problem err={err} what="a WiFi scanner" />;
   return (
     <div class="scan">
-      <button type="button" disabled={busy || doc?.scanning} onClick={() => run(async () => void (await post('/wifi/scan')))}>
+      <button type="button" disabled={busy || doc?.scanning} onClick={() => run(startScan)}>
         {doc?.scanning ? 'Scanning…' : 'Scan'}
       </button>
       {doc?.age_s != null && <span class="muted"> results {doc.age_s} s old</span>}
@@ -67,6 +67,16 @@ export function ScanList(p: { onPick: (ssid: string, bssid: string) => void }) {
 export function reasonText(s: WifiStatus): string | undefined {
   if (!s.reason || (!s.reason.code && !s.reason.text)) return undefined;
   return `${s.reason.text || 'unknown reason'} (${s.reason.code})`;
+}
+
+async function startScan() {
+  try {
+    await post('/wifi/scan');
+  } catch (e) {
+    // 409 busy: the driver cannot scan now (for example while it is connecting).
+    if (e instanceof ApiError && e.status === 409) throw new Error('The radio is busy and cannot scan now; try again in a moment.');
+    throw e;
+  }
 }
 
 type Slots = { ssid: string; psk: string; bssid: string; from: number }[];

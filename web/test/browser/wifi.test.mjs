@@ -1,6 +1,7 @@
 // The WiFi page against the real station manager and the simulated board's radio: the setup
-// portal shown while no network is configured, a scan and a pick into a slot, the slot order,
-// and a fault played by the access point showing its reason live from the `wifi` event.
+// portal shown while no network is configured, a busy radio refusing a scan, a scan and a
+// pick into a slot, the slot order, and a fault played by the access point showing its
+// reason live from the `wifi` event.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { launch, session, shot, startDevice, until } from './harness.mjs';
@@ -33,6 +34,12 @@ test('WiFi: the portal, a scan picked into slots, the slot order, a fault live',
   assert.equal(ps.clients, 0);
   await portal.getByRole('definition').filter({ hasText: /^0$/ }).waitFor();
   await shot(page, 'wifi', 'portal');
+
+  // A radio that cannot scan now answers 409: the page says so.
+  await dev.board('wifi', 'scan-busy', 'on');
+  await page.getByRole('button', { name: 'Scan' }).click();
+  await page.getByText('The radio is busy and cannot scan now; try again in a moment.').waitFor();
+  await dev.board('wifi', 'scan-busy', 'off');
 
   // A second access point comes in range; a scan lists both.
   await dev.board('wifi', 'ap', 'add', '--ssid', FUEL.ssid, '--psk', FUEL.psk, '--rssi', '-70', '--channel', '11');
