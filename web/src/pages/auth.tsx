@@ -64,7 +64,7 @@ export function Setup(p: { onDone: () => void }) {
   const [keyErr, setKeyErr] = useState('');
   const [ssid, setSsid] = useState('');
   const [psk, setPsk] = useState('');
-  const [wifiNote, setWifiNote] = useState('');
+  const [joining, setJoining] = useState('');
   const [wifiErr, setWifiErr] = useState('');
   // The station's state, live: after Join the page follows it to connected (or to the reason
   // it failed). A 404 means the device has no WiFi station.
@@ -98,7 +98,7 @@ export function Setup(p: { onDone: () => void }) {
     if (psk !== '' && (psk.length < 8 || psk.length > 63)) return setWifiErr('A password has 8 to 63 characters (empty for an open network).');
     try {
       await put('/config', { wifi: { ssid0: ssid, psk0: psk, sta_enabled: true } });
-      setWifiNote(`Joining ${ssid}.`);
+      setJoining(ssid);
     } catch (x) {
       setWifiErr(message(x));
     }
@@ -152,7 +152,11 @@ export function Setup(p: { onDone: () => void }) {
             <input type="password" name="psk" autoComplete="new-password" value={psk} onInput={(e) => setPsk(e.currentTarget.value)} />
           </label>
           {wifiErr && <p class="error" role="alert">{wifiErr}</p>}
-          {wifiNote && <p class="ok" role="status">{wifiNote}</p>}
+          {joining && (
+            <p class="ok" role="status">
+              {wifi?.state === 'connected' && wifi.ssid === joining ? `Joined ${joining}.` : `Joining ${joining}.`}
+            </p>
+          )}
           <button type="submit">Join</button>
         </form>
       </Card>

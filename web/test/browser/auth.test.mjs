@@ -29,7 +29,7 @@ test('first run: set a key, join WiFi, then sign out and in again', async () => 
   assert.equal(await page.getByLabel('Network name (SSID)').inputValue(), 'Marina');
   await page.getByLabel('Password', { exact: true }).fill('mooring-line-7');
   await page.getByRole('button', { name: 'Join' }).click();
-  await page.getByText('Joining Marina.').waitFor();
+  await page.getByText('Joined Marina.').waitFor();
   await st.getByText('connected', { exact: true }).waitFor();
   await st.getByText('127.0.0.1').waitFor();
   const ws = (await dev.api('GET', '/wifi/status')).body;
