@@ -1,7 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, get, holdSession, message, post, put } from '../api';
-import { Card } from '../ui';
-import { ScanList } from './wifi';
+import { ApiError, get, holdSession, message, missing, post, put } from '../api';
+import { useEvent, useRefresh } from '../live';
+import { Badge, Card, KV } from '../ui';
+import { ScanList, reasonText, type WifiStatus } from './wifi';
 
 export function SignIn(p: { onDone: () => void }) {
   const [key, setKey] = useState('');
@@ -63,15 +64,14 @@ export function Setup(p: { onDone: () => void }) {
   const [keyErr, setKeyErr] = useState('');
   const [ssid, setSsid] = useState('');
   const [psk, setPsk] = useState('');
-  const [wifiNote, setWifiNote] = useState('');
+  const [joining, setJoining] = useState('');
   const [wifiErr, setWifiErr] = useState('');
-  const [hasWifi, setHasWifi] = useState<boolean | null>(null);
-  useEffect(() => {
-    get('/wifi/status').then(
-      () => setHasWifi(true),
-      () => setHasWifi(false),
-    );
-  }, []);
+  // The station's state, live: after Join the page follows it to connected (or to the reason
+  // it failed). A 404 means the device has no WiFi station.
+  const wifiEv = useEvent<WifiStatus>('wifi');
+  const [wifiSt, wifiGetErr] = useRefresh(() => get<WifiStatus>('/wifi/status'), ['wifi']);
+  const wifi = wifiEv ?? wifiSt;
+  const noWifi = !wifi && missing(wifiGetErr);
 
   const setApiKey = async (e: Event) => {
     e.preventDefault();
@@ -98,7 +98,7 @@ export function Setup(p: { onDone: () => void }) {
     if (psk !== '' && (psk.length < 8 || psk.length > 63)) return setWifiErr('A password has 8 to 63 characters (empty for an open network).');
     try {
       await put('/config', { wifi: { ssid0: ssid, psk0: psk, sta_enabled: true } });
-      setWifiNote(`Joining ${ssid}.`);
+      setJoining(ssid);
     } catch (x) {
       setWifiErr(message(x));
     }
@@ -125,8 +125,23 @@ export function Setup(p: { onDone: () => void }) {
         </form>
       </Card>
       <Card title="2. WiFi">
-        {hasWifi === false && <p class="lacks">This device has no WiFi station (its endpoint answers 404); it uses its wired network.</p>}
-        {hasWifi && <ScanList onPick={(s) => setSsid(s)} />}
+        {noWifi && (
+          <p class="lacks" data-testid="lacks">
+            This device has no WiFi station (its endpoint answers 404); it uses its wired network.
+          </p>
+        )}
+        {wifi && (
+          <KV
+            testid="setup-wifi"
+            rows={[
+              ['Station', <Badge state={wifi.state} />],
+              ['Network', wifi.ssid],
+              ['Address', wifi.ip],
+              ['Last reason', wifi.state === 'connected' ? undefined : reasonText(wifi)],
+            ]}
+          />
+        )}
+        {wifi && <ScanList onPick={(s) => setSsid(s)} />}
         <form onSubmit={joinWifi} aria-label="Join WiFi">
           <label>
             Network name (SSID)
@@ -137,7 +152,11 @@ export function Setup(p: { onDone: () => void }) {
             <input type="password" name="psk" autoComplete="new-password" value={psk} onInput={(e) => setPsk(e.currentTarget.value)} />
           </label>
           {wifiErr && <p class="error" role="alert">{wifiErr}</p>}
-          {wifiNote && <p class="ok" role="status">{wifiNote}</p>}
+          {joining && (
+            <p class="ok" role="status">
+              {wifi?.state === 'connected' && wifi.ssid === joining ? `Joined ${joining}.` : `Joining ${joining}.`}
+            </p>
+          )}
           <button type="submit">Join</button>
         </form>
       </Card>

@@ -5,7 +5,7 @@
 // condition change, configuration changes and network edges), never on a timer.
 
 import { useEffect, useState } from 'preact/hooks';
-import { get, missing } from '../api';
+import { get } from '../api';
 import { useEvent, useRefresh } from '../live';
 import { Badge, Card, KV, Problem, bytes, duration } from '../ui';
 import type { HealthDoc } from './health';
@@ -176,7 +176,7 @@ export function Dashboard() {
       </Card>
       <Card title="Updates" actions={<a href="#/updates">Details</a>}>
         {otaErr && !otaEv ? (
-          missing(otaErr) ? <p class="lacks">No update capability on this device.</p> : <Problem err={otaErr} />
+          <Problem err={otaErr} what="firmware updates" />
         ) : (
           <KV rows={[['State', typeof otaDoc?.state === 'string' ? <Badge state={otaDoc.state} /> : undefined], ['Running', String(running.version ?? info?.version ?? '')], ['Available', typeof otaDoc?.available === 'object' && otaDoc.available ? String((otaDoc.available as Record<string, unknown>).version ?? '') : undefined]]} />
         )}

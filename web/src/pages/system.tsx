@@ -1,5 +1,6 @@
 // System: info, reboot, factory reset behind a typed confirmation, the core dump summary and
-// download, and the API key (set, change, clear).
+// download, the API key (set, change, clear), and the power manager's decision (a 404 from
+// GET /power means the device has no power management and the card says so).
 
 import { useState } from 'preact/hooks';
 import { BASE, del, get, holdSession, missing, post, put } from '../api';
@@ -9,9 +10,19 @@ import type { Info } from './dashboard';
 
 const RESET_WORD = 'erase';
 
+interface Power {
+  mode: string;
+  decision: string;
+  why: string;
+  wake_count?: number;
+  last_awake_ms?: number;
+  interval_s?: number;
+}
+
 export function SystemPage() {
   const [info, err] = useRefresh(() => get<Info>('/system/info'), ['config']);
   const [dump, dumpErr, reloadDump] = useRefresh(() => get<Record<string, unknown>>('/system/coredump'), []);
+  const [power, powerErr] = useRefresh(() => get<Power>('/power'), ['config']);
   const [auth, , reloadAuth] = useRefresh(() => get<{ configured: boolean }>('/auth/status'), []);
   const [typed, setTyped] = useState('');
   const [key, setKey] = useState('');
@@ -79,6 +90,22 @@ export function SystemPage() {
           </button>
         </div>
         {note}
+      </Card>
+      <Card title="Power">
+        {powerErr ? (
+          <Problem err={powerErr} what="power management" />
+        ) : power ? (
+          <KV
+            testid="power"
+            rows={[
+              ['Mode', power.mode],
+              ['Decision', `${power.decision} (${power.why})`],
+              ['Sleeps every', power.interval_s != null ? `${power.interval_s} s` : undefined],
+              ['Wakes', power.wake_count],
+              ['Last wake', power.last_awake_ms != null ? `${power.last_awake_ms} ms awake` : undefined],
+            ]}
+          />
+        ) : null}
       </Card>
       <Card title="Core dump">
         {dumpErr ? (

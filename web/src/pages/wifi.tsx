@@ -1,13 +1,13 @@
 // WiFi: station status with the reason text, scan and pick a network into a slot, slot order,
-// and the setup portal. Built against the spec's /wifi/status and /wifi/scan documents; a 404
+// and the setup portal, live from the `wifi` and `wifi_scan` events. A 404 from /wifi/status
 // means the device has no WiFi station and the page says so.
 
 import { useEffect, useState } from 'preact/hooks';
-import { get, missing, post, put } from '../api';
+import { ApiError, get, missing, post, put } from '../api';
 import { useEvent, useRefresh } from '../live';
 import { Badge, Card, KV, Loading, Problem, useAction } from '../ui';
 
-interface WifiStatus {
+export interface WifiStatus {
   state: string;
   sta_enabled?: boolean;
   network_index?: number;
@@ -41,7 +41,7 @@ export function ScanList(p: { onPick: (ssid: string, bssid: string) => void }) {
   if (err && missing(err)) return <Problem err={err} what="a WiFi scanner" />;
   return (
     <div class="scan">
-      <button type="button" disabled={busy || doc?.scanning} onClick={() => run(async () => void (await post('/wifi/scan')))}>
+      <button type="button" disabled={busy || doc?.scanning} onClick={() => run(startScan)}>
         {doc?.scanning ? 'Scanning…' : 'Scan'}
       </button>
       {doc?.age_s != null && <span class="muted"> results {doc.age_s} s old</span>}
@@ -60,6 +60,23 @@ export function ScanList(p: { onPick: (ssid: string, bssid: string) => void }) {
       </ul>
     </div>
   );
+}
+
+/** reasonText is the last disconnect reason as the spec words it, with its code. The device
+ * keeps it after a reconnect, so the page labels it "last"; none before the first (code 0). */
+export function reasonText(s: WifiStatus): string | undefined {
+  if (!s.reason || (!s.reason.code && !s.reason.text)) return undefined;
+  return `${s.reason.text || 'unknown reason'} (${s.reason.code})`;
+}
+
+async function startScan() {
+  try {
+    await post('/wifi/scan');
+  } catch (e) {
+    // 409 busy: the driver cannot scan now (for example while it is connecting).
+    if (e instanceof ApiError && e.status === 409) throw new Error('The radio is busy and cannot scan now; try again in a moment.');
+    throw e;
+  }
 }
 
 type Slots = { ssid: string; psk: string; bssid: string; from: number }[];
@@ -102,7 +119,6 @@ export function WifiPage() {
       reload();
       return 'Networks saved.';
     });
-  const reasonText = s.reason && (s.reason.code || s.reason.text) ? `${s.reason.text || 'unknown reason'} (${s.reason.code})` : undefined;
   return (
     <div class="grid">
       <Card title="Station">
@@ -113,14 +129,14 @@ export function WifiPage() {
             ['Network', s.ssid ? `${s.ssid} (slot ${s.network_index ?? '?'})` : undefined],
             ['Signal', s.rssi != null ? `${s.rssi} dBm, channel ${s.channel ?? '?'}` : undefined],
             ['Address', s.ip],
-            ['Reason', reasonText],
+            ['Last reason', reasonText(s)],
             ['Retry in', s.backoff_ms != null ? `${Math.round(s.backoff_ms / 1000)} s` : undefined],
             ['Connects / drops', `${s.connect_count ?? 0} / ${s.disconnect_count ?? 0}`],
           ]}
         />
       </Card>
       <Card title="Setup portal">
-        <KV rows={[['Active', s.portal?.active ? 'yes' : 'no'], ['SSID', s.portal?.ssid], ['Address', s.portal?.ip], ['Clients', s.portal?.clients]]} />
+        <KV testid="portal" rows={[['Active', s.portal?.active ? 'yes' : 'no'], ['SSID', s.portal?.ssid], ['Address', s.portal?.ip], ['Clients', s.portal?.clients]]} />
         <p class="muted">The portal is the device's own access point for setup. Its settings are in Configuration, WiFi, "Setup network".</p>
       </Card>
       <Card title="Networks (slot order is priority)">
@@ -160,7 +176,7 @@ export function WifiPage() {
         </button>
         {note}
         <h3>Pick from a scan into slot {slot}</h3>
-        <ScanList onPick={(ssid) => setSlots(slots.map((y, j) => (j === slot ? { ...y, ssid, psk: '', from: slot } : y)))} />
+        <ScanList onPick={(ssid) => setSlots(slots.map((y, j) => (j === slot ? { ssid, psk: '', bssid: '', from: slot } : y)))} />
       </Card>
     </div>
   );

@@ -1,5 +1,5 @@
-// Sign-in and sign-out, the first-run setup (set a key), a wrong key, and the throttle's
-// wait shown after five wrong keys.
+// Sign-in and sign-out, the first-run setup (set a key, join the simulated board's access
+// point), a wrong key, and the throttle's wait shown after five wrong keys.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { launch, session, shot, startDevice, until } from './harness.mjs';
@@ -15,13 +15,29 @@ after(async () => {
   await dev?.stop();
 });
 
-test('first run: set a key, then sign out and in again', async () => {
+test('first run: set a key, join WiFi, then sign out and in again', async () => {
   const { page, errors, ctx } = await session(browser, dev);
   await page.getByRole('heading', { name: 'Set up this device' }).waitFor();
-  await page.getByRole('status').or(page.getByText('Join')).first().waitFor();
+  // No network is configured yet: the station says so.
+  const st = page.getByTestId('setup-wifi');
+  await st.getByText('unconfigured').waitFor();
   await shot(page, 'auth', 'setup');
-  // WiFi is not built yet on this device: the setup says so instead of failing.
-  await page.getByText('This device has no WiFi station').waitFor();
+  // Join WiFi: scan, pick the access point in range, its password, Join; the page follows the
+  // station to connected from the `wifi` event.
+  await page.getByRole('button', { name: 'Scan' }).click();
+  await page.getByRole('button', { name: 'Marina' }).click();
+  assert.equal(await page.getByLabel('Network name (SSID)').inputValue(), 'Marina');
+  await page.getByLabel('Password', { exact: true }).fill('mooring-line-7');
+  await page.getByRole('button', { name: 'Join' }).click();
+  await page.getByText('Joined Marina.').waitFor();
+  await st.getByText('connected', { exact: true }).waitFor();
+  await st.getByText('127.0.0.1').waitFor();
+  const ws = (await dev.api('GET', '/wifi/status')).body;
+  assert.equal(ws.state, 'connected');
+  assert.equal(ws.ssid, 'Marina');
+  assert.equal((await dev.api('GET', '/net/status')).body.iface, 'wifi_sta');
+  await shot(page, 'auth', 'setup-joined');
+
   await page.getByLabel('New key (8 to 64 characters)').fill(KEY);
   await page.getByLabel('The same key again').fill(KEY);
   await page.getByRole('button', { name: 'Set key' }).click();

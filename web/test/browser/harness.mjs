@@ -43,13 +43,19 @@ export async function until(what, cond, ms = 30000) {
   }
 }
 
-/** startDevice powers on a devhost; factory is merged into the factory document. */
+/** startDevice powers on a devhost; factory is merged into the factory document. The board
+ * is the default one (the access point `Marina` in range) with a setup portal address of its
+ * own, so devices started side by side do not share the portal's DNS and DHCP ports. */
 export async function startDevice(factory = {}, args = []) {
   const dir = await mkdtemp(join(tmpdir(), 'devhost-web-'));
   const port = await freePort();
   const doc = { ...factory, httpd: { ...(factory.httpd ?? {}), port } };
   await writeFile(join(dir, 'factory.json'), JSON.stringify(doc));
-  const proc = spawn(BIN, ['--data', join(dir, 'flash'), '--factory', join(dir, 'factory.json'), '--listen', '127.0.0.1', ...args], {
+  const rnd = (n) => Math.floor(Math.random() * n);
+  const portalIP = `127.5.${rnd(256)}.${2 + rnd(252)}`;
+  await writeFile(join(dir, 'board.json'), JSON.stringify({ portal_ip: portalIP }));
+  const boardArgs = ['--board', join(dir, 'board.json')];
+  const proc = spawn(BIN, ['--data', join(dir, 'flash'), '--factory', join(dir, 'factory.json'), ...boardArgs, '--listen', '127.0.0.1', ...args], {
     env: { ...process.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -70,6 +76,7 @@ export async function startDevice(factory = {}, args = []) {
   return {
     url,
     dir,
+    portalIP,
     output: () => out,
     /** api calls the device directly (Bearer when a key is given). */
     async api(method, path, body, key) {

@@ -1,15 +1,17 @@
 // The other pages against a real device: the dashboard following the event stream, the log
-// tail, a drill appearing and clearing, WiFi and updates saying the device lacks them (their
+// tail, a drill appearing and clearing, updates and power saying the device lacks them (their
 // endpoints answer 404 on this build), Signal K and System, the keyboard, the night theme,
-// and every page at 360 px wide without sideways scrolling.
+// and every page at 360 px wide without sideways scrolling. The device joins the simulated
+// board's access point from its factory settings.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { launch, session, shot, startDevice, until } from './harness.mjs';
 
+const MARINA = { ssid: 'Marina', psk: 'mooring-line-7' };
 let dev, browser;
 before(async () => {
   // A 1 s policy tick expires a drill soon after its ttl.
-  dev = await startDevice({}, ['--health-tick', '1s', '--debug-crash']);
+  dev = await startDevice({ wifi: { ssid0: MARINA.ssid, psk0: MARINA.psk } }, ['--health-tick', '1s', '--debug-crash']);
   browser = await launch();
 });
 after(async () => {
@@ -24,13 +26,20 @@ test('the dashboard follows the event stream', async () => {
   await page.getByTestId('dashboard').waitFor();
   const net = page.getByTestId('net');
   await net.getByText('up via wifi_sta').waitFor();
-  await dev.board('net', 'down');
+  await net.getByText('connected (Marina)').waitFor();
+  // Ethernet is preferred over the station: the route moves to it and back.
+  await dev.board('eth', 'up');
+  await net.getByText('up via eth').waitFor();
+  await dev.board('eth', 'down');
+  await net.getByText('up via wifi_sta').waitFor();
+  // The access point goes away: the route goes down.
+  await dev.board('wifi', 'ap', 'remove', '--ssid', MARINA.ssid);
   await net.getByText('down', { exact: true }).waitFor();
   // netDown is logged, so the health card shows it without a reload.
   await page.getByTestId('dash-conditions').getByText('netDown').waitFor();
   await shot(page, 'pages', 'dashboard-net-down');
-  await dev.board('net', 'up');
-  await net.getByText('up via wifi_sta').waitFor();
+  await dev.board('wifi', 'ap', 'add', '--ssid', MARINA.ssid, '--psk', MARINA.psk, '--channel', '6', '--rssi', '-60');
+  await net.getByText('up via wifi_sta').waitFor({ timeout: 60000 });
   await until('netDown cleared on the dashboard', async () => (await page.getByTestId('dash-conditions').getByText('netDown').count()) === 0);
   await shot(page, 'pages', 'dashboard');
   assert.deepEqual(errors, []);
@@ -83,13 +92,16 @@ test('health: a drill appears and clears by itself', async () => {
   await ctx.close();
 });
 
-test('WiFi and updates say the device lacks them while their endpoints answer 404', async () => {
-  const { page, errors, ctx } = await session(browser, dev, undefined, { skipSetup: true, hash: '#/wifi' });
-  await page.getByTestId('lacks').getByText('does not have a WiFi station').waitFor();
-  await shot(page, 'pages', 'wifi');
-  await page.goto(dev.url + '/#/updates');
+test('updates and power say the device lacks them while their endpoints answer 404', async () => {
+  assert.equal((await dev.api('GET', '/ota/status')).status, 404);
+  assert.equal((await dev.api('GET', '/power')).status, 404);
+  const { page, errors, ctx } = await session(browser, dev, undefined, { skipSetup: true, hash: '#/updates' });
   await page.getByTestId('lacks').getByText('does not have firmware updates').waitFor();
   await shot(page, 'pages', 'updates');
+  await page.goto(dev.url + '/#/dashboard');
+  await page.getByRole('region', { name: 'Updates' }).getByTestId('lacks').getByText('does not have firmware updates').waitFor();
+  await page.goto(dev.url + '/#/system');
+  await page.getByRole('region', { name: 'Power' }).getByTestId('lacks').getByText('does not have power management').waitFor();
   assert.deepEqual(errors, []);
   await ctx.close();
 });
@@ -140,7 +152,8 @@ test('keyboard: the pages are reached with Tab and Enter; the night theme', asyn
   await page.keyboard.press('Enter');
   await page.getByTestId('conditions').waitFor();
   await page.getByRole('button', { name: 'Night' }).click();
-  assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'night');
+  // The theme is applied by an effect after the click's render.
+  await until('the night theme applied', async () => (await page.evaluate(() => document.documentElement.dataset.theme)) === 'night');
   await page.goto(dev.url + '/#/dashboard');
   await page.getByTestId('dashboard').waitFor();
   await shot(page, 'pages', 'dashboard-night');
