@@ -34,6 +34,7 @@ import (
 	"devhost/host/health"
 	"devhost/host/httpd"
 	"devhost/host/logs"
+	"devhost/host/mdns"
 	"devhost/host/netroute"
 	"devhost/host/signalk"
 	"devhost/host/store"
@@ -90,6 +91,7 @@ type Device struct {
 	ui    *ui.UI
 	net   *netroute.Route
 	sk    *signalk.Client
+	mdns  *mdns.Responder // nil without --mdns-iface
 	rtns  *runtimens.Registry
 	sys   *system.System
 	srv   *httpd.Server

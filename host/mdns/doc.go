@@ -35,7 +35,8 @@
 //     without control characters or dots (the wire library cannot carry a dot inside a
 //     label). The device's own services (Register) obey the same limits but take no
 //     application slot; RegisterApp takes one of Config.Slots (6 by default, 1..16).
-//   - An empty instance name means the configured hostname at registration time.
+//   - An empty instance name means the host name, and follows SetHostname (goodbye for the
+//     old instance, probing and announcing under the new one).
 //   - IPv4 only: the device's network is IPv4. AAAA answers for the host still come from the
 //     plumbing, with the interface's IPv6 addresses.
 //   - By default every interface that is up, multicast-capable, not loopback and has an

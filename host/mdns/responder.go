@@ -251,7 +251,9 @@ func (r *Responder) Hostname() string {
 }
 
 // SetHostname changes the host label: goodbye for the old name, then probing and announcing
-// the new one (and the services, whose SRV records point at it).
+// the new one (and the services, whose SRV records point at it). Services registered without
+// an instance name follow the host name: goodbye for the old instance, then probing and
+// announcing under the new one.
 func (r *Responder) SetHostname(h string) error {
 	if err := ValidHostname(h); err != nil {
 		return err
@@ -271,6 +273,18 @@ func (r *Responder) SetHostname(h string) error {
 	r.host.base, r.host.n = h, 1
 	if r.link != nil {
 		r.startProbe(r.host, r.probeDelay())
+	}
+	for _, e := range r.services {
+		if e.key.instance != "" {
+			continue
+		}
+		r.goodbye(e)
+		r.stop(e)
+		e.base, e.n, e.svc.Instance = h, 1, h
+		e.state = stateIdle
+		if r.link != nil {
+			r.startProbe(e, r.probeDelay())
+		}
 	}
 	return nil
 }

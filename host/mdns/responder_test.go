@@ -813,3 +813,31 @@ func TestQUAnsweredByMulticastWhenStale(t *testing.T) {
 		t.Fatal("QU right after a multicast answer went out by multicast")
 	}
 }
+
+// TestSetHostnameMovesHostnameServices: a service registered without an instance name says
+// goodbye under the old host name and probes under the new one.
+func TestSetHostnameMovesHostnameServices(t *testing.T) {
+	h := announced(t, Service{Type: "_dev", Proto: "_tcp", Port: 80, TXT: []string{"v=1"}})
+	if err := h.r.SetHostname("boat"); err != nil {
+		t.Fatal(err)
+	}
+	if g := h.next(); !slices.EqualFunc(g.m.Answers, []record{aRec("dev.local.", "10.0.0.1", 0)}, recEqual) {
+		t.Fatalf("host goodbye %+v", g.m)
+	}
+	g := h.next()
+	if len(g.m.Answers) == 0 || g.m.Answers[0].Type != dnsmessage.TypePTR ||
+		g.m.Answers[0].Target != "dev._dev._tcp.local." || g.m.Answers[0].TTL != 0 {
+		t.Fatalf("service goodbye %+v", g.m)
+	}
+	names := map[string]bool{}
+	for i := 0; i < 2; i++ {
+		names[h.next().m.Questions[0].Name] = true
+	}
+	if !names["boat.local."] || !names["boat._dev._tcp.local."] {
+		t.Fatalf("first probes after the rename: %v", names)
+	}
+	h.settle("")
+	if s := h.r.Services(); len(s) != 1 || s[0].Instance != "boat" || s[0].Registered != "" {
+		t.Fatalf("services after the rename %+v", s)
+	}
+}
