@@ -86,6 +86,9 @@ func hBLEScan(on int32) int32
 //go:wasmimport extism:host/user ble_advertise
 func hBLEAdvertise(ptr unsafe.Pointer, n uint32) int32
 
+//go:wasmimport extism:host/user mdns_service
+func hMDNSService(ptr unsafe.Pointer, n uint32) int32
+
 func ptr(b []byte) (unsafe.Pointer, uint32) {
 	return unsafe.Pointer(unsafe.SliceData(b)), uint32(len(b))
 }
@@ -125,6 +128,8 @@ func callIn(fn string, in []byte) int32 {
 		return hCANFilter(p, n)
 	case abi.FnBLEAdvertise:
 		return hBLEAdvertise(p, n)
+	case abi.FnMDNSService:
+		return hMDNSService(p, n)
 	}
 	return int32(abi.ErrInternal)
 }
