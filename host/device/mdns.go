@@ -2,12 +2,15 @@ package device
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"golang.org/x/sync/errgroup"
 
+	"devhost/abi"
 	"devhost/host/build"
 	"devhost/host/mdns"
+	"devhost/host/plugin"
 )
 
 // startMDNS builds the responder on the interfaces named at start (--mdns-iface), advertises
@@ -47,4 +50,50 @@ func (d *Device) startMDNS(ctx context.Context, g *errgroup.Group) (*mdns.Respon
 	})
 	g.Go(func() error { <-ctx.Done(); return resp.Close() })
 	return resp, nil
+}
+
+// pluginMDNS is the responder as plugins reach it (mdns_service); nil without mDNS, so the
+// host function answers unavailable.
+func (d *Device) pluginMDNS() plugin.MDNS {
+	if d.mdns == nil {
+		return nil
+	}
+	return appServices{d.mdns}
+}
+
+// appServices registers plugins' services in the responder's application slots and turns
+// its errors into the ABI's.
+type appServices struct{ r *mdns.Responder }
+
+func (a appServices) Register(s abi.MDNSService) error {
+	return abiErr(a.r.RegisterApp(mdns.Service{Instance: s.Instance, Type: s.Type, Proto: s.Proto, Port: int(s.Port), TXT: s.TXT}))
+}
+
+func (a appServices) UpdateTXT(instance, typ, proto string, txt []string) error {
+	return abiErr(a.r.UpdateTXT(instance, typ, proto, txt))
+}
+
+func (a appServices) Unregister(instance, typ, proto string) error {
+	return abiErr(a.r.Unregister(instance, typ, proto))
+}
+
+func abiErr(err error) error {
+	var code abi.Errno
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, mdns.ErrInvalid):
+		code = abi.ErrInvalid
+	case errors.Is(err, mdns.ErrNoSlot):
+		code = abi.ErrLimit
+	case errors.Is(err, mdns.ErrExists):
+		code = abi.ErrConflict
+	case errors.Is(err, mdns.ErrNotFound):
+		code = abi.ErrNotFound
+	case errors.Is(err, mdns.ErrClosed):
+		code = abi.ErrState
+	default:
+		return err
+	}
+	return fmt.Errorf("%w: %w", code, err)
 }

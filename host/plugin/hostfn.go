@@ -55,6 +55,7 @@ func hostFunctions() []extism.HostFunction {
 		{abi.FnCANFilter, fnCANFilter},
 		{abi.FnBLEScan, fnBLEScan},
 		{abi.FnBLEAdvertise, fnBLEAdvertise},
+		{abi.FnMDNSService, fnMDNSService},
 	}
 	out := make([]extism.HostFunction, 0, len(defs))
 	for _, d := range defs {

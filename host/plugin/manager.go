@@ -83,6 +83,7 @@ type Options struct {
 	CAN       CAN
 	BLE       BLE
 	SignalK   SignalK
+	MDNS      MDNS // nil: mdns_service answers ErrUnavailable
 
 	// MemoryPages caps each linear memory of a plugin (64 KiB pages; a Go plugin needs 38).
 	MemoryPages uint32

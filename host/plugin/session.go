@@ -45,6 +45,7 @@ type session struct {
 	canCancel func()
 	canFilter atomic.Pointer[[]abi.CANFilter]
 	bleCancel func()
+	mdnsSvcs  map[string]abi.MDNSService // mdns_service registrations by mdnsKey
 
 	httpOpen map[uint32]*httpReq // delivered in the call in progress
 
@@ -202,6 +203,7 @@ func (s *session) end() {
 	if s.bleCancel != nil {
 		s.bleCancel()
 	}
+	s.endMDNS()
 	s.finishRequests()
 	s.putMu.Lock()
 	deferred := s.putDeferred
