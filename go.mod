@@ -3,6 +3,7 @@ module devhost
 go 1.26.8
 
 require (
+	github.com/beevik/ntp v1.4.3
 	github.com/extism/go-sdk v1.7.1
 	github.com/google/uuid v1.6.0
 	github.com/gorilla/websocket v1.5.3

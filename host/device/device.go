@@ -37,6 +37,7 @@ import (
 	"devhost/host/mdns"
 	"devhost/host/netroute"
 	"devhost/host/signalk"
+	"devhost/host/sntp"
 	"devhost/host/store"
 	"devhost/host/system"
 	"devhost/host/ui"
@@ -92,6 +93,7 @@ type Device struct {
 	net   *netroute.Route
 	sk    *signalk.Client
 	mdns  *mdns.Responder // nil without --mdns-iface
+	sntp  *sntp.Client
 	rtns  *runtimens.Registry
 	sys   *system.System
 	srv   *httpd.Server
@@ -255,6 +257,9 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	if err := d.plugins(gctx, g); err != nil {
 		return fail(err)
 	}
+	if err := d.startSNTP(gctx, g); err != nil {
+		return fail(err)
+	}
 	cfgLog := d.ring.Logger("config")
 	d.cfg.OnChange(func(ns, key string) {
 		// The key only: a secret's value never reaches the log.
@@ -380,7 +385,8 @@ func (d *Device) sntpConfig() clock.SNTPConfig {
 			servers = append(servers, s)
 		}
 	}
-	return clock.SNTPConfig{Enabled: d.cfg.Bool("time", "sntp"), FromDHCP: d.cfg.Bool("time", "from_dhcp"), Servers: servers}
+	running := d.sntp != nil && d.sntp.Status().Running
+	return clock.SNTPConfig{Enabled: d.cfg.Bool("time", "sntp"), Running: running, FromDHCP: d.cfg.Bool("time", "from_dhcp"), Servers: servers}
 }
 
 // displayAddr is the URL host an operator can open: the loopback address when bound to all.
