@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -286,6 +287,28 @@ func TestNetnsInteropAvahi(t *testing.T) {
 	out, err := c.CombinedOutput()
 	if err != nil || !slices.Equal(strings.Fields(string(out)), []string{"dev.local", mdnstest.LinkAddr}) {
 		t.Fatalf("avahi-resolve dev.local: %v: %q", err, out)
+	}
+
+	// AAAA: the link's IPv6 (link-local) address, asked over IPv4 mDNS.
+	link, err := net.InterfaceByName(mdnstest.LinkName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := link.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v6 []string
+	for _, a := range addrs {
+		if ip := a.(*net.IPNet).IP; ip.To4() == nil {
+			v6 = append(v6, ip.String())
+		}
+	}
+	c = exec.Command("avahi-resolve", "-6", "-n", "dev.local")
+	c.Env = av.env
+	out, err = c.CombinedOutput()
+	if f := strings.Fields(string(out)); err != nil || len(f) != 2 || f[0] != "dev.local" || !slices.Contains(v6, strings.SplitN(f[1], "%", 2)[0]) {
+		t.Fatalf("avahi-resolve -6 dev.local: %v: %q, want one of %v", err, out, v6)
 	}
 
 	// Ours finds what avahi publishes.

@@ -490,6 +490,17 @@ func (r *Responder) fqdn(e *entry) string {
 	return e.instanceFQDN()
 }
 
+// hostAAAA are the host's AAAA records on one interface: its IPv6 addresses, answered to
+// AAAA questions (over IPv4 mDNS too) and said goodbye to with the A records.
+func (r *Responder) hostAAAA(f iface, ttl uint32) []record {
+	name := r.host.label() + "." + domain
+	out := make([]record, 0, len(f.Addrs6))
+	for _, a := range f.Addrs6 {
+		out = append(out, record{Name: name, Type: dnsmessage.TypeAAAA, Flush: true, TTL: ttl, Addr: a})
+	}
+	return out
+}
+
 // hostRecords are the host's A records on one interface.
 func (r *Responder) hostRecords(f iface, ttl uint32) []record {
 	name := r.host.label() + "." + domain
@@ -530,7 +541,7 @@ func (r *Responder) own(e *entry, rec record) bool {
 					return true
 				}
 			}
-			// The plumbing's AAAA answers carry the interface's own addresses.
+			// The AAAA answers carry the interface's own addresses.
 			if rec.Type == dnsmessage.TypeAAAA && slices.Contains(f.Addrs6, rec.Addr) {
 				return true
 			}
@@ -578,7 +589,7 @@ func (r *Responder) goodbye(e *entry) {
 	for _, f := range r.link.Ifaces() {
 		var recs []record
 		if e.host {
-			recs = r.hostRecords(f, 0)
+			recs = append(r.hostRecords(f, 0), r.hostAAAA(f, 0)...)
 		} else {
 			recs = []record{r.ptrRecord(e, 0), r.srvRecord(e, 0), r.txtRecord(e, e.svc.TXT, 0)}
 		}
@@ -733,8 +744,8 @@ func (r *Responder) tieBreak(m message, f iface) {
 	}
 }
 
-// answer answers the questions of a query for the names this package owns. A and AAAA
-// questions for the host are the plumbing's.
+// answer answers the questions of a query for the names this package owns. A questions for
+// the host are the plumbing's.
 func (r *Responder) answer(m message, src *net.UDPAddr, f iface) {
 	legacy := src.Port != mdnsPort
 	now := r.clock.Now()
@@ -825,9 +836,19 @@ func (r *Responder) answersFor(q question, f iface) (ans, add []record, ents []*
 			ents = append(ents, e)
 		}
 	}
-	if r.host.active() && q.Type == dnsmessage.TypeALL && equalName(q.Name, r.host.label()+"."+domain) {
-		ans = append(ans, hostA...)
-		ents = append(ents, r.host)
+	if r.host.active() && equalName(q.Name, r.host.label()+"."+domain) {
+		// A questions are the plumbing's; AAAA ones this package's (the plumbing's IPv4
+		// socket finds no IPv6 address to answer with).
+		n := len(ans)
+		if q.Type == dnsmessage.TypeALL {
+			ans = append(ans, hostA...)
+		}
+		if want(dnsmessage.TypeAAAA) {
+			ans = append(ans, r.hostAAAA(f, ttlHost)...)
+		}
+		if len(ans) > n {
+			ents = append(ents, r.host)
+		}
 	}
 	return ans, add, ents
 }

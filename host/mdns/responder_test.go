@@ -191,6 +191,10 @@ func aRec(name, ip string, ttl uint32) record {
 	return record{Name: name, Type: dnsmessage.TypeA, Flush: true, TTL: ttl, Addr: netip.MustParseAddr(ip)}
 }
 
+func aaaaRec(name, ip string, ttl uint32) record {
+	return record{Name: name, Type: dnsmessage.TypeAAAA, Flush: true, TTL: ttl, Addr: netip.MustParseAddr(ip)}
+}
+
 func TestHostProbesThenAnnounces(t *testing.T) {
 	h := newHarness(t, 0)
 	if err := h.r.Start(); err != nil {
@@ -311,7 +315,9 @@ func TestServiceProbesAnnouncesAndAnswers(t *testing.T) {
 		{name: "ANY instance", q: message{Questions: []question{{Name: "dev._http._tcp.local.", Type: dnsmessage.TypeALL}}},
 			src: peer, want: []record{srv, txt}, extra: []record{hostA}},
 		{name: "ANY host", q: message{Questions: []question{{Name: "dev.local.", Type: dnsmessage.TypeALL}}},
-			src: peer, want: []record{hostA}},
+			src: peer, want: []record{hostA, aaaaRec("dev.local.", "fe80::1", ttlHost)}},
+		{name: "AAAA host", q: message{Questions: []question{{Name: "dev.local.", Type: dnsmessage.TypeAAAA}}},
+			src: peer, want: []record{aaaaRec("dev.local.", "fe80::1", ttlHost)}},
 		{name: "A host is the plumbing's", q: message{Questions: []question{{Name: "dev.local.", Type: dnsmessage.TypeA}}},
 			src: peer, silent: true},
 		{name: "enumeration", q: message{Questions: []question{{Name: enumerationFQN, Type: dnsmessage.TypePTR}}},
@@ -584,7 +590,7 @@ func TestGoodbyes(t *testing.T) {
 			t.Fatalf("unexpected query %+v", g.m)
 		}
 	}
-	if !slices.EqualFunc(g.m.Answers, []record{aRec("dev.local.", "10.0.0.1", 0)}, recEqual) {
+	if !slices.EqualFunc(g.m.Answers, []record{aRec("dev.local.", "10.0.0.1", 0), aaaaRec("dev.local.", "fe80::1", 0)}, recEqual) {
 		t.Fatalf("host goodbye %+v", g.m)
 	}
 	for {
@@ -694,7 +700,7 @@ func TestSetHostnameAndNetworkChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := h.next()
-	if !slices.EqualFunc(g.m.Answers, []record{aRec("dev.local.", "10.0.0.1", 0)}, recEqual) {
+	if !slices.EqualFunc(g.m.Answers, []record{aRec("dev.local.", "10.0.0.1", 0), aaaaRec("dev.local.", "fe80::1", 0)}, recEqual) {
 		t.Fatalf("goodbye for the old name: %+v", g.m)
 	}
 	if h.link.answering() != "" {
@@ -821,7 +827,7 @@ func TestSetHostnameMovesHostnameServices(t *testing.T) {
 	if err := h.r.SetHostname("boat"); err != nil {
 		t.Fatal(err)
 	}
-	if g := h.next(); !slices.EqualFunc(g.m.Answers, []record{aRec("dev.local.", "10.0.0.1", 0)}, recEqual) {
+	if g := h.next(); !slices.EqualFunc(g.m.Answers, []record{aRec("dev.local.", "10.0.0.1", 0), aaaaRec("dev.local.", "fe80::1", 0)}, recEqual) {
 		t.Fatalf("host goodbye %+v", g.m)
 	}
 	g := h.next()
