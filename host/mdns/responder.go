@@ -69,6 +69,10 @@ type entry struct {
 	removed bool
 	// lastMcast is when the entry's records last went out by multicast.
 	lastMcast time.Time
+	// sent: the records under the current name were announced and not said goodbye to, so
+	// other hosts may hold them (also while the name is probed again after a network
+	// change).
+	sent bool
 }
 
 func (e *entry) label() string { return renamed(e.base, e.n, e.host) }
@@ -567,6 +571,7 @@ func (r *Responder) sendProbe(e *entry) {
 
 func (r *Responder) sendAnnouncement(e *entry) {
 	e.lastMcast = r.clock.Now()
+	e.sent = true
 	for _, f := range r.link.Ifaces() {
 		if e.host {
 			r.sendRecords(f, message{Response: true}, r.hostRecords(f, ttlHost), nil, nil)
@@ -581,9 +586,10 @@ func (r *Responder) sendAnnouncement(e *entry) {
 	}
 }
 
-// goodbye sends the name's records with TTL 0 (RFC 6762 §10.1) if they were announced.
+// goodbye sends the name's records with TTL 0 (RFC 6762 §10.1) if they were announced, also
+// when the name is being probed again after a network change.
 func (r *Responder) goodbye(e *entry) {
-	if r.link == nil || !e.active() {
+	if r.link == nil || !e.active() && !e.sent {
 		return
 	}
 	for _, f := range r.link.Ifaces() {
@@ -595,7 +601,7 @@ func (r *Responder) goodbye(e *entry) {
 		}
 		r.sendRecords(f, message{Response: true}, recs, nil, nil)
 	}
-	e.state = stateIdle
+	e.state, e.sent = stateIdle, false
 }
 
 func (r *Responder) sendMessage(f iface, m message, dst *net.UDPAddr) {
@@ -713,6 +719,7 @@ func (r *Responder) conflict(e *entry, rec record) {
 	if e.state == stateProbing {
 		old := e.label()
 		e.n++
+		e.sent = false // the old name is the other host's now
 		r.log.Warn("mdns: name in use on the network, renaming", "name", old, "new", e.label(), "record", rec.Type)
 	} else {
 		// RFC 6762 §9: probe the name again; its other owner will defend it if still there.

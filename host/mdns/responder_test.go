@@ -847,3 +847,29 @@ func TestSetHostnameMovesHostnameServices(t *testing.T) {
 		t.Fatalf("services after the rename %+v", s)
 	}
 }
+
+// A rename while the names are probed again after a network change still says goodbye to the
+// records other hosts hold from before the change.
+func TestSetHostnameWhileReprobing(t *testing.T) {
+	h := announced(t, Service{Type: "_dev", Proto: "_tcp", Port: 80})
+	if err := h.r.NetworkChanged(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := h.hostState(); st != stateProbing {
+		t.Fatalf("host %v after the network change", st)
+	}
+	drain(h)
+	if err := h.r.SetHostname("boat"); err != nil {
+		t.Fatal(err)
+	}
+	var goodbyes []string
+	for len(goodbyes) < 2 {
+		p := h.next()
+		if p.m.Response && len(p.m.Answers) > 0 && p.m.Answers[0].TTL == 0 {
+			goodbyes = append(goodbyes, p.m.Answers[0].Name)
+		}
+	}
+	if !slices.Equal(goodbyes, []string{"dev.local.", "_dev._tcp.local."}) {
+		t.Fatalf("goodbyes for %v", goodbyes)
+	}
+}
