@@ -144,12 +144,22 @@ func TestMDNSAdvertisesTheDevice(t *testing.T) {
 		t.Fatalf("put hostname: %d %s", r.status, r.body)
 	}
 	waitPeer(t, devs, "removed", host+"._dev._tcp.local.")
+	waitPeer(t, https, "removed", host+"._http._tcp.local.")
 	if m := waitPeer(t, devs, "added", "boat._dev._tcp.local."); m["server"] != "boat.local." {
 		t.Fatalf("after the rename %v", m)
 	}
+	waitPeer(t, https, "added", "boat._http._tcp.local.")
 
 	// Shutdown: goodbyes.
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.exited:
+		if err != nil {
+			t.Fatalf("supervisor exit after SIGTERM: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("supervisor did not stop after SIGTERM")
+	}
 	waitPeer(t, devs, "removed", "boat._dev._tcp.local.")
 	waitPeer(t, https, "removed", "boat._http._tcp.local.")
 }
