@@ -59,11 +59,15 @@ unit: signalk-server test-deps portal-deps bt-sensors-ref
 short:
 	for m in $(MODULES); do (cd $$m && go test -short ./...) || exit 1; done
 
-# Debian packages the tests use: python3-zeroconf is the independent mDNS implementation the
-# discovery tests interoperate with; iproute2 and util-linux make their network namespaces.
+# Debian packages the tests use: python3-zeroconf and avahi-daemon/avahi-utils (with dbus for
+# the test's private bus) are the independent mDNS implementations the mDNS tests
+# interoperate with; chrony is the NTP server of the SNTP tests; iproute2 and util-linux make
+# their network namespaces.
 test-deps:
-	@/usr/bin/python3 -c 'import zeroconf' 2>/dev/null && command -v ip >/dev/null && command -v unshare >/dev/null || \
-		(apt-get update && apt-get install -y python3-zeroconf iproute2 util-linux)
+	@/usr/bin/python3 -c 'import zeroconf' 2>/dev/null && command -v ip >/dev/null && command -v unshare >/dev/null && \
+		command -v avahi-daemon >/dev/null && command -v avahi-browse >/dev/null && command -v dbus-daemon >/dev/null && \
+		command -v chronyd >/dev/null || \
+		(apt-get update && apt-get install -y python3-zeroconf iproute2 util-linux avahi-daemon avahi-utils dbus chrony)
 
 # The setup portal's real peers (host/portal): busybox's udhcpc, dig and curl in a namespace.
 .PHONY: portal-deps

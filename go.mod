@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	devhost/abi v0.0.0-00010101000000-000000000000
 	devhost/sdk v0.0.0-00010101000000-000000000000
+	github.com/beevik/ntp v1.4.3
 	github.com/google/uuid v1.6.0
 	github.com/gorilla/websocket v1.5.3
 	github.com/insomniacslk/dhcp v0.0.0-20260901064844-234b97448fae

@@ -11,7 +11,7 @@ const Version = 1
 
 // Minor is the ABI minor version: within one major, only additions happen (new host
 // functions, new event kinds a plugin may ignore, new capabilities).
-const Minor = 0
+const Minor = 1
 
 // CheckVersion reports whether a plugin built for ABI major.minor runs on this host.
 func CheckVersion(major, minor int) error {
@@ -61,6 +61,7 @@ const (
 	FnCANFilter    = "can_filter"
 	FnBLEScan      = "ble_scan"
 	FnBLEAdvertise = "ble_advertise"
+	FnMDNSService  = "mdns_service" // ABI 1.1
 )
 
 // Capability is a permission a manifest asks for and an operator grants at install.
@@ -84,12 +85,14 @@ const (
 	CapGPIO         Capability = "gpio"              // gpio_*, gpio events
 	CapCAN          Capability = "can"               // can_*, can events
 	CapBLE          Capability = "ble"               // ble_*, ble events
+	CapMDNS         Capability = "mdns"              // mdns_service (ABI 1.1)
 )
 
 // Capabilities lists every capability this ABI version knows, in documentation order.
 var Capabilities = []Capability{
 	CapConfig, CapSKPublish, CapSKSubscribe, CapSKPut, CapSKPutSend, CapHealth, CapHealthReboot,
 	CapLog, CapTimer, CapPowerHold, CapClock, CapHTTP, CapEvents, CapGPIO, CapCAN, CapBLE,
+	CapMDNS,
 }
 
 // Known reports whether c is a capability of this ABI version.
@@ -130,6 +133,7 @@ var FunctionCapability = map[string]Capability{
 	FnCANFilter:    CapCAN,
 	FnBLEScan:      CapBLE,
 	FnBLEAdvertise: CapBLE,
+	FnMDNSService:  CapMDNS,
 }
 
 // Errno is the error a host function answers, as a negative i32 result. Errno values are
@@ -247,7 +251,7 @@ var Signatures = map[string]Signature{
 	FnTimerSet: sigTime, FnTimerCancel: sigOne, FnPowerHold: sigOne, FnClockNow: sigIn,
 	FnHTTPReply: sigIn, FnSSEPublish: sigIn, FnGPIORead: sigOne, FnGPIOWrite: sigTwo,
 	FnGPIOWatch: sigTwo, FnCANSend: sigIn, FnCANFilter: sigIn, FnBLEScan: sigOne,
-	FnBLEAdvertise: sigIn,
+	FnBLEAdvertise: sigIn, FnMDNSService: sigIn,
 }
 
 // ParamNames names every host function's parameters as the table of ABI.md section 8 does:
@@ -263,7 +267,7 @@ var ParamNames = map[string][]string{
 	FnClockNow: {"ptr", "cap"}, FnHTTPReply: {"ptr", "len"}, FnSSEPublish: {"ptr", "len"},
 	FnGPIORead: {"pin"}, FnGPIOWrite: {"pin", "level"}, FnGPIOWatch: {"pin", "edges"},
 	FnCANSend: {"ptr", "len"}, FnCANFilter: {"ptr", "len"}, FnBLEScan: {"on"},
-	FnBLEAdvertise: {"ptr", "len"},
+	FnBLEAdvertise: {"ptr", "len"}, FnMDNSService: {"ptr", "len"},
 }
 
 // ExportSignature is the type of dev_init and dev_event: no parameters, one i32.

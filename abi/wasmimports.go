@@ -48,7 +48,7 @@ func WasmImports(pkg string) ([]byte, error) {
 }
 
 // initialisms are the name parts written in capitals in Go names.
-var initialisms = map[string]bool{"sk": true, "http": true, "sse": true, "gpio": true, "can": true, "ble": true}
+var initialisms = map[string]bool{"sk": true, "http": true, "sse": true, "gpio": true, "can": true, "ble": true, "mdns": true}
 
 // ImportName is the Go name WasmImports gives host function name: event_read is hEventRead.
 func ImportName(name string) string {

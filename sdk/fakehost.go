@@ -37,6 +37,8 @@ type FakeHost struct {
 	Pins map[int]*FakePin
 	// NoCAN and NoBLE make the board lack the bus or the radio (ErrUnavailable).
 	NoCAN, NoBLE bool
+	// NoMDNS makes the device run without mDNS (ErrUnavailable).
+	NoMDNS bool
 	// StreamDown makes outbound PUTs fail with ErrState, as when the Signal K stream is down.
 	StreamDown bool
 	// Clock is what clock_now answers; Advance moves it.
@@ -56,6 +58,7 @@ type FakeHost struct {
 	CANFilters  []CANFilter           // active filters
 	Scanning    bool                  // BLE scanning on
 	Advertising []byte                // BLE advertising payload
+	Services    []abi.MDNSService     // mDNS services advertised, in registration order
 	Descriptor  []byte                // the registered namespace descriptor (JSON)
 	Denied      map[string]int        // permission-denied answers per host function
 	Calls       []string              // every host function called, in order
@@ -326,6 +329,8 @@ func (h *FakeHost) in(fn string, b []byte) int32 {
 			return int32(abi.ErrLimit)
 		}
 		h.CANFilters = fs
+	case abi.FnMDNSService:
+		return h.mdnsService(b)
 	case abi.FnBLEAdvertise:
 		if h.NoBLE {
 			return int32(abi.ErrUnavailable)
@@ -719,7 +724,7 @@ func (h *FakeHost) Stop() error {
 	err := h.deliver(abi.Event{Kind: abi.EvStop})
 	h.stopped = true
 	h.Timers, h.Subscribed, h.PutPatterns, h.CANFilters = map[uint32]FakeTimer{}, nil, nil, nil
-	h.Scanning, h.PowerHeld, h.Advertising = false, false, nil
+	h.Scanning, h.PowerHeld, h.Advertising, h.Services = false, false, nil, nil
 	if current == h {
 		current = nil
 	}
@@ -743,4 +748,47 @@ func (h *FakeHost) Paths() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// mdnsService plays mdns_service: the limits of abi.MDNSService.Check, the device's slots
+// (this plugin alone uses them here), replacement of the plugin's own registration.
+func (h *FakeHost) mdnsService(b []byte) int32 {
+	s, err := abi.DecodeMDNSService(b)
+	if err != nil {
+		return int32(abi.ErrInvalid)
+	}
+	if err := s.Check(); err != nil {
+		return int32(errnoOf(err))
+	}
+	if h.NoMDNS {
+		return int32(abi.ErrUnavailable)
+	}
+	i := -1
+	for j, o := range h.Services {
+		if strings.EqualFold(o.Instance, s.Instance) && strings.EqualFold(o.Type, s.Type) && o.Proto == s.Proto {
+			i = j
+		}
+	}
+	switch {
+	case s.Port == 0 && i < 0:
+		return int32(abi.ErrNotFound)
+	case s.Port == 0:
+		h.Services = append(h.Services[:i], h.Services[i+1:]...)
+	case i >= 0:
+		h.Services[i] = s
+	case len(h.Services) >= abi.MaxMDNSServices:
+		return int32(abi.ErrLimit)
+	default:
+		h.Services = append(h.Services, s)
+	}
+	return 0
+}
+
+// errnoOf is the Errno an abi error wraps (ErrInvalid when none).
+func errnoOf(err error) abi.Errno {
+	var e abi.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return abi.ErrInvalid
 }

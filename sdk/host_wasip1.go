@@ -47,6 +47,8 @@ func callIn(fn string, in []byte) int32 {
 		return hCANFilter(p, n)
 	case abi.FnBLEAdvertise:
 		return hBLEAdvertise(p, n)
+	case abi.FnMDNSService:
+		return hMDNSService(p, n)
 	}
 	return int32(abi.ErrInternal)
 }

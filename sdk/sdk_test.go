@@ -67,6 +67,7 @@ func TestEveryCallNeedsItsCapability(t *testing.T) {
 		abi.FnCANFilter:    func() error { return CANReceive() },
 		abi.FnBLEScan:      func() error { return BLEScan(true) },
 		abi.FnBLEAdvertise: func() error { return BLEAdvertise(nil) },
+		abi.FnMDNSService:  func() error { return AdvertiseService(MDNSService{Type: "_x", Proto: "_tcp", Port: 1}) },
 	}
 	for fn, call := range calls {
 		if err := call(); !errors.Is(err, ErrPermission) {

@@ -159,8 +159,9 @@ func newDev(t *testing.T, opts ...devOpt) *dev {
 	for _, o := range opts {
 		o(d)
 	}
+	// No NTP server (time.server0 defaults to pool.ntp.org): tests send traffic to loopback only.
 	factory := filepath.Join(d.data, "..", fmt.Sprintf("factory-%d.json", d.port))
-	if err := os.WriteFile(factory, []byte(fmt.Sprintf(`{"httpd":{"port":%d}}`, d.port)), 0o644); err != nil {
+	if err := os.WriteFile(factory, []byte(fmt.Sprintf(`{"httpd":{"port":%d},"time":{"server0":""}}`, d.port)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The development signing key lives in the test's directory, not the user's.

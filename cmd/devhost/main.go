@@ -55,7 +55,7 @@ func parse(args []string, stderr io.Writer) (flags, []string, error) {
 	fs.BoolVar(&f.debugCrash, "debug-crash", build.On(build.DebugCrash), "HTTPD_DEBUG_CRASH: enable POST /system/crash")
 	fs.BoolVar(&f.noWatchdog, "no-health-watchdog", !build.On(build.HealthWatchdog), "disable the health watchdog policy (conditions still reported)")
 	fs.BoolVar(&f.noRecovery, "no-portal-recovery", !build.On(build.PortalRecovery), "HTTPD_PORTAL_RECOVERY=n: no lost-key power-cycle recovery")
-	fs.StringVar(&f.mdnsIfaces, "mdns-iface", "", "comma-separated interfaces for mDNS discovery of Signal K servers (default: none)")
+	fs.StringVar(&f.mdnsIfaces, "mdns-iface", "", "comma-separated interfaces for mDNS: the device's advertisement and Signal K discovery (default: none)")
 	fs.DurationVar(&f.healthTick, "health-tick", 0, "health policy tick (default 10s; for tests of the watchdog)")
 	if err := fs.Parse(args); err != nil {
 		return f, nil, err

@@ -34,9 +34,11 @@ import (
 	"devhost/host/health"
 	"devhost/host/httpd"
 	"devhost/host/logs"
+	"devhost/host/mdns"
 	"devhost/host/netroute"
 	"devhost/host/portal"
 	"devhost/host/signalk"
+	"devhost/host/sntp"
 	"devhost/host/store"
 	"devhost/host/system"
 	"devhost/host/ui"
@@ -94,6 +96,8 @@ type Device struct {
 	net   *netroute.Route
 	wifi  *wifi.Manager
 	sk    *signalk.Client
+	mdns  *mdns.Responder // nil without --mdns-iface
+	sntp  *sntp.Client
 	rtns  *runtimens.Registry
 	sys   *system.System
 	srv   *httpd.Server
@@ -268,6 +272,9 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	if err := d.plugins(gctx, g); err != nil {
 		return fail(err)
 	}
+	if err := d.startSNTP(gctx, g); err != nil {
+		return fail(err)
+	}
 	cfgLog := d.ring.Logger("config")
 	d.cfg.OnChange(func(ns, key string) {
 		// The key only: a secret's value never reaches the log.
@@ -395,7 +402,8 @@ func (d *Device) sntpConfig() clock.SNTPConfig {
 			servers = append(servers, s)
 		}
 	}
-	return clock.SNTPConfig{Enabled: d.cfg.Bool("time", "sntp"), FromDHCP: d.cfg.Bool("time", "from_dhcp"), Servers: servers}
+	running := d.sntp != nil && d.sntp.Status().Running
+	return clock.SNTPConfig{Enabled: d.cfg.Bool("time", "sntp"), Running: running, FromDHCP: d.cfg.Bool("time", "from_dhcp"), Servers: servers}
 }
 
 // displayAddr is the URL host an operator can open: the loopback address when bound to all.

@@ -8,7 +8,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"devhost/host/events"
-	"devhost/host/mdns"
 	"devhost/host/netroute"
 	"devhost/host/signalk"
 	"devhost/host/skdiscovery"
@@ -50,18 +49,12 @@ func (d *Device) signalK(ctx context.Context, g *errgroup.Group) error {
 		Time: d.clock, Net: netc, NetUp: d.net.Up,
 		Hostname:  func() string { return d.net.Status().Hostname },
 		Telemetry: d.telemetry, Snapshots: func() []events.Event { return []events.Event{trust.SnapshotEvent()} }}
-	if len(d.opts.MDNSInterfaces) > 0 {
-		// Multicast only on interfaces named at start: the simulated board's network is the
-		// host's own, and mDNS must not leak onto a LAN it was not asked to use.
-		resp, err := mdns.New(mdns.Config{Hostname: d.net.Status().Hostname, Interfaces: d.opts.MDNSInterfaces,
-			Clock: d.clk, Logger: d.ring.Logger("mdns")})
-		if err != nil {
-			return fmt.Errorf("mdns: %w", err)
-		}
-		if err := resp.Start(); err != nil {
-			return fmt.Errorf("mdns: %w", err)
-		}
-		g.Go(func() error { <-ctx.Done(); return resp.Close() })
+	resp, err := d.startMDNS(ctx, g)
+	if err != nil {
+		return err
+	}
+	d.mdns = resp
+	if resp != nil {
 		adapter := signalk.NewDiscoveryAdapter()
 		disc, err = skdiscovery.New(skdiscovery.Config{Browser: resp, LinkUp: d.net.Up, Clock: d.clk, Logger: d.ring.Logger("sk_disc"),
 			Interval: func() time.Duration { return time.Duration(d.cfg.Int("sk", "discover_s")) * time.Second },

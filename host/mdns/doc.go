@@ -2,7 +2,7 @@
 // DNS-SD services (the device's own `_http._tcp` and `_dev._tcp`, and the application service
 // slots), and browsing for other hosts' services (Signal K server discovery uses it).
 //
-// The host name's A/AAAA answers come from github.com/pion/mdns/v2. This package adds what
+// The host name's A answers come from github.com/pion/mdns/v2. This package adds what
 // that library lacks, on its own socket on port 5353 (SO_REUSEADDR and SO_REUSEPORT, so the
 // library's socket and other stacks on the host share the port), with
 // golang.org/x/net/dns/dnsmessage:
@@ -35,9 +35,11 @@
 //     without control characters or dots (the wire library cannot carry a dot inside a
 //     label). The device's own services (Register) obey the same limits but take no
 //     application slot; RegisterApp takes one of Config.Slots (6 by default, 1..16).
-//   - An empty instance name means the configured hostname at registration time.
-//   - IPv4 only: the device's network is IPv4. AAAA answers for the host still come from the
-//     plumbing, with the interface's IPv6 addresses.
+//   - An empty instance name means the host name, and follows SetHostname (goodbye for the
+//     old instance, probing and announcing under the new one).
+//   - IPv4 only: the device's network is IPv4. AAAA questions for the host are still
+//     answered (over IPv4 mDNS) with the interface's IPv6 addresses, link-local included, and
+//     those records get goodbyes with the A records.
 //   - By default every interface that is up, multicast-capable, not loopback and has an
 //     IPv4 address is used; Config.Interfaces names others (loopback included).
 //   - NetworkChanged re-opens the socket and probes and announces everything again;

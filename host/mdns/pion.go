@@ -12,8 +12,9 @@ import (
 	"golang.org/x/net/ipv4"
 )
 
-// startHostAnswerer runs the multicast plumbing that answers A and AAAA questions for
-// `<host>.local` on the given interfaces, on its own shared socket on the mDNS port.
+// startHostAnswerer runs the multicast plumbing that answers A questions for `<host>.local`
+// on the given interfaces, on its own shared socket on the mDNS port. AAAA questions are the
+// responder's: the plumbing, on an IPv4 socket, finds no IPv6 address to answer with.
 func startHostAnswerer(host string, ifs []iface, log *slog.Logger) (*pion.Conn, error) {
 	conn, err := listenReuse(context.Background())
 	if err != nil {
@@ -32,7 +33,7 @@ func startHostAnswerer(host string, ifs []iface, log *slog.Logger) (*pion.Conn, 
 		pion.WithIncludeLoopback(loop),
 		// Service records, probing and announcements are this package's; the plumbing only
 		// answers for the host name.
-		pion.WithRecordTypes(dnsmessage.TypeA, dnsmessage.TypeAAAA),
+		pion.WithRecordTypes(dnsmessage.TypeA),
 		pion.WithResponseTTL(ttlHost),
 		pion.WithCacheRefresh(false),
 		pion.WithLoggerFactory(slogFactory{log}),

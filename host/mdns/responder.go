@@ -69,6 +69,10 @@ type entry struct {
 	removed bool
 	// lastMcast is when the entry's records last went out by multicast.
 	lastMcast time.Time
+	// sent: the records under the current name were announced and not said goodbye to, so
+	// other hosts may hold them (also while the name is probed again after a network
+	// change).
+	sent bool
 }
 
 func (e *entry) label() string { return renamed(e.base, e.n, e.host) }
@@ -251,7 +255,9 @@ func (r *Responder) Hostname() string {
 }
 
 // SetHostname changes the host label: goodbye for the old name, then probing and announcing
-// the new one (and the services, whose SRV records point at it).
+// the new one (and the services, whose SRV records point at it). Services registered without
+// an instance name follow the host name: goodbye for the old instance, then probing and
+// announcing under the new one.
 func (r *Responder) SetHostname(h string) error {
 	if err := ValidHostname(h); err != nil {
 		return err
@@ -271,6 +277,18 @@ func (r *Responder) SetHostname(h string) error {
 	r.host.base, r.host.n = h, 1
 	if r.link != nil {
 		r.startProbe(r.host, r.probeDelay())
+	}
+	for _, e := range r.services {
+		if e.key.instance != "" {
+			continue
+		}
+		r.goodbye(e)
+		r.stop(e)
+		e.base, e.n, e.svc.Instance = h, 1, h
+		e.state = stateIdle
+		if r.link != nil {
+			r.startProbe(e, r.probeDelay())
+		}
 	}
 	return nil
 }
@@ -476,6 +494,17 @@ func (r *Responder) fqdn(e *entry) string {
 	return e.instanceFQDN()
 }
 
+// hostAAAA are the host's AAAA records on one interface: its IPv6 addresses, answered to
+// AAAA questions (over IPv4 mDNS too) and said goodbye to with the A records.
+func (r *Responder) hostAAAA(f iface, ttl uint32) []record {
+	name := r.host.label() + "." + domain
+	out := make([]record, 0, len(f.Addrs6))
+	for _, a := range f.Addrs6 {
+		out = append(out, record{Name: name, Type: dnsmessage.TypeAAAA, Flush: true, TTL: ttl, Addr: a})
+	}
+	return out
+}
+
 // hostRecords are the host's A records on one interface.
 func (r *Responder) hostRecords(f iface, ttl uint32) []record {
 	name := r.host.label() + "." + domain
@@ -516,7 +545,7 @@ func (r *Responder) own(e *entry, rec record) bool {
 					return true
 				}
 			}
-			// The plumbing's AAAA answers carry the interface's own addresses.
+			// The AAAA answers carry the interface's own addresses.
 			if rec.Type == dnsmessage.TypeAAAA && slices.Contains(f.Addrs6, rec.Addr) {
 				return true
 			}
@@ -542,6 +571,7 @@ func (r *Responder) sendProbe(e *entry) {
 
 func (r *Responder) sendAnnouncement(e *entry) {
 	e.lastMcast = r.clock.Now()
+	e.sent = true
 	for _, f := range r.link.Ifaces() {
 		if e.host {
 			r.sendRecords(f, message{Response: true}, r.hostRecords(f, ttlHost), nil, nil)
@@ -556,21 +586,22 @@ func (r *Responder) sendAnnouncement(e *entry) {
 	}
 }
 
-// goodbye sends the name's records with TTL 0 (RFC 6762 §10.1) if they were announced.
+// goodbye sends the name's records with TTL 0 (RFC 6762 §10.1) if they were announced, also
+// when the name is being probed again after a network change.
 func (r *Responder) goodbye(e *entry) {
-	if r.link == nil || !e.active() {
+	if r.link == nil || !e.active() && !e.sent {
 		return
 	}
 	for _, f := range r.link.Ifaces() {
 		var recs []record
 		if e.host {
-			recs = r.hostRecords(f, 0)
+			recs = append(r.hostRecords(f, 0), r.hostAAAA(f, 0)...)
 		} else {
 			recs = []record{r.ptrRecord(e, 0), r.srvRecord(e, 0), r.txtRecord(e, e.svc.TXT, 0)}
 		}
 		r.sendRecords(f, message{Response: true}, recs, nil, nil)
 	}
-	e.state = stateIdle
+	e.state, e.sent = stateIdle, false
 }
 
 func (r *Responder) sendMessage(f iface, m message, dst *net.UDPAddr) {
@@ -688,6 +719,7 @@ func (r *Responder) conflict(e *entry, rec record) {
 	if e.state == stateProbing {
 		old := e.label()
 		e.n++
+		e.sent = false // the old name is the other host's now
 		r.log.Warn("mdns: name in use on the network, renaming", "name", old, "new", e.label(), "record", rec.Type)
 	} else {
 		// RFC 6762 §9: probe the name again; its other owner will defend it if still there.
@@ -719,8 +751,8 @@ func (r *Responder) tieBreak(m message, f iface) {
 	}
 }
 
-// answer answers the questions of a query for the names this package owns. A and AAAA
-// questions for the host are the plumbing's.
+// answer answers the questions of a query for the names this package owns. A questions for
+// the host are the plumbing's.
 func (r *Responder) answer(m message, src *net.UDPAddr, f iface) {
 	legacy := src.Port != mdnsPort
 	now := r.clock.Now()
@@ -811,9 +843,19 @@ func (r *Responder) answersFor(q question, f iface) (ans, add []record, ents []*
 			ents = append(ents, e)
 		}
 	}
-	if r.host.active() && q.Type == dnsmessage.TypeALL && equalName(q.Name, r.host.label()+"."+domain) {
-		ans = append(ans, hostA...)
-		ents = append(ents, r.host)
+	if r.host.active() && equalName(q.Name, r.host.label()+"."+domain) {
+		// A questions are the plumbing's; AAAA ones this package's (the plumbing's IPv4
+		// socket finds no IPv6 address to answer with).
+		n := len(ans)
+		if q.Type == dnsmessage.TypeALL {
+			ans = append(ans, hostA...)
+		}
+		if want(dnsmessage.TypeAAAA) {
+			ans = append(ans, r.hostAAAA(f, ttlHost)...)
+		}
+		if len(ans) > n {
+			ents = append(ents, r.host)
+		}
 	}
 	return ans, add, ents
 }

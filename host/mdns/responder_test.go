@@ -191,6 +191,10 @@ func aRec(name, ip string, ttl uint32) record {
 	return record{Name: name, Type: dnsmessage.TypeA, Flush: true, TTL: ttl, Addr: netip.MustParseAddr(ip)}
 }
 
+func aaaaRec(name, ip string, ttl uint32) record {
+	return record{Name: name, Type: dnsmessage.TypeAAAA, Flush: true, TTL: ttl, Addr: netip.MustParseAddr(ip)}
+}
+
 func TestHostProbesThenAnnounces(t *testing.T) {
 	h := newHarness(t, 0)
 	if err := h.r.Start(); err != nil {
@@ -311,7 +315,9 @@ func TestServiceProbesAnnouncesAndAnswers(t *testing.T) {
 		{name: "ANY instance", q: message{Questions: []question{{Name: "dev._http._tcp.local.", Type: dnsmessage.TypeALL}}},
 			src: peer, want: []record{srv, txt}, extra: []record{hostA}},
 		{name: "ANY host", q: message{Questions: []question{{Name: "dev.local.", Type: dnsmessage.TypeALL}}},
-			src: peer, want: []record{hostA}},
+			src: peer, want: []record{hostA, aaaaRec("dev.local.", "fe80::1", ttlHost)}},
+		{name: "AAAA host", q: message{Questions: []question{{Name: "dev.local.", Type: dnsmessage.TypeAAAA}}},
+			src: peer, want: []record{aaaaRec("dev.local.", "fe80::1", ttlHost)}},
 		{name: "A host is the plumbing's", q: message{Questions: []question{{Name: "dev.local.", Type: dnsmessage.TypeA}}},
 			src: peer, silent: true},
 		{name: "enumeration", q: message{Questions: []question{{Name: enumerationFQN, Type: dnsmessage.TypePTR}}},
@@ -584,7 +590,7 @@ func TestGoodbyes(t *testing.T) {
 			t.Fatalf("unexpected query %+v", g.m)
 		}
 	}
-	if !slices.EqualFunc(g.m.Answers, []record{aRec("dev.local.", "10.0.0.1", 0)}, recEqual) {
+	if !slices.EqualFunc(g.m.Answers, []record{aRec("dev.local.", "10.0.0.1", 0), aaaaRec("dev.local.", "fe80::1", 0)}, recEqual) {
 		t.Fatalf("host goodbye %+v", g.m)
 	}
 	for {
@@ -694,7 +700,7 @@ func TestSetHostnameAndNetworkChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := h.next()
-	if !slices.EqualFunc(g.m.Answers, []record{aRec("dev.local.", "10.0.0.1", 0)}, recEqual) {
+	if !slices.EqualFunc(g.m.Answers, []record{aRec("dev.local.", "10.0.0.1", 0), aaaaRec("dev.local.", "fe80::1", 0)}, recEqual) {
 		t.Fatalf("goodbye for the old name: %+v", g.m)
 	}
 	if h.link.answering() != "" {
@@ -811,5 +817,59 @@ func TestQUAnsweredByMulticastWhenStale(t *testing.T) {
 	h.inject(qu, peer)
 	if s := h.next(); s.dst == nil {
 		t.Fatal("QU right after a multicast answer went out by multicast")
+	}
+}
+
+// TestSetHostnameMovesHostnameServices: a service registered without an instance name says
+// goodbye under the old host name and probes under the new one.
+func TestSetHostnameMovesHostnameServices(t *testing.T) {
+	h := announced(t, Service{Type: "_dev", Proto: "_tcp", Port: 80, TXT: []string{"v=1"}})
+	if err := h.r.SetHostname("boat"); err != nil {
+		t.Fatal(err)
+	}
+	if g := h.next(); !slices.EqualFunc(g.m.Answers, []record{aRec("dev.local.", "10.0.0.1", 0), aaaaRec("dev.local.", "fe80::1", 0)}, recEqual) {
+		t.Fatalf("host goodbye %+v", g.m)
+	}
+	g := h.next()
+	if len(g.m.Answers) == 0 || g.m.Answers[0].Type != dnsmessage.TypePTR ||
+		g.m.Answers[0].Target != "dev._dev._tcp.local." || g.m.Answers[0].TTL != 0 {
+		t.Fatalf("service goodbye %+v", g.m)
+	}
+	names := map[string]bool{}
+	for i := 0; i < 2; i++ {
+		names[h.next().m.Questions[0].Name] = true
+	}
+	if !names["boat.local."] || !names["boat._dev._tcp.local."] {
+		t.Fatalf("first probes after the rename: %v", names)
+	}
+	h.settle("")
+	if s := h.r.Services(); len(s) != 1 || s[0].Instance != "boat" || s[0].Registered != "" {
+		t.Fatalf("services after the rename %+v", s)
+	}
+}
+
+// A rename while the names are probed again after a network change still says goodbye to the
+// records other hosts hold from before the change.
+func TestSetHostnameWhileReprobing(t *testing.T) {
+	h := announced(t, Service{Type: "_dev", Proto: "_tcp", Port: 80})
+	if err := h.r.NetworkChanged(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := h.hostState(); st != stateProbing {
+		t.Fatalf("host %v after the network change", st)
+	}
+	drain(h)
+	if err := h.r.SetHostname("boat"); err != nil {
+		t.Fatal(err)
+	}
+	var goodbyes []string
+	for len(goodbyes) < 2 {
+		p := h.next()
+		if p.m.Response && len(p.m.Answers) > 0 && p.m.Answers[0].TTL == 0 {
+			goodbyes = append(goodbyes, p.m.Answers[0].Name)
+		}
+	}
+	if !slices.Equal(goodbyes, []string{"dev.local.", "_dev._tcp.local."}) {
+		t.Fatalf("goodbyes for %v", goodbyes)
 	}
 }

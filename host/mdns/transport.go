@@ -23,7 +23,7 @@ type iface struct {
 	MTU      int
 	Loopback bool
 	Addrs    []netip.Prefix // IPv4: the host's A records on this interface
-	Addrs6   []netip.Addr   // IPv6: recognised as our own when the plumbing answers AAAA
+	Addrs6   []netip.Addr   // IPv6: the host's AAAA answers
 	netIf    net.Interface
 }
 

@@ -95,7 +95,7 @@ func FuzzHostCalls(f *testing.F) {
 	defs := []hostFunc{fnEventRead, fnLog, fnNsRegister, fnConfigGet, fnSKPublish, fnSKMeta, fnSKSubscribe,
 		fnSKUnsubscribe, fnSKPutHandle, fnSKPutReply, fnSKPutSend, fnHealthReport, fnTimerSet, fnTimerCancel,
 		fnPowerHold, fnClockNow, fnHTTPReply, fnSSEPublish, fnGPIORead, fnGPIOWrite, fnGPIOWatch, fnCANSend,
-		fnCANFilter, fnBLEScan, fnBLEAdvertise}
+		fnCANFilter, fnBLEScan, fnBLEAdvertise, fnMDNSService}
 	var all []string
 	for _, c := range abi.Capabilities {
 		all = append(all, string(c))

@@ -55,6 +55,7 @@ func hostFunctions() []hostFn {
 		{abi.FnCANFilter, fnCANFilter},
 		{abi.FnBLEScan, fnBLEScan},
 		{abi.FnBLEAdvertise, fnBLEAdvertise},
+		{abi.FnMDNSService, fnMDNSService},
 	}
 	out := make([]hostFn, 0, len(defs))
 	for _, d := range defs {

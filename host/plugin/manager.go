@@ -83,6 +83,7 @@ type Options struct {
 	CAN       CAN
 	BLE       BLE
 	SignalK   SignalK
+	MDNS      MDNS // nil: mdns_service answers ErrUnavailable
 
 	// MemoryPages caps the memory of a plugin instance (64 KiB pages; a Go plugin needs 38):
 	// its linear memory and its Wasm stack budget (StackBytes, rounded up to pages) together.

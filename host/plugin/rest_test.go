@@ -399,13 +399,14 @@ func TestLifecycleAPI(t *testing.T) {
 func TestCapabilitiesDenied(t *testing.T) {
 	all := []abi.Capability{abi.CapHTTP, abi.CapLog, abi.CapConfig, abi.CapSKPublish, abi.CapSKSubscribe,
 		abi.CapSKPut, abi.CapSKPutSend, abi.CapHealth, abi.CapTimer, abi.CapPowerHold, abi.CapClock,
-		abi.CapEvents, abi.CapGPIO, abi.CapCAN, abi.CapBLE}
+		abi.CapEvents, abi.CapGPIO, abi.CapCAN, abi.CapBLE, abi.CapMDNS}
 	for _, tc := range []struct {
 		name  string
 		grant []abi.Capability
 	}{{"probe", []abi.Capability{abi.CapHTTP}}, {"probeall", nil}} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t)
+			fm := &fakeMDNS{svcs: map[string]abi.MDNSService{}}
+			h := newHarness(t, func(o *Options) { o.MDNS = fm })
 			h.run()
 			h.install(pack(t, manifest(tc.name, all...), loadKey(t, "publisher")), tc.grant)
 			h.waitState(tc.name, StateRunning)
@@ -424,7 +425,7 @@ func TestCapabilitiesDenied(t *testing.T) {
 				if want := uint64(len(rcs) - 1); st.Denied != want {
 					t.Errorf("denied %d, want %d", st.Denied, want)
 				}
-				if h.power.count() != 0 || len(h.sk.published()) != 0 {
+				if h.power.count() != 0 || len(h.sk.published()) != 0 || len(fm.taken()) != 0 {
 					t.Error("a denied call had an effect")
 				}
 				return
@@ -434,7 +435,7 @@ func TestCapabilitiesDenied(t *testing.T) {
 				"sk_put_send": 1, "health_report": 0, "health_reboot": int32(abi.ErrPermission), "timer_set": 0,
 				"timer_cancel": 0, "power_hold": 0, "clock_now": abi.ClockSize, "http_reply": int32(abi.ErrNotFound),
 				"sse_publish": 0, "gpio_read": 1, "gpio_write": 0, "gpio_watch": 0, "can_send": 0, "can_filter": 0,
-				"ble_scan": 0, "ble_advertise": 0}
+				"ble_scan": 0, "ble_advertise": 0, "mdns_service": 0}
 			for fn, w := range want {
 				if rcs[fn] != w {
 					t.Errorf("%s answered %d, want %d", fn, rcs[fn], w)
@@ -452,6 +453,9 @@ func TestCapabilitiesDenied(t *testing.T) {
 			if !h.gpio.wrote("2=true") || len(h.can.sent) != 1 || string(h.ble.adv) != "\x02\x01\x06" {
 				t.Error("board calls had no effect")
 			}
+			if got := fm.taken(); len(got) != 1 || got[0] != "probeall/8080/[v=1]" {
+				t.Errorf("mDNS services %v", got)
+			}
 			// The retained event is in the SSE snapshot.
 			snap := h.m.Snapshot()
 			if len(snap) != 2 || snap[1].Name != "probeall" {
@@ -460,8 +464,8 @@ func TestCapabilitiesDenied(t *testing.T) {
 			// Stopping releases what the instance held.
 			h.do(http.MethodPost, "/plugins/probeall/stop", nil)
 			h.waitState("probeall", StateStopped)
-			if h.power.count() != 0 || h.ble.scanning {
-				t.Error("the power hold or the BLE scan outlived the instance")
+			if h.power.count() != 0 || h.ble.scanning || len(fm.taken()) != 0 {
+				t.Error("the power hold, the BLE scan or the mDNS service outlived the instance")
 			}
 		})
 	}

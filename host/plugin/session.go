@@ -47,6 +47,7 @@ type session struct {
 	canCancel func()
 	canFilter atomic.Pointer[[]abi.CANFilter]
 	bleCancel func()
+	mdnsSvcs  map[string]abi.MDNSService // mdns_service registrations by mdnsKey
 
 	httpOpen map[uint32]*httpReq // delivered in the call in progress
 
@@ -189,6 +190,7 @@ func (s *session) end() {
 	if s.bleCancel != nil {
 		s.bleCancel()
 	}
+	s.endMDNS()
 	s.finishRequests()
 	s.putMu.Lock()
 	deferred := s.putDeferred

@@ -32,11 +32,19 @@ const (
 // Option changes the namespace Netns sets up.
 type Option func(*setup)
 
-type setup struct{ link bool }
+type setup struct{ link, root bool }
 
 // WithLink adds a non-loopback link (a veth pair) with LinkAddr and routes multicast and the
 // default route through it instead of loopback: for peers that ignore loopback interfaces.
 func WithLink() Option { return func(s *setup) { s.link = true } }
+
+// AsRoot runs the test as the real root user in its own network, mount and PID namespaces
+// instead of a user namespace: for daemons that insist on owning files as a system user
+// (avahi-daemon chowns its runtime directory to "avahi", a user a user namespace mapping only
+// the caller does not have). The test may then mount over /run without touching the host's,
+// and every process it starts dies with it (the PID namespace's init is the test). Skipped
+// unless the test runs as root.
+func AsRoot() Option { return func(s *setup) { s.root = true } }
 
 // Netns makes the calling top-level test run in a fresh network namespace. Outside the
 // namespace it runs the test there, reports the result and returns false: the caller returns
@@ -46,11 +54,11 @@ func WithLink() Option { return func(s *setup) { s.link = true } }
 // Where a namespace cannot be made the test is skipped, saying why.
 func Netns(t *testing.T, opts ...Option) bool {
 	t.Helper()
+	var s setup
+	for _, o := range opts {
+		o(&s)
+	}
 	if os.Getenv(envInside) == "1" {
-		var s setup
-		for _, o := range opts {
-			o(&s)
-		}
 		setUp(t, s)
 		return true
 	}
@@ -60,8 +68,15 @@ func Netns(t *testing.T, opts ...Option) bool {
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skipf("cannot create a network namespace: unshare(1) not found: %v", err)
 	}
-	if out, err := exec.Command("unshare", "-rn", "true").CombinedOutput(); err != nil {
-		t.Skipf("cannot create a network namespace here (unshare -rn: %v: %s)", err, bytes.TrimSpace(out))
+	flags := []string{"-rn"}
+	if s.root {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root: the peer daemon chowns its files to a system user, which a user namespace mapping only the caller cannot provide")
+		}
+		flags = []string{"-nmp", "--fork", "--kill-child"}
+	}
+	if out, err := exec.Command("unshare", append(flags, "true")...).CombinedOutput(); err != nil {
+		t.Skipf("cannot create a network namespace here (unshare %s: %v: %s)", strings.Join(flags, " "), err, bytes.TrimSpace(out))
 	}
 	timeout := 5 * time.Minute
 	if d, ok := t.Deadline(); ok {
@@ -69,9 +84,9 @@ func Netns(t *testing.T, opts ...Option) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	args := []string{"-rn", os.Args[0],
-		"-test.run", "^" + regexp.QuoteMeta(t.Name()) + "$",
-		"-test.count=1", "-test.v", "-test.timeout=" + timeout.String()}
+	args := append(flags, os.Args[0],
+		"-test.run", "^"+regexp.QuoteMeta(t.Name())+"$",
+		"-test.count=1", "-test.v", "-test.timeout="+timeout.String())
 	cmd := exec.CommandContext(ctx, "unshare", args...)
 	cmd.Env = append(os.Environ(), envInside+"=1")
 	out, err := cmd.CombinedOutput()

@@ -3,13 +3,20 @@
 Usage (one JSON object per line on stdout; a line on stdin ends the command):
   zeroconf_peer.py register TYPE INSTANCE PORT HOST ADDR [KEY=VALUE ...]
   zeroconf_peer.py browse TYPE
+  zeroconf_peer.py latency TYPE INSTANCE COUNT
+latency resolves INSTANCE COUNT times with an empty cache each time and reports how long
+each resolution took, in milliseconds, from the first query sent to the last record needed.
+It asks QM questions: every peer here shares 127.0.0.1:5353 (SO_REUSEPORT), so a unicast
+answer to a QU question reaches only one of the sockets, maybe not this one; on a real LAN
+each host has its own.
 TYPE is like _dev._tcp. It works on 127.0.0.1 only.
 """
 import json
 import socket
 import sys
+import time
 
-from zeroconf import IPVersion, ServiceBrowser, ServiceInfo, ServiceStateChange, Zeroconf
+from zeroconf import DNSQuestionType, IPVersion, ServiceBrowser, ServiceInfo, ServiceStateChange, Zeroconf
 
 
 def out(obj):
@@ -54,6 +61,22 @@ def main():
             ServiceBrowser(zc, typ, handlers=[handler])
             out({"event": "browsing"})
             sys.stdin.readline()
+        elif sys.argv[1] == "latency":
+            typ, inst, count = sys.argv[2] + ".local.", sys.argv[3], int(sys.argv[4])
+            name = inst + "." + typ
+            times = []
+            for _ in range(count):
+                # Forget every record so the resolution asks the network.
+                zc.cache.cache.clear()
+                zc.cache.service_cache.clear()
+                info = ServiceInfo(typ, name)
+                start = time.monotonic()
+                if not info.request(zc, 3000, question_type=DNSQuestionType.QM):
+                    out({"event": "unresolved", "name": name})
+                    return
+                times.append((time.monotonic() - start) * 1000.0)
+            out({"event": "latency", "name": name, "ms": times, "server": info.server,
+                 "addresses": info.parsed_addresses(), "port": info.port})
         else:
             raise SystemExit("unknown command " + sys.argv[1])
     finally:

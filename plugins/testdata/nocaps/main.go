@@ -91,6 +91,9 @@ func bleScan(on int32) int32
 //go:wasmimport extism:host/user ble_advertise
 func bleAdvertise(ptr, n uint32) int32
 
+//go:wasmimport extism:host/user mdns_service
+func mdnsService(ptr, n uint32) int32
+
 func addr(b []byte) uint32 { return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
 
 func in(fn func(ptr, n uint32) int32, b []byte) func() int32 {
@@ -126,6 +129,7 @@ func devInit() int32 {
 		abi.FnCANFilter:    in(canFilter, nil),
 		abi.FnBLEScan:      func() int32 { return bleScan(1) },
 		abi.FnBLEAdvertise: in(bleAdvertise, []byte{2, 1, 6}),
+		abi.FnMDNSService:  in(mdnsService, abi.AppendMDNSService(nil, abi.MDNSService{Type: "_nocaps", Proto: "_tcp", Port: 1})),
 	}
 	names := make([]string, 0, len(calls))
 	for n := range calls {

@@ -35,6 +35,7 @@ func init() {
 		_ = sdk.CANReceive()
 		_ = sdk.BLEScan(true)
 		_ = sdk.BLEAdvertise(nil)
+		_ = sdk.AdvertiseService(sdk.MDNSService{Type: "_x", Proto: "_tcp", Port: 1})
 		return nil
 	}})
 }

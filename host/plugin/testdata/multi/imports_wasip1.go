@@ -48,6 +48,9 @@ func hHTTPReply(ptr unsafe.Pointer, n uint32) int32
 //go:wasmimport extism:host/user log
 func hLog(level int32, ptr unsafe.Pointer, n uint32) int32
 
+//go:wasmimport extism:host/user mdns_service
+func hMDNSService(ptr unsafe.Pointer, n uint32) int32
+
 //go:wasmimport extism:host/user ns_register
 func hNsRegister(ptr unsafe.Pointer, n uint32) int32
 

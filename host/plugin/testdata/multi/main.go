@@ -176,6 +176,7 @@ func probe() {
 	probes["can_filter"] = call(hCANFilter, abi.AppendCANFilters(nil, []abi.CANFilter{{ID: 0, Mask: 0}}))
 	probes["ble_scan"] = hBLEScan(1)
 	probes["ble_advertise"] = call(hBLEAdvertise, []byte{2, 1, 6})
+	probes["mdns_service"] = call(hMDNSService, abi.AppendMDNSService(nil, abi.MDNSService{Instance: id, Type: "_probe", Proto: "_tcp", Port: 8080, TXT: []string{"v=1"}}))
 }
 
 //go:wasmexport dev_event
