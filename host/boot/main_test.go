@@ -100,7 +100,11 @@ func testApp(h Handoff) int {
 	case "hang-stubborn":
 		signal.Ignore(syscall.SIGTERM)
 		marker("pid")
-		select {}
+		// A sleeping loop, not select{}: with every goroutine blocked and no timer the
+		// runtime would end the process as a deadlock.
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 	fmt.Fprintf(os.Stderr, "test app: action %q did not end the process\n", action)
 	return 71
