@@ -156,12 +156,11 @@ func TestUSBFlash(t *testing.T) {
 // what the next boot picks.
 func TestBootTransitions(t *testing.T) {
 	type step struct {
-		name      string
-		act       func(r *slotRig)
-		powerOn   bool
-		slot      int
-		states    [2]string
-		otherFail bool
+		name    string
+		act     func(r *slotRig)
+		powerOn bool
+		slot    int
+		states  [2]string
 	}
 	steps := []step{
 		{name: "power-on flashes ota_0", act: func(*slotRig) {}, powerOn: true, slot: 0, states: [2]string{SlotValid, SlotEmpty}},

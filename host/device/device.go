@@ -35,6 +35,7 @@ import (
 	"devhost/host/httpd"
 	"devhost/host/logs"
 	"devhost/host/netroute"
+	"devhost/host/ota"
 	"devhost/host/signalk"
 	"devhost/host/store"
 	"devhost/host/system"
@@ -62,6 +63,8 @@ type Options struct {
 	MDNSInterfaces []string
 	// HealthTick overrides the health policy tick (tests of the watchdog restart only).
 	HealthTick time.Duration
+	// OTAConfirmUptime overrides the 60 s after which a new image without a station confirms.
+	OTAConfirmUptime time.Duration
 }
 
 // Exit is how a run of the app ended.
@@ -90,6 +93,7 @@ type Device struct {
 	ui    *ui.UI
 	net   *netroute.Route
 	sk    *signalk.Client
+	ota   *ota.Updater
 	rtns  *runtimens.Registry
 	sys   *system.System
 	srv   *httpd.Server
@@ -253,6 +257,9 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	if err := d.plugins(gctx, g); err != nil {
 		return fail(err)
 	}
+	if err := d.otaUpdater(gctx, g, started); err != nil {
+		return fail(err)
+	}
 	cfgLog := d.ring.Logger("config")
 	d.cfg.OnChange(func(ns, key string) {
 		// The key only: a secret's value never reaches the log.
@@ -309,11 +316,14 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 
 // restart arms a reset: writes are refused from now on, and about 500 ms later the app stops
 // serving and hands control back to the supervisor.
-func (d *Device) restart(why Exit, erase bool) {
+func (d *Device) restart(why Exit, erase bool) { d.restartAfter(why, erase, 500*time.Millisecond) }
+
+// restartAfter is restart with another delay (the update reboot waits about 1.5 s).
+func (d *Device) restartAfter(why Exit, erase bool, delay time.Duration) {
 	d.exitOnce.Do(func() {
 		d.srv.SetRestarting()
 		d.exit, d.erase = why, erase
-		d.clk.AfterFunc(500*time.Millisecond, d.stop)
+		d.clk.AfterFunc(delay, d.stop)
 	})
 }
 

@@ -25,6 +25,7 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -172,23 +173,27 @@ func Verify(sum hash.Hash, sig []byte, keys []*rsa.PublicKey) error {
 }
 
 // VerifyFile checks a slot file holding exactly the executable of an image whose signed
-// prefix is raw and whose signature is sig.
-func VerifyFile(raw []byte, path string, size int64, sig []byte, keys []*rsa.PublicKey) error {
+// prefix is raw and whose signature is sig. It returns the executable's own SHA-256 (hex),
+// which the bootloader checks the slot against at every boot.
+func VerifyFile(raw []byte, path string, size int64, sig []byte, keys []*rsa.PublicKey) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("image: open the slot: %w", err)
+		return "", fmt.Errorf("image: open the slot: %w", err)
 	}
 	defer f.Close()
-	sum := sha256.New()
+	sum, exe := sha256.New(), sha256.New()
 	sum.Write(raw)
-	n, err := io.Copy(sum, f)
+	n, err := io.Copy(io.MultiWriter(sum, exe), f)
 	if err != nil {
-		return fmt.Errorf("image: read the slot: %w", err)
+		return "", fmt.Errorf("image: read the slot: %w", err)
 	}
 	if n != size {
-		return Rejected("slot holds %d bytes, header says %d", n, size)
+		return "", Rejected("slot holds %d bytes, header says %d", n, size)
 	}
-	return Verify(sum, sig, keys)
+	if err := Verify(sum, sig, keys); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(exe.Sum(nil)), nil
 }
 
 // Parse reads a whole image from r (for tools and tests): the header and the executable.

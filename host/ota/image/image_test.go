@@ -94,13 +94,14 @@ func TestVerifyFile(t *testing.T) {
 	}
 	sig := img[len(img)-SignatureSize:]
 	keys := []*rsa.PublicKey{&k.PublicKey}
-	if err := VerifyFile(raw, slot, h.Size, sig, keys); err != nil {
-		t.Fatal(err)
+	sum, err := VerifyFile(raw, slot, h.Size, sig, keys)
+	if err != nil || sum != "028ac5ae4472db3363787732b659575b714ce38a59cd8496e39dc02cfd68a4ee" {
+		t.Fatal(sum, err)
 	}
 	if err := os.WriteFile(slot, []byte("executable bytez"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := VerifyFile(raw, slot, h.Size, sig, keys); !errors.Is(err, ErrRejected) {
+	if _, err := VerifyFile(raw, slot, h.Size, sig, keys); !errors.Is(err, ErrRejected) {
 		t.Fatalf("changed slot: %v", err)
 	}
 }
