@@ -12,9 +12,12 @@ STATICCHECK_VERSION := v0.8.2
 
 .PHONY: build run test lint unit bench clean tools signalk-server test-deps
 
+# devctl first: `devctl ota pubkey` creates the development firmware key when none exists (in
+# $$DEVHOST_KEYS, beside the plugin key) and prints its public half, which devhost compiles in.
 build:
-	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devctl ./cmd/devctl
+	fwkey=$$($(BIN)/devctl ota pubkey) && \
+	go build -ldflags "$(LDFLAGS) -X devhost/host/build.Time=$$(date -u +%Y-%m-%dT%H:%M:%SZ) -X devhost/host/ota/image.FirmwareKey=$$fwkey" -o $(BIN)/devhost ./cmd/devhost
 
 # The device on the default simulated board, with its flash in $(DATA). The factory document
 # picks port $(PORT) on the first boot (and after a factory reset).
