@@ -102,12 +102,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func runApp(ctx context.Context, f flags, h boot.Handoff, stdout, stderr io.Writer) int {
+	var (
+		sleepFor time.Duration
+		rtc      []byte
+	)
 	exit, err := device.Run(ctx, device.Options{
 		DataDir: f.data, FactoryFile: f.factory, BoardFile: f.board, Listen: f.listen,
 		Stdout: stdout, Stderr: stderr, Handoff: h,
 		AuthRequired: f.authRequired, DebugCrash: f.debugCrash,
 		HealthWatchdog: !f.noWatchdog, PortalRecovery: !f.noRecovery, HealthTick: f.healthTick,
 		MDNSInterfaces: splitList(f.mdnsIfaces), OTAConfirmUptime: f.otaConfirmUptime,
+		DeepSleep: func(d time.Duration, b []byte) { sleepFor, rtc = d, b },
 	})
 	if err != nil {
 		// A restart cannot fix a device that cannot boot (a port in use, a broken board
@@ -120,6 +125,8 @@ func runApp(ctx context.Context, f flags, h boot.Handoff, stdout, stderr io.Writ
 			err = boot.Reboot()
 		case device.ExitWatchdog:
 			err = boot.WatchdogReset()
+		case device.ExitDeepSleep:
+			err = boot.DeepSleep(sleepFor, rtc)
 		default:
 			return 0
 		}

@@ -36,6 +36,7 @@ import (
 	"devhost/host/logs"
 	"devhost/host/netroute"
 	"devhost/host/ota"
+	"devhost/host/power"
 	"devhost/host/signalk"
 	"devhost/host/store"
 	"devhost/host/system"
@@ -65,6 +66,8 @@ type Options struct {
 	HealthTick time.Duration
 	// OTAConfirmUptime overrides the 60 s after which a new image without a station confirms.
 	OTAConfirmUptime time.Duration
+	// DeepSleep receives the sleep's duration and RTC memory before Run returns ExitDeepSleep.
+	DeepSleep func(d time.Duration, rtc []byte)
 }
 
 // Exit is how a run of the app ended.
@@ -72,9 +75,10 @@ type Exit int
 
 // The ways the app hands control back to the supervisor.
 const (
-	ExitShutdown Exit = iota // asked to stop (SIGTERM): the supervisor stops too
-	ExitReboot               // software reset (POST /system/reboot, factory reset)
-	ExitWatchdog             // the health policy restarts the device
+	ExitShutdown  Exit = iota // asked to stop (SIGTERM): the supervisor stops too
+	ExitReboot                // software reset (POST /system/reboot, factory reset)
+	ExitWatchdog              // the health policy restarts the device
+	ExitDeepSleep             // the duty cycle sleeps (Options.DeepSleep has the parameters)
 )
 
 // Device is one boot of the app.
@@ -94,6 +98,7 @@ type Device struct {
 	net   *netroute.Route
 	sk    *signalk.Client
 	ota   *ota.Updater
+	power *power.Cycle
 	rtns  *runtimens.Registry
 	sys   *system.System
 	srv   *httpd.Server
@@ -102,6 +107,10 @@ type Device struct {
 	exit     Exit
 	stop     context.CancelFunc
 	erase    bool
+
+	skConnected func() bool   // the Signal K stream is connected
+	sleepFor    time.Duration // the deep sleep the duty cycle asked for
+	sleepRTC    []byte        // and the RTC memory it leaves
 }
 
 // Keys in the store that are device state rather than configuration.
@@ -116,7 +125,11 @@ func Run(ctx context.Context, opts Options) (Exit, error) {
 	if err != nil {
 		return ExitShutdown, err
 	}
-	return d.run(ctx)
+	exit, err := d.run(ctx)
+	if exit == ExitDeepSleep && opts.DeepSleep != nil {
+		opts.DeepSleep(d.sleepFor, d.sleepRTC)
+	}
+	return exit, err
 }
 
 func open(opts Options) (*Device, error) {
@@ -190,8 +203,8 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 
 	d.hub = events.New(events.Options{Clock: d.clk, Logger: d.ring.Logger("events")})
 	var rtc *clock.RTCValue
-	if opts.Handoff.ResetReason == "deepsleep" && len(opts.Handoff.RTC) > 0 {
-		if v, err := clock.DecodeRTC(opts.Handoff.RTC); err == nil {
+	if _, clk := splitRTC(opts.Handoff.RTC); opts.Handoff.ResetReason == "deepsleep" && len(clk) > 0 {
+		if v, err := clock.DecodeRTC(clk); err == nil {
 			rtc = v
 		} else {
 			d.log.Warn("RTC memory ignored", "err", err)
@@ -258,6 +271,9 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		return fail(err)
 	}
 	if err := d.otaUpdater(gctx, g, started); err != nil {
+		return fail(err)
+	}
+	if err := d.powerCycle(gctx, g); err != nil {
 		return fail(err)
 	}
 	cfgLog := d.ring.Logger("config")
