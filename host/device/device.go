@@ -267,13 +267,13 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	if err := d.signalK(gctx, g); err != nil {
 		return fail(err)
 	}
-	if err := d.plugins(gctx, g); err != nil {
-		return fail(err)
-	}
 	if err := d.otaUpdater(gctx, g, started); err != nil {
 		return fail(err)
 	}
 	if err := d.powerCycle(gctx, g); err != nil {
+		return fail(err)
+	}
+	if err := d.plugins(gctx, g); err != nil {
 		return fail(err)
 	}
 	cfgLog := d.ring.Logger("config")

@@ -43,6 +43,7 @@ func (d *Device) plugins(ctx context.Context, g *errgroup.Group) error {
 		CAN:     simCAN{d.sim},
 		BLE:     simBLE{d.sim},
 		SignalK: skplugin.New(d.sk),
+		Power:   pluginPower{d.power},
 	})
 	if err != nil {
 		return fmt.Errorf("plugin host: %w", err)

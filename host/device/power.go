@@ -44,3 +44,9 @@ func (d *Device) powerCycle(ctx context.Context, g *errgroup.Group) error {
 	g.Go(func() error { d.power.Run(ctx); return nil })
 	return nil
 }
+
+// pluginPower is the duty cycle as the plugin host sees it: every plugin's hold counts under
+// the owner "plugins".
+type pluginPower struct{ c *power.Cycle }
+
+func (p pluginPower) Hold() (release func()) { return p.c.Hold("plugins") }
