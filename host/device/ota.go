@@ -25,9 +25,12 @@ import (
 // confirmation rule is the spec's "no station configured" one (60 s of uptime); the WiFi
 // package plugs in through ota.Station and Updater.StationConnected.
 func (d *Device) otaUpdater(ctx context.Context, g *errgroup.Group, started time.Time) error {
-	key, err := image.DeviceKey()
-	if err != nil {
-		return fmt.Errorf("firmware key: %w", err)
+	keys := func() ([]*rsa.PublicKey, error) {
+		key, err := image.DeviceKey()
+		if err != nil {
+			return nil, fmt.Errorf("firmware key: %w", err)
+		}
+		return []*rsa.PublicKey{key}, nil
 	}
 	var src ota.ManifestSource
 	if d.sk != nil {
@@ -35,7 +38,7 @@ func (d *Device) otaUpdater(ctx context.Context, g *errgroup.Group, started time
 	}
 	u, err := ota.New(ota.Options{Clock: d.clk, Logger: d.ring.Logger("ota"), DataDir: d.opts.DataDir,
 		Slot: d.opts.Handoff.Slot, Project: build.App, Version: build.Version, Target: d.sim.Hardware().Chip,
-		Keys: []*rsa.PublicKey{key}, Config: d.cfg, SignalK: src, Publish: d.hub.Publish,
+		Keys: keys, Config: d.cfg, SignalK: src, Publish: d.hub.Publish,
 		Restart:       func(delay time.Duration) { d.restartAfter(ExitReboot, false, delay) },
 		Uptime:        func() time.Duration { return d.clk.Since(started) },
 		ConfirmUptime: d.opts.OTAConfirmUptime})

@@ -330,8 +330,12 @@ func (u *Updater) download(ctx context.Context, src, dl string) (image.Header, s
 	u.mu.Lock()
 	u.setLocked(StateVerifying, "")
 	u.mu.Unlock()
+	keys, err := u.o.Keys()
+	if err != nil {
+		return h, "", fmt.Errorf("verify: %w", err)
+	}
 	start := u.o.Clock.Now()
-	sum, err := image.VerifyFile(raw, dl, h.Size, sig, u.o.Keys)
+	sum, err := image.VerifyFile(raw, dl, h.Size, sig, keys)
 	if err != nil {
 		return h, "", err
 	}

@@ -87,8 +87,9 @@ type Options struct {
 	Slot int
 	// Project, Version and Target identify the running build; Target is the board's chip.
 	Project, Version, Target string
-	// Keys verify images (the compiled-in firmware key).
-	Keys    []*rsa.PublicKey
+	// Keys are the keys images are verified with (the compiled-in firmware key), asked for at
+	// the first verification: a development key may still have to be generated.
+	Keys    func() ([]*rsa.PublicKey, error)
 	Config  Config
 	Station Station
 	// SignalK serves `ota.manifest_src` = signalk; nil when the build has no Signal K client.
@@ -145,8 +146,8 @@ func New(o Options) (*Updater, error) {
 	if o.HTTP == nil {
 		o.HTTP = defaultClient
 	}
-	if o.DataDir == "" || o.Config == nil || o.Restart == nil {
-		return nil, errors.New("ota: data directory, config and restart are required")
+	if o.DataDir == "" || o.Config == nil || o.Restart == nil || o.Keys == nil {
+		return nil, errors.New("ota: data directory, config, keys and restart are required")
 	}
 	u := &Updater{o: o, log: o.Logger, wake: make(chan struct{}, 1)}
 	_ = os.Remove(downloadPath(o.DataDir, 1-o.Slot))

@@ -113,7 +113,7 @@ func newRig(t *testing.T, slot int, slots [2]boot.Slot, st Station) *rig {
 	}))
 	t.Cleanup(r.srv.Close)
 	u, err := New(Options{Clock: r.clk, DataDir: r.dir, Slot: slot, Project: "devhost",
-		Version: slots[slot].Version, Target: "esp32s3", Keys: []*rsa.PublicKey{&r.key.PublicKey}, Config: r.cfg,
+		Version: slots[slot].Version, Target: "esp32s3", Keys: func() ([]*rsa.PublicKey, error) { return []*rsa.PublicKey{&r.key.PublicKey}, nil }, Config: r.cfg,
 		Station: st,
 		Publish: func(name string, data any) {
 			r.mu.Lock()
