@@ -10,8 +10,9 @@ import (
 const Version = 1
 
 // Minor is the ABI minor version: within one major, only additions happen (new host
-// functions, new event kinds a plugin may ignore, new capabilities).
-const Minor = 0
+// functions, new event kinds a plugin may ignore, new capabilities). Minor 1 added
+// power_sleep and the power.sleep capability.
+const Minor = 1
 
 // CheckVersion reports whether a plugin built for ABI major.minor runs on this host.
 func CheckVersion(major, minor int) error {
@@ -61,6 +62,7 @@ const (
 	FnCANFilter    = "can_filter"
 	FnBLEScan      = "ble_scan"
 	FnBLEAdvertise = "ble_advertise"
+	FnPowerSleep   = "power_sleep" // minor 1
 )
 
 // Capability is a permission a manifest asks for and an operator grants at install.
@@ -84,12 +86,13 @@ const (
 	CapGPIO         Capability = "gpio"              // gpio_*, gpio events
 	CapCAN          Capability = "can"               // can_*, can events
 	CapBLE          Capability = "ble"               // ble_*, ble events
+	CapPowerSleep   Capability = "power.sleep"       // power_sleep (minor 1)
 )
 
 // Capabilities lists every capability this ABI version knows, in documentation order.
 var Capabilities = []Capability{
 	CapConfig, CapSKPublish, CapSKSubscribe, CapSKPut, CapSKPutSend, CapHealth, CapHealthReboot,
-	CapLog, CapTimer, CapPowerHold, CapClock, CapHTTP, CapEvents, CapGPIO, CapCAN, CapBLE,
+	CapLog, CapTimer, CapPowerHold, CapClock, CapHTTP, CapEvents, CapGPIO, CapCAN, CapBLE, CapPowerSleep,
 }
 
 // Known reports whether c is a capability of this ABI version.
@@ -130,6 +133,7 @@ var FunctionCapability = map[string]Capability{
 	FnCANFilter:    CapCAN,
 	FnBLEScan:      CapBLE,
 	FnBLEAdvertise: CapBLE,
+	FnPowerSleep:   CapPowerSleep,
 }
 
 // Errno is the error a host function answers, as a negative i32 result. Errno values are
@@ -247,7 +251,7 @@ var Signatures = map[string]Signature{
 	FnTimerSet: sigTime, FnTimerCancel: sigOne, FnPowerHold: sigOne, FnClockNow: sigIn,
 	FnHTTPReply: sigIn, FnSSEPublish: sigIn, FnGPIORead: sigOne, FnGPIOWrite: sigTwo,
 	FnGPIOWatch: sigTwo, FnCANSend: sigIn, FnCANFilter: sigIn, FnBLEScan: sigOne,
-	FnBLEAdvertise: sigIn,
+	FnBLEAdvertise: sigIn, FnPowerSleep: sigOne,
 }
 
 // ExportSignature is the type of dev_init and dev_event: no parameters, one i32.

@@ -56,6 +56,9 @@ func hTimerCancel(id int32) int32
 //go:wasmimport extism:host/user power_hold
 func hPowerHold(on int32) int32
 
+//go:wasmimport extism:host/user power_sleep
+func hPowerSleep(reserved int32) int32
+
 //go:wasmimport extism:host/user clock_now
 func hClockNow(ptr unsafe.Pointer, cap uint32) int32
 
@@ -148,6 +151,8 @@ func callArgs(fn string, a, b int32) int32 {
 		return hTimerCancel(a)
 	case abi.FnPowerHold:
 		return hPowerHold(a)
+	case abi.FnPowerSleep:
+		return hPowerSleep(a)
 	case abi.FnGPIORead:
 		return hGPIORead(a)
 	case abi.FnGPIOWrite:

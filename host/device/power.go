@@ -3,10 +3,12 @@ package device
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"devhost/abi"
 	"devhost/host/power"
 )
 
@@ -50,3 +52,12 @@ func (d *Device) powerCycle(ctx context.Context, g *errgroup.Group) error {
 type pluginPower struct{ c *power.Cycle }
 
 func (p pluginPower) Hold() (release func()) { return p.c.Hold("plugins") }
+
+// SleepNow is power_sleep: refused with the ABI's invalid-state while an update is
+// unconfirmed or in progress.
+func (p pluginPower) SleepNow() error {
+	if err := p.c.SleepNow(); err != nil {
+		return fmt.Errorf("%w: %w", abi.ErrState, err)
+	}
+	return nil
+}
