@@ -14,9 +14,12 @@ MODULES := . abi sdk
 
 .PHONY: build install run test lint unit short generate bench clean distclean tools signalk-server test-deps ui web-deps web-fixtures web-test web-bench signalk
 
+# devctl first: `devctl ota pubkey` creates the development firmware key when none exists (in
+# $$DEVHOST_KEYS, beside the plugin key) and prints its public half, which devhost compiles in.
 build: ui
-	go build -tags webui -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
 	go build -ldflags '$(LDFLAGS) -X main.sourceDir=$(CURDIR)' -o $(BIN)/devctl ./cmd/devctl
+	fwkey=$$($(BIN)/devctl ota pubkey) && \
+	go build -tags webui -ldflags "$(LDFLAGS) -X devhost/host/build.Time=$$(date -u +%Y-%m-%dT%H:%M:%SZ) -X devhost/host/ota/image.FirmwareKey=$$fwkey" -o $(BIN)/devhost ./cmd/devhost
 
 # devhost and devctl on the PATH (PREFIX=/usr/local: /usr/local/bin). The installed devctl
 # still finds this checkout's abi and sdk for `devctl plugin new`.

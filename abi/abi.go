@@ -10,7 +10,8 @@ import (
 const Version = 1
 
 // Minor is the ABI minor version: within one major, only additions happen (new host
-// functions, new event kinds a plugin may ignore, new capabilities).
+// functions, new event kinds a plugin may ignore, new capabilities). Minor 1 added
+// power_sleep with the power.sleep capability, and mdns_service with the mdns capability.
 const Minor = 1
 
 // CheckVersion reports whether a plugin built for ABI major.minor runs on this host.
@@ -62,6 +63,7 @@ const (
 	FnBLEScan      = "ble_scan"
 	FnBLEAdvertise = "ble_advertise"
 	FnMDNSService  = "mdns_service" // ABI 1.1
+	FnPowerSleep   = "power_sleep"  // minor 1
 )
 
 // Capability is a permission a manifest asks for and an operator grants at install.
@@ -86,13 +88,14 @@ const (
 	CapCAN          Capability = "can"               // can_*, can events
 	CapBLE          Capability = "ble"               // ble_*, ble events
 	CapMDNS         Capability = "mdns"              // mdns_service (ABI 1.1)
+	CapPowerSleep   Capability = "power.sleep"       // power_sleep (minor 1)
 )
 
 // Capabilities lists every capability this ABI version knows, in documentation order.
 var Capabilities = []Capability{
 	CapConfig, CapSKPublish, CapSKSubscribe, CapSKPut, CapSKPutSend, CapHealth, CapHealthReboot,
 	CapLog, CapTimer, CapPowerHold, CapClock, CapHTTP, CapEvents, CapGPIO, CapCAN, CapBLE,
-	CapMDNS,
+	CapMDNS, CapPowerSleep,
 }
 
 // Known reports whether c is a capability of this ABI version.
@@ -134,6 +137,7 @@ var FunctionCapability = map[string]Capability{
 	FnBLEScan:      CapBLE,
 	FnBLEAdvertise: CapBLE,
 	FnMDNSService:  CapMDNS,
+	FnPowerSleep:   CapPowerSleep,
 }
 
 // Errno is the error a host function answers, as a negative i32 result. Errno values are
@@ -251,7 +255,7 @@ var Signatures = map[string]Signature{
 	FnTimerSet: sigTime, FnTimerCancel: sigOne, FnPowerHold: sigOne, FnClockNow: sigIn,
 	FnHTTPReply: sigIn, FnSSEPublish: sigIn, FnGPIORead: sigOne, FnGPIOWrite: sigTwo,
 	FnGPIOWatch: sigTwo, FnCANSend: sigIn, FnCANFilter: sigIn, FnBLEScan: sigOne,
-	FnBLEAdvertise: sigIn, FnMDNSService: sigIn,
+	FnBLEAdvertise: sigIn, FnMDNSService: sigIn, FnPowerSleep: sigOne,
 }
 
 // ParamNames names every host function's parameters as the table of ABI.md section 8 does:
@@ -267,7 +271,7 @@ var ParamNames = map[string][]string{
 	FnClockNow: {"ptr", "cap"}, FnHTTPReply: {"ptr", "len"}, FnSSEPublish: {"ptr", "len"},
 	FnGPIORead: {"pin"}, FnGPIOWrite: {"pin", "level"}, FnGPIOWatch: {"pin", "edges"},
 	FnCANSend: {"ptr", "len"}, FnCANFilter: {"ptr", "len"}, FnBLEScan: {"on"},
-	FnBLEAdvertise: {"ptr", "len"}, FnMDNSService: {"ptr", "len"},
+	FnBLEAdvertise: {"ptr", "len"}, FnMDNSService: {"ptr", "len"}, FnPowerSleep: {"reserved"},
 }
 
 // ExportSignature is the type of dev_init and dev_event: no parameters, one i32.

@@ -155,7 +155,7 @@ func TestCheckVersion(t *testing.T) {
 }
 
 func TestCapabilityTables(t *testing.T) {
-	if len(Capabilities) != 17 {
+	if len(Capabilities) != 18 {
 		t.Fatalf("%d capabilities", len(Capabilities))
 	}
 	if Capability("fs").Known() || !CapGPIO.Known() {
@@ -166,7 +166,7 @@ func TestCapabilityTables(t *testing.T) {
 			t.Errorf("%s needs unknown capability %q", fn, c)
 		}
 	}
-	if len(FunctionCapability) != 26 {
+	if len(FunctionCapability) != 27 {
 		t.Fatalf("%d host functions in the table", len(FunctionCapability))
 	}
 }

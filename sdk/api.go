@@ -329,6 +329,13 @@ func HoldPower(on bool) error {
 	return hostErr("power hold", callArgs(abi.FnPowerHold, b2i(on), 0))
 }
 
+// SleepNow asks the device for deep sleep now, on the application's own schedule: it flushes
+// the Signal K stream and sleeps `power.interval_s`. The device refuses (ErrState) while an
+// update is unconfirmed or in progress. Needs power.sleep (ABI minor 1).
+func SleepNow() error {
+	return hostErr("sleep now", callArgs(abi.FnPowerSleep, 0, 0))
+}
+
 // Clock is the device's clock.
 type Clock struct {
 	Time   time.Time     // wall time (meaningful when Synced)

@@ -54,6 +54,8 @@ type FakeHost struct {
 	SentPuts    []PathValue           // outbound PUTs, in order (id = index+1)
 	SSE         []abi.SSEEvent        // published SSE events
 	PowerHeld   bool                  // the plugin holds the power duty cycle
+	SleepAsked  int                   // accepted sleep-now requests (power_sleep)
+	SleepRefuse bool                  // answer power_sleep as the device does while an update is unconfirmed
 	CANSent     []CANFrame            // frames sent
 	CANFilters  []CANFilter           // active filters
 	Scanning    bool                  // BLE scanning on
@@ -479,6 +481,14 @@ func (h *FakeHost) args(fn string, a, b int32) int32 {
 			return int32(abi.ErrInvalid)
 		}
 		h.PowerHeld = a == 1
+	case abi.FnPowerSleep:
+		if a != 0 {
+			return int32(abi.ErrInvalid)
+		}
+		if h.SleepRefuse {
+			return int32(abi.ErrState)
+		}
+		h.SleepAsked++
 	case abi.FnGPIORead, abi.FnGPIOWrite, abi.FnGPIOWatch:
 		return h.gpio(fn, a, b)
 	case abi.FnBLEScan:

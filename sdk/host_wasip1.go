@@ -72,6 +72,8 @@ func callArgs(fn string, a, b int32) int32 {
 		return hTimerCancel(a)
 	case abi.FnPowerHold:
 		return hPowerHold(a)
+	case abi.FnPowerSleep:
+		return hPowerSleep(a)
 	case abi.FnGPIORead:
 		return hGPIORead(a)
 	case abi.FnGPIOWrite:

@@ -58,6 +58,7 @@ func TestEveryCallNeedsItsCapability(t *testing.T) {
 		abi.FnTimerSet:     func() error { return SetTimer(1, time.Second, 0) },
 		abi.FnTimerCancel:  func() error { return CancelTimer(1) },
 		abi.FnPowerHold:    func() error { return HoldPower(true) },
+		abi.FnPowerSleep:   func() error { return SleepNow() },
 		abi.FnClockNow:     func() error { _, err := Now(); return err },
 		abi.FnSSEPublish:   func() error { return Emit("t", 1, false) },
 		abi.FnGPIORead:     func() error { _, err := GPIORead(1); return err },

@@ -82,6 +82,7 @@ const usage = `usage:
   devctl logs [--url http://HOST:PORT] [--key KEY] [--follow] [--limit N]
   devctl events [--url http://HOST:PORT] [--key KEY] [--raw]
   devctl plugin keygen|pack|sign|install|list|start|stop|remove|keys ... (devctl plugin help)
+  devctl ota pack|manifest|push ... (devctl ota help)
 
 The device is --url, else $DEVCTL_URL, else ` + defaultURL + `; the API key is
 --key, else $DEVCTL_KEY.
@@ -146,6 +147,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.events(ctx, args[1:])
 	case "plugin":
 		return a.pluginAuthoring(ctx, args[1:])
+	case "ota":
+		return a.ota(ctx, args[1:])
 	case "help", "-h", "--help", "-help":
 		return flag.ErrHelp
 	default:

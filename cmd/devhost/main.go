@@ -36,6 +36,8 @@ type flags struct {
 	noWatchdog, noRecovery       bool
 	healthTick                   time.Duration
 	mdnsIfaces                   string
+	version, buildInfo           bool
+	otaConfirmUptime             time.Duration
 }
 
 func parse(args []string, stderr io.Writer) (flags, []string, error) {
@@ -57,8 +59,14 @@ func parse(args []string, stderr io.Writer) (flags, []string, error) {
 	fs.BoolVar(&f.noRecovery, "no-portal-recovery", !build.On(build.PortalRecovery), "HTTPD_PORTAL_RECOVERY=n: no lost-key power-cycle recovery")
 	fs.StringVar(&f.mdnsIfaces, "mdns-iface", "", "comma-separated interfaces for mDNS: the device's advertisement and Signal K discovery (default: none)")
 	fs.DurationVar(&f.healthTick, "health-tick", 0, "health policy tick (default 10s; for tests of the watchdog)")
+	fs.BoolVar(&f.version, "version", false, "print the version alone and exit")
+	fs.BoolVar(&f.buildInfo, "build-info", false, "print the image identity (project, version, target, build time) as JSON and exit")
+	fs.DurationVar(&f.otaConfirmUptime, "ota-confirm-uptime", 0, "uptime after which a new image without a WiFi station confirms itself (default 60s; for tests)")
 	if err := fs.Parse(args); err != nil {
 		return f, nil, err
+	}
+	if f.version || f.buildInfo {
+		return f, nil, nil
 	}
 	if fs.NArg() > 0 {
 		return f, nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -80,6 +88,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	if f.version || f.buildInfo {
+		return printIdentity(f, stdout)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -96,12 +107,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func runApp(ctx context.Context, f flags, h boot.Handoff, stdout, stderr io.Writer) int {
+	var (
+		sleepFor time.Duration
+		rtc      []byte
+	)
 	exit, err := device.Run(ctx, device.Options{
 		DataDir: f.data, FactoryFile: f.factory, BoardFile: f.board, Listen: f.listen, Port: f.port,
 		Stdout: stdout, Stderr: stderr, Handoff: h,
 		AuthRequired: f.authRequired, DebugCrash: f.debugCrash,
 		HealthWatchdog: !f.noWatchdog, PortalRecovery: !f.noRecovery, HealthTick: f.healthTick,
-		MDNSInterfaces: splitList(f.mdnsIfaces),
+		MDNSInterfaces: splitList(f.mdnsIfaces), OTAConfirmUptime: f.otaConfirmUptime,
+		DeepSleep: func(d time.Duration, b []byte) { sleepFor, rtc = d, b },
 	})
 	if err != nil {
 		// A restart cannot fix a device that cannot boot (a port in use, a broken board
@@ -114,6 +130,8 @@ func runApp(ctx context.Context, f flags, h boot.Handoff, stdout, stderr io.Writ
 			err = boot.Reboot()
 		case device.ExitWatchdog:
 			err = boot.WatchdogReset()
+		case device.ExitDeepSleep:
+			err = boot.DeepSleep(sleepFor, rtc)
 		default:
 			return 0
 		}

@@ -16,6 +16,7 @@
 //	DEVHOST_POWERON_AT=<RFC 3339>   when the supervisor started
 //	DEVHOST_RTC=<base64>            RTC memory; present only after a deep sleep
 //	DEVHOST_REQUEST_FD=3            the request pipe
+//	DEVHOST_OTA_SLOT=0              the OTA slot the app was started from
 //	GOTRACEBACK=system              so a crash report carries PCs (pc=0x...) for the core dump
 //
 // A damaged handoff reads as reset reason `unknown`.
@@ -44,6 +45,28 @@
 // software reset or a panic, but the spec trusts it only after a deep-sleep wake; handing it
 // over only then means an app cannot adopt a stale record by mistake. A power-on, a panic and
 // a software reset all start without it.
+//
+// # OTA slots (the bootloader)
+//
+// The app never runs from the executable the operator started: it runs from an OTA slot,
+// DATA/ota_0 or DATA/ota_1 (each the bare app executable), and DATA/otadata says which slot
+// boots and what each holds (OTAData). Before every start of the app the supervisor:
+//
+//   - at power-on, flashes over USB when the started executable's SHA-256 differs from the one
+//     last flashed (or otadata is unreadable): the executable goes into ota_0, otadata starts
+//     over with ota_0 valid and ota_1 empty; the configuration (nvs) is untouched. So `make
+//     run` after a rebuild runs the new build, and restarting the same build keeps an update;
+//   - boots the slot otadata names if its state is valid, new or pending and its file still
+//     hashes to its record; a new image becomes pending (booted, not confirmed yet);
+//   - rolls back a pending image (it was reset before confirming itself: a panic, a power cut,
+//     a watchdog or software reset) by marking it aborted and booting the other slot, when that
+//     one is bootable; likewise for a damaged slot;
+//   - flashes the started executable again when no slot is bootable at all.
+//
+// otadata is two 4 KiB copies of the record, each with a sequence number and a CRC-32; a
+// write goes to the copy not holding the newest record and is synced, so a power cut during
+// it leaves the previous record readable. The app writes otadata (download, confirm,
+// rollback) only while it runs and the supervisor only while it does not, so they never race.
 //
 // # Core dump
 //

@@ -31,6 +31,7 @@ const (
 	EnvPowerOnAt = "DEVHOST_POWERON_AT"   // RFC 3339 time the supervisor started
 	EnvRTC       = "DEVHOST_RTC"          // RTC memory, standard base64; only after a deep sleep
 	EnvRequestFD = "DEVHOST_REQUEST_FD"   // descriptor of the request pipe (3)
+	EnvSlot      = "DEVHOST_OTA_SLOT"     // the OTA slot the app was started from (0 or 1)
 )
 
 // Exit codes of the app. A code the table does not name is an abnormal end (see Supervise).
@@ -57,6 +58,8 @@ type Handoff struct {
 	RTC []byte
 	// PowerOnAt is when the supervisor started; zero when unknown.
 	PowerOnAt time.Time
+	// Slot is the OTA slot the app runs from.
+	Slot int
 }
 
 // request is the message the app writes on the request pipe before it exits.
@@ -120,6 +123,9 @@ func parseHandoff(getenv func(string) string) (Handoff, bool) {
 	}
 	if n, err := strconv.Atoi(getenv(EnvBootCount)); err == nil && n > 0 {
 		h.BootCount = n
+	}
+	if n, err := strconv.Atoi(getenv(EnvSlot)); err == nil && (n == 0 || n == 1) {
+		h.Slot = n
 	}
 	if t, err := time.Parse(time.RFC3339Nano, getenv(EnvPowerOnAt)); err == nil {
 		h.PowerOnAt = t

@@ -19,14 +19,20 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"devhost/host/build"
 )
 
 // Options configures Supervise. Only DataDir is required.
 type Options struct {
 	// DataDir is the flash: created if missing, locked for the supervisor's life.
 	DataDir string
-	// Exe is the app executable; default the running executable (os.Executable).
+	// Exe is the executable started by the operator; default the running executable
+	// (os.Executable). At power-on, an Exe that differs from the one last flashed is flashed
+	// over USB into ota_0; the app always runs from its OTA slot.
 	Exe string
+	// Version is Exe's version, recorded for ota_0 by a USB flash; default build.Version.
+	Version string
 	// Args are the app's command-line arguments.
 	Args []string
 	// Stdout and Stderr receive the app's output; default the supervisor's own.
@@ -71,6 +77,9 @@ func (o Options) withDefaults() (Options, error) {
 			return o, fmt.Errorf("boot: find the app executable: %w", err)
 		}
 		o.Exe = exe
+	}
+	if o.Version == "" {
+		o.Version = build.Version
 	}
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
@@ -171,7 +180,12 @@ func Supervise(ctx context.Context, opts Options) error {
 	h := Handoff{ResetReason: ReasonPowerOn, PowerOnAt: powerOn}
 	for boot := 1; ; boot++ {
 		h.BootCount = boot
-		out, err := s.run(ctx, h)
+		slot, sum, err := s.chooseSlot(boot == 1)
+		if err != nil {
+			return err
+		}
+		h.Slot = slot
+		out, err := s.run(ctx, h, SlotPath(o.DataDir, slot), sum)
 		if err != nil {
 			return err
 		}
@@ -251,7 +265,7 @@ func lockDataDir(dir string) (func(), error) {
 // every goroutine.
 func childEnv(base []string, h Handoff) []string {
 	ours := map[string]bool{EnvChild: true, EnvReason: true, EnvBootCount: true, EnvPowerOnAt: true,
-		EnvRTC: true, EnvRequestFD: true, "GOTRACEBACK": true}
+		EnvRTC: true, EnvRequestFD: true, EnvSlot: true, "GOTRACEBACK": true}
 	env := make([]string, 0, len(base)+7)
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
@@ -265,6 +279,7 @@ func childEnv(base []string, h Handoff) []string {
 		EnvBootCount+"="+strconv.Itoa(h.BootCount),
 		EnvPowerOnAt+"="+h.PowerOnAt.UTC().Format(time.RFC3339Nano),
 		EnvRequestFD+"="+strconv.Itoa(requestFD),
+		EnvSlot+"="+strconv.Itoa(h.Slot),
 		"GOTRACEBACK=system",
 	)
 	if len(h.RTC) > 0 {
@@ -274,13 +289,9 @@ func childEnv(base []string, h Handoff) []string {
 }
 
 // run starts the app once and waits for it to end.
-func (s *supervisor) run(ctx context.Context, h Handoff) (outcome, error) {
+func (s *supervisor) run(ctx context.Context, h Handoff, exe, sum string) (outcome, error) {
 	if ctx.Err() != nil {
 		return outcome{kind: endStopped}, nil
-	}
-	sum, err := fileSHA256(s.o.Exe)
-	if err != nil {
-		s.log.Warn("cannot hash the app executable", "exe", s.o.Exe, "err", err)
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -289,7 +300,7 @@ func (s *supervisor) run(ctx context.Context, h Handoff) (outcome, error) {
 	defer pr.Close()
 
 	cp := newCapture()
-	cmd := exec.Command(s.o.Exe, s.o.Args...)
+	cmd := exec.Command(exe, s.o.Args...)
 	cmd.Env = childEnv(os.Environ(), h)
 	cmd.Stdout = s.o.Stdout
 	cmd.Stderr = teeWriter{out: s.o.Stderr, cap: cp}
@@ -316,12 +327,12 @@ func (s *supervisor) run(ctx context.Context, h Handoff) (outcome, error) {
 	}()
 	if err := <-startc; err != nil {
 		pw.Close()
-		return outcome{}, fmt.Errorf("boot: start the app %s: %w", s.o.Exe, err)
+		return outcome{}, fmt.Errorf("boot: start the app %s: %w", exe, err)
 	}
 	pw.Close()
 	started := s.o.Clock.Now()
 	pid := cmd.Process.Pid
-	s.log.Info("app started", "pid", pid, "reset_reason", h.ResetReason, "boot", h.BootCount)
+	s.log.Info("app started", "pid", pid, "reset_reason", h.ResetReason, "boot", h.BootCount, "slot", h.Slot)
 
 	msgc := make(chan []byte, 1)
 	go func() {

@@ -485,7 +485,11 @@ func TestDataDirectoryIsExclusive(t *testing.T) {
 func TestStartFailure(t *testing.T) {
 	r := newRig(t, "exit 0")
 	opts := r.options()
-	opts.Exe = filepath.Join(t.TempDir(), "missing")
+	// Not a program: the USB flash copies it, and starting it fails.
+	opts.Exe = filepath.Join(t.TempDir(), "not-a-program")
+	if err := os.WriteFile(opts.Exe, []byte("plain text\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	err := Supervise(context.Background(), opts)
 	if err == nil || !strings.Contains(err.Error(), "start the app") {
 		t.Fatalf("Supervise: %v", err)

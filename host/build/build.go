@@ -11,6 +11,13 @@ const App = "devhost"
 // Version is the build version, set by the Makefile from the repository's VERSION file.
 var Version = "0.1.0-dev"
 
+// Target is the platform target an image is built for (the simulated board's chip by default);
+// OTA manifests name it per build.
+var Target = "esp32s3"
+
+// Time is when the image was built (RFC 3339), set by the Makefile; empty in a plain go build.
+var Time = ""
+
 // Build options, "y" or "n".
 var (
 	AuthRequired   = "n" // HTTPD_AUTH_REQUIRED: no key means 403 auth_unconfigured outside the portal

@@ -36,7 +36,9 @@ import (
 	"devhost/host/logs"
 	"devhost/host/mdns"
 	"devhost/host/netroute"
+	"devhost/host/ota"
 	"devhost/host/portal"
+	"devhost/host/power"
 	"devhost/host/signalk"
 	"devhost/host/sntp"
 	"devhost/host/store"
@@ -67,6 +69,10 @@ type Options struct {
 	MDNSInterfaces []string
 	// HealthTick overrides the health policy tick (tests of the watchdog restart only).
 	HealthTick time.Duration
+	// OTAConfirmUptime overrides the 60 s after which a new image without a station confirms.
+	OTAConfirmUptime time.Duration
+	// DeepSleep receives the sleep's duration and RTC memory before Run returns ExitDeepSleep.
+	DeepSleep func(d time.Duration, rtc []byte)
 }
 
 // Exit is how a run of the app ended.
@@ -74,9 +80,10 @@ type Exit int
 
 // The ways the app hands control back to the supervisor.
 const (
-	ExitShutdown Exit = iota // asked to stop (SIGTERM): the supervisor stops too
-	ExitReboot               // software reset (POST /system/reboot, factory reset)
-	ExitWatchdog             // the health policy restarts the device
+	ExitShutdown  Exit = iota // asked to stop (SIGTERM): the supervisor stops too
+	ExitReboot                // software reset (POST /system/reboot, factory reset)
+	ExitWatchdog              // the health policy restarts the device
+	ExitDeepSleep             // the duty cycle sleeps (Options.DeepSleep has the parameters)
 )
 
 // Device is one boot of the app.
@@ -98,6 +105,8 @@ type Device struct {
 	sk    *signalk.Client
 	mdns  *mdns.Responder // nil without --mdns-iface
 	sntp  *sntp.Client
+	ota   *ota.Updater
+	power *power.Cycle
 	rtns  *runtimens.Registry
 	sys   *system.System
 	srv   *httpd.Server
@@ -107,6 +116,10 @@ type Device struct {
 	exit     Exit
 	stop     context.CancelFunc
 	erase    bool
+
+	skConnected func() bool   // the Signal K stream is connected
+	sleepFor    time.Duration // the deep sleep the duty cycle asked for
+	sleepRTC    []byte        // and the RTC memory it leaves
 }
 
 // Keys in the store that are device state rather than configuration.
@@ -121,7 +134,11 @@ func Run(ctx context.Context, opts Options) (Exit, error) {
 	if err != nil {
 		return ExitShutdown, err
 	}
-	return d.run(ctx)
+	exit, err := d.run(ctx)
+	if exit == ExitDeepSleep && opts.DeepSleep != nil {
+		opts.DeepSleep(d.sleepFor, d.sleepRTC)
+	}
+	return exit, err
 }
 
 func open(opts Options) (*Device, error) {
@@ -196,8 +213,8 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 
 	d.hub = events.New(events.Options{Clock: d.clk, Logger: d.ring.Logger("events")})
 	var rtc *clock.RTCValue
-	if opts.Handoff.ResetReason == "deepsleep" && len(opts.Handoff.RTC) > 0 {
-		if v, err := clock.DecodeRTC(opts.Handoff.RTC); err == nil {
+	if _, clk := splitRTC(opts.Handoff.RTC); opts.Handoff.ResetReason == "deepsleep" && len(clk) > 0 {
+		if v, err := clock.DecodeRTC(clk); err == nil {
 			rtc = v
 		} else {
 			d.log.Warn("RTC memory ignored", "err", err)
@@ -269,6 +286,12 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	if err := d.signalK(gctx, g); err != nil {
 		return fail(err)
 	}
+	if err := d.otaUpdater(gctx, g, started); err != nil {
+		return fail(err)
+	}
+	if err := d.powerCycle(gctx, g); err != nil {
+		return fail(err)
+	}
 	if err := d.plugins(gctx, g); err != nil {
 		return fail(err)
 	}
@@ -333,11 +356,14 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 
 // restart arms a reset: writes are refused from now on, and about 500 ms later the app stops
 // serving and hands control back to the supervisor.
-func (d *Device) restart(why Exit, erase bool) {
+func (d *Device) restart(why Exit, erase bool) { d.restartAfter(why, erase, 500*time.Millisecond) }
+
+// restartAfter is restart with another delay (the update reboot waits about 1.5 s).
+func (d *Device) restartAfter(why Exit, erase bool, delay time.Duration) {
 	d.exitOnce.Do(func() {
 		d.srv.SetRestarting()
 		d.exit, d.erase = why, erase
-		d.clk.AfterFunc(500*time.Millisecond, d.stop)
+		d.clk.AfterFunc(delay, d.stop)
 	})
 }
 

@@ -44,6 +44,7 @@ func (d *Device) plugins(ctx context.Context, g *errgroup.Group) error {
 		BLE:     simBLE{d.sim},
 		SignalK: skplugin.New(d.sk),
 		MDNS:    d.pluginMDNS(),
+		Power:   pluginPower{d.power},
 	})
 	if err != nil {
 		return fmt.Errorf("plugin host: %w", err)

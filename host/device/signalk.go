@@ -80,6 +80,7 @@ func (d *Device) signalK(ctx context.Context, g *errgroup.Group) error {
 		return fmt.Errorf("signal k client: %w", err)
 	}
 	d.sk = client
+	d.skConnected = stream.Connected
 	cancel := d.net.Subscribe(func(e netroute.Edge) {
 		switch e {
 		case netroute.Up:

@@ -19,7 +19,7 @@ func (d *Device) wifiStation(portal wifi.PortalLink) *wifi.Manager {
 	hw := d.sim.Hardware()
 	m := wifi.New(wifi.Options{Clock: d.clk, Logger: d.ring.Logger("wifi"), Radio: d.sim, Settings: d.wifiSettings,
 		ID: hw.DeviceID(), Hostname: func() string { return d.cfg.String("net", "hostname") },
-		Portal: portal, PortalIP: hw.PortalIP, Net: d.net.Report, Publish: d.hub.Publish})
+		Portal: portal, PortalIP: hw.PortalIP, Net: d.net.Report, Publish: d.wifiPublish})
 	d.hub.OnConnect(func() []events.Event { name, st := m.OnConnect(); return []events.Event{{Name: name, Data: st}} })
 	d.cfg.OnChange(func(ns, _ string) {
 		if ns == "wifi" {
@@ -48,4 +48,30 @@ func (d *Device) wifiSettings() wifi.Settings {
 		PortalEnabled: d.cfg.Bool("wifi", "portal_enabled"), PortalSSID: s("portal_ssid"), PortalPSK: s("portal_psk"),
 		PortalAfter: secs("portal_after_s"), BackoffMax: secs("backoff_max_s"),
 		ConnectTimeout: secs("connect_tmo_s"), DHCPTimeout: secs("dhcp_tmo_s")}
+}
+
+// wifiPublish publishes the station's events, and tells the firmware updater when the station
+// has connected: a pending image marks itself valid then (spec "OTA image lifecycle").
+func (d *Device) wifiPublish(name string, data any) {
+	d.hub.Publish(name, data)
+	if st, ok := data.(wifi.Status); ok && name == "wifi" && st.State == wifi.StateConnected && d.ota != nil {
+		d.ota.StationConnected()
+	}
+}
+
+// stationConfigured is the station as the firmware updater's confirmation rule sees it:
+// enabled with at least one network.
+type stationConfigured struct{ d *Device }
+
+func (s stationConfigured) Configured() bool {
+	st := s.d.wifiSettings()
+	if !st.StaEnabled {
+		return false
+	}
+	for _, n := range st.Networks {
+		if n.SSID != "" {
+			return true
+		}
+	}
+	return false
 }

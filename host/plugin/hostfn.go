@@ -56,6 +56,7 @@ func hostFunctions() []hostFn {
 		{abi.FnBLEScan, fnBLEScan},
 		{abi.FnBLEAdvertise, fnBLEAdvertise},
 		{abi.FnMDNSService, fnMDNSService},
+		{abi.FnPowerSleep, fnPowerSleep},
 	}
 	out := make([]hostFn, 0, len(defs))
 	for _, d := range defs {
@@ -441,6 +442,30 @@ func fnPowerHold(s *session, st []uint64) int32 {
 	case on == 0 && s.hold != nil:
 		s.hold()
 		s.hold = nil
+	}
+	return 0
+}
+
+// PowerSleeper is a Power that also takes the application's sleep-now requests (power_sleep,
+// ABI minor 1). A refusal wraps an abi.Errno (abi.ErrState while an update is unconfirmed).
+type PowerSleeper interface {
+	SleepNow() error
+}
+
+func fnPowerSleep(s *session, st []uint64) int32 {
+	if p32(st, 0) != 0 {
+		return int32(abi.ErrInvalid)
+	}
+	sl, ok := s.p.m.opts.Power.(PowerSleeper)
+	if !ok {
+		return int32(abi.ErrUnavailable)
+	}
+	if err := sl.SleepNow(); err != nil {
+		var e abi.Errno
+		if errors.As(err, &e) {
+			return int32(e)
+		}
+		return int32(abi.ErrState)
 	}
 	return 0
 }

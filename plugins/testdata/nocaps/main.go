@@ -61,6 +61,9 @@ func timerCancel(id int32) int32
 //go:wasmimport extism:host/user power_hold
 func powerHold(on int32) int32
 
+//go:wasmimport extism:host/user power_sleep
+func powerSleep(reserved int32) int32
+
 //go:wasmimport extism:host/user clock_now
 func clockNow(ptr, n uint32) int32
 
@@ -119,6 +122,7 @@ func devInit() int32 {
 		abi.FnTimerSet:     func() int32 { return timerSet(1, 10, 0) },
 		abi.FnTimerCancel:  func() int32 { return timerCancel(1) },
 		abi.FnPowerHold:    func() int32 { return powerHold(1) },
+		abi.FnPowerSleep:   func() int32 { return powerSleep(0) },
 		abi.FnClockNow:     in(clockNow, buf),
 		abi.FnHTTPReply:    in(httpReply, abi.AppendHTTPResponse(nil, abi.HTTPResponse{ID: 1, Status: 200})),
 		abi.FnSSEPublish:   in(ssePublish, abi.AppendSSEEvent(nil, abi.SSEEvent{Event: "nocaps", Data: []byte("{}")})),

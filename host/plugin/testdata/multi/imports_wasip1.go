@@ -57,6 +57,9 @@ func hNsRegister(ptr unsafe.Pointer, n uint32) int32
 //go:wasmimport extism:host/user power_hold
 func hPowerHold(on int32) int32
 
+//go:wasmimport extism:host/user power_sleep
+func hPowerSleep(reserved int32) int32
+
 //go:wasmimport extism:host/user sk_meta
 func hSKMeta(ptr unsafe.Pointer, n uint32) int32
 

@@ -1,0 +1,133 @@
+package main_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The power-cut tests pull the power (kill -9 of the supervisor) at each stage of an update.
+// Every time, the next power-on must boot a valid signed image, keep the configuration, and
+// report the truth about both slots.
+
+// cutOn installs the new image and pulls the power on the first `ota` event whose state is
+// state.
+func cutOn(t *testing.T, d *dev, state string) {
+	t.Helper()
+	evs := d.events()
+	d.install(serveFile(t, newImg))
+	waitEvent(t, evs, 60*time.Second, "ota "+state, func(e event) bool {
+		return e.name == "ota" && strings.Contains(e.data, `"state":"`+state+`"`)
+	})
+	d.powerCut()
+}
+
+func TestOTAPowerCutDuringDownload(t *testing.T) {
+	d := otaDev(t)
+	d.setHostname("cut-download")
+	img, err := os.ReadFile(newImg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Half the image, then nothing: the download is in progress when the power goes.
+	stall := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(img[:len(img)/2])
+		w.(http.Flusher).Flush()
+		select {
+		case <-stall:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(stall) })
+	d.install(srv.URL + "/new.img")
+	d.waitOTA("half the download", func(s otaStatus) bool { return s.State == "downloading" && s.Bytes >= int64(len(img)/2) })
+	d.powerCut()
+	d.powerOn()
+	st := d.otaStatus()
+	st.expect(t, "0.1.0-dev", 0, true, false, "")
+	if st.State != "idle" {
+		t.Fatalf("state %q", st.State)
+	}
+	d.expectHostname("cut-download")
+	leftovers, _ := filepath.Glob(filepath.Join(d.data, "flash", "ota_1*"))
+	if len(leftovers) != 0 {
+		t.Fatalf("the partial download was left: %v", leftovers)
+	}
+}
+
+func TestOTAPowerCutDuringVerification(t *testing.T) {
+	d := otaDev(t)
+	d.setHostname("cut-verify")
+	cutOn(t, d, "verifying")
+	d.powerOn()
+	// The cut lands in the verification or just after it selected the slot: either way a
+	// valid image runs and the status agrees with the flash.
+	st := d.otaStatus()
+	t.Logf("after the cut: running %+v", st.Running)
+	if st.Running.Slot == 1 {
+		st.expect(t, "9.9.9", 1, false, false, "0.1.0-dev")
+	} else {
+		st.expect(t, "0.1.0-dev", 0, true, false, "")
+	}
+	d.expectHostname("cut-verify")
+}
+
+func TestOTAPowerCutBetweenReadyAndRebootThenDuringFirstBoot(t *testing.T) {
+	d := otaDev(t)
+	d.setHostname("cut-ready")
+	cutOn(t, d, "ready")
+	// The slot was selected before `ready`: the next power-on boots the new image, pending.
+	d.powerOn()
+	st := d.otaStatus()
+	st.expect(t, "9.9.9", 1, false, false, "0.1.0-dev")
+	if st.State != "pending_verify" {
+		t.Fatalf("state %q", st.State)
+	}
+	d.expectHostname("cut-ready")
+
+	// Power lost during the new image's first boot, before it confirmed: the bootloader
+	// rolls back, and the status says so.
+	d.powerCut()
+	d.powerOn()
+	d.otaStatus().expect(t, "0.1.0-dev", 0, true, true, "9.9.9")
+	d.expectHostname("cut-ready")
+}
+
+func TestOTAPowerCutAfterConfirmation(t *testing.T) {
+	d := otaDev(t)
+	d.setHostname("cut-confirmed")
+	d.install(serveFile(t, newImg))
+	d.waitBoot()
+	if r := d.call("POST", "/api/v1/ota/confirm", ""); r.status != 200 {
+		t.Fatalf("confirm: %d %s", r.status, r.body)
+	}
+	d.powerCut()
+	d.powerOn()
+	st := d.otaStatus()
+	st.expect(t, "9.9.9", 1, true, false, "0.1.0-dev")
+	if st.State != "idle" {
+		t.Fatalf("state %q", st.State)
+	}
+	d.expectHostname("cut-confirmed")
+}
+
+// TestOTAConfirmsByUptime: without a configured station a new image confirms itself after the
+// uptime rule (shortened here), and a power cut after that keeps it.
+func TestOTAConfirmsByUptime(t *testing.T) {
+	d := otaDev(t, withArgs("--ota-confirm-uptime", "2s"))
+	d.install(serveFile(t, newImg))
+	d.waitBoot()
+	start := time.Now()
+	st := d.waitOTA("the uptime confirmation", func(s otaStatus) bool { return s.Running.Confirmed })
+	t.Logf("confirmed %v after the new image answered", time.Since(start))
+	st.expect(t, "9.9.9", 1, true, false, "0.1.0-dev")
+	d.powerCut()
+	d.powerOn()
+	d.otaStatus().expect(t, "9.9.9", 1, true, false, "0.1.0-dev")
+}

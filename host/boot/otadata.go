@@ -1,0 +1,295 @@
+package boot
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// OTA partitions in the data directory.
+const (
+	OTADataFile = "otadata"
+	slotPrefix  = "ota_"
+	// sectorSize is one copy of the otadata record; the partition holds two.
+	sectorSize = 4096
+)
+
+// Slot states, as the bootloader and the app move them:
+//
+//	empty    nothing bootable (never written, or being written by a download)
+//	new      written and verified by the app, not booted yet
+//	pending  booted once, waiting for the app to confirm it
+//	valid    confirmed (or flashed over USB)
+//	invalid  rolled back by the app (confirm timeout, POST /ota/rollback)
+//	aborted  rolled back by the bootloader (a reset while pending: panic, power cut)
+const (
+	SlotEmpty   = "empty"
+	SlotNew     = "new"
+	SlotPending = "pending"
+	SlotValid   = "valid"
+	SlotInvalid = "invalid"
+	SlotAborted = "aborted"
+)
+
+// Slot is one OTA slot's record in otadata.
+type Slot struct {
+	State   string `json:"state"`
+	Version string `json:"version,omitempty"`
+	Size    int64  `json:"size,omitempty"`
+	SHA256  string `json:"sha256,omitempty"` // of the executable in the slot file
+}
+
+// Failed reports whether the slot holds an image that was rolled back.
+func (s Slot) Failed() bool { return s.State == SlotInvalid || s.State == SlotAborted }
+
+// OTAData is the otadata partition's record: which slot boots and what each slot holds.
+type OTAData struct {
+	Seq     uint64  `json:"seq"`
+	Boot    int     `json:"boot"`
+	Slots   [2]Slot `json:"slots"`
+	Flashed string  `json:"flashed"` // SHA-256 of the executable last flashed over USB
+}
+
+// SlotPath is the file of OTA slot n.
+func SlotPath(dir string, n int) string { return filepath.Join(dir, slotPrefix+strconv.Itoa(n)) }
+
+// ErrNoOTAData: the partition is missing or neither copy is intact.
+var ErrNoOTAData = errors.New("boot: no intact otadata")
+
+// ReadOTAData reads the partition: of its two copies, the intact one with the higher sequence.
+// A copy torn by a power cut fails its CRC and is ignored, so a write is all or nothing.
+func ReadOTAData(dir string) (OTAData, error) {
+	b, err := os.ReadFile(filepath.Join(dir, OTADataFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return OTAData{}, ErrNoOTAData
+	}
+	if err != nil {
+		return OTAData{}, fmt.Errorf("boot: read otadata: %w", err)
+	}
+	best, ok := OTAData{}, false
+	for i := 0; i < 2; i++ {
+		if len(b) < (i+1)*sectorSize {
+			break
+		}
+		d, good := decodeSector(b[i*sectorSize : (i+1)*sectorSize])
+		if good && (!ok || d.Seq > best.Seq) {
+			best, ok = d, true
+		}
+	}
+	if !ok {
+		return OTAData{}, ErrNoOTAData
+	}
+	return best, nil
+}
+
+// decodeSector: 4-byte big-endian length, JSON, CRC-32 (IEEE) of the JSON.
+func decodeSector(s []byte) (OTAData, bool) {
+	n := int(binary.BigEndian.Uint32(s))
+	if n <= 0 || n > sectorSize-8 {
+		return OTAData{}, false
+	}
+	js := s[4 : 4+n]
+	if crc32.ChecksumIEEE(js) != binary.BigEndian.Uint32(s[4+n:]) {
+		return OTAData{}, false
+	}
+	var d OTAData
+	if json.Unmarshal(js, &d) != nil || d.Boot < 0 || d.Boot > 1 {
+		return OTAData{}, false
+	}
+	return d, true
+}
+
+// WriteOTAData stores d as the next record: its sequence follows the current one and it goes
+// into the copy the current record is not in, synced before returning. A power cut during the
+// write leaves the previous record intact in the other copy.
+func WriteOTAData(dir string, d OTAData) error {
+	cur, err := ReadOTAData(dir)
+	switch {
+	case err == nil:
+		d.Seq = cur.Seq + 1
+	case errors.Is(err, ErrNoOTAData):
+		d.Seq = 1
+	default:
+		return err
+	}
+	js, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("boot: encode otadata: %w", err)
+	}
+	if len(js) > sectorSize-8 {
+		return fmt.Errorf("boot: otadata record of %d bytes", len(js))
+	}
+	sec := make([]byte, sectorSize)
+	binary.BigEndian.PutUint32(sec, uint32(len(js)))
+	copy(sec[4:], js)
+	binary.BigEndian.PutUint32(sec[4+len(js):], crc32.ChecksumIEEE(js))
+
+	f, err := os.OpenFile(filepath.Join(dir, OTADataFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("boot: open otadata: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(sec, int64(d.Seq%2)*sectorSize); err != nil {
+		return fmt.Errorf("boot: write otadata: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("boot: sync otadata: %w", err)
+	}
+	return nil
+}
+
+// UpdateOTAData reads the record, lets fn change it and writes it back.
+func UpdateOTAData(dir string, fn func(*OTAData) error) error {
+	d, err := ReadOTAData(dir)
+	if err != nil {
+		return err
+	}
+	if err := fn(&d); err != nil {
+		return err
+	}
+	return WriteOTAData(dir, d)
+}
+
+func fileSHA256Hex(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// copyFileSynced copies src to dst so that a power cut leaves either no dst or all of it: a
+// synced temporary file renamed into place, then the directory synced.
+func copyFileSynced(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(dst))
+}
+
+// flashUSB is the serial flash: exe goes into ota_0, otadata starts over with ota_0 valid and
+// ota_1 empty. The configuration (nvs) is not touched.
+func flashUSB(dir, exe, version string) (OTAData, error) {
+	sum, size, err := fileSHA256Hex(exe)
+	if err != nil {
+		return OTAData{}, fmt.Errorf("boot: read the executable to flash: %w", err)
+	}
+	if err := copyFileSynced(exe, SlotPath(dir, 0)); err != nil {
+		return OTAData{}, fmt.Errorf("boot: flash ota_0: %w", err)
+	}
+	d := OTAData{Boot: 0, Flashed: sum}
+	d.Slots[0] = Slot{State: SlotValid, Version: version, Size: size, SHA256: sum}
+	d.Slots[1] = Slot{State: SlotEmpty}
+	if err := WriteOTAData(dir, d); err != nil {
+		return OTAData{}, err
+	}
+	return ReadOTAData(dir)
+}
+
+// slotIntact reports whether slot n's file holds the executable its record names.
+func slotIntact(dir string, n int, s Slot) bool {
+	if s.SHA256 == "" {
+		return false
+	}
+	sum, size, err := fileSHA256Hex(SlotPath(dir, n))
+	return err == nil && sum == s.SHA256 && size == s.Size
+}
+
+// bootable: a slot the bootloader may start.
+func bootable(s Slot) bool {
+	return s.State == SlotValid || s.State == SlotNew || s.State == SlotPending
+}
+
+// chooseSlot is the bootloader, run before every start of the app: at power-on it flashes a
+// changed executable over USB; then it picks the slot to boot, rolls back an image that was
+// reset before it confirmed itself, and moves a new image to pending. It returns the slot and
+// the SHA-256 of its executable.
+func (s *supervisor) chooseSlot(powerOn bool) (int, string, error) {
+	dir := s.o.DataDir
+	d, err := ReadOTAData(dir)
+	if err != nil && !errors.Is(err, ErrNoOTAData) {
+		return 0, "", err
+	}
+	flash := err != nil
+	if powerOn && !flash {
+		sum, _, herr := fileSHA256Hex(s.o.Exe)
+		if herr != nil {
+			return 0, "", fmt.Errorf("boot: read the executable: %w", herr)
+		}
+		flash = sum != d.Flashed
+	}
+	if flash {
+		s.log.Info("flash over USB: the started executable goes into ota_0", "exe", s.o.Exe, "version", s.o.Version)
+		if d, err = flashUSB(dir, s.o.Exe, s.o.Version); err != nil {
+			return 0, "", err
+		}
+	}
+	before := d
+	ok := func(n int) bool { return bootable(d.Slots[n]) && slotIntact(dir, n, d.Slots[n]) }
+	n := d.Boot
+	switch {
+	case d.Slots[n].State == SlotPending && ok(1-n):
+		s.log.Warn("the image was reset before it confirmed itself: rolling back", "slot", n,
+			"version", d.Slots[n].Version, "to_slot", 1-n, "to_version", d.Slots[1-n].Version)
+		d.Slots[n].State = SlotAborted
+		n = 1 - n
+	case !ok(n):
+		s.log.Warn("slot not bootable", "slot", n, "state", d.Slots[n].State)
+		if d.Slots[n].State != SlotEmpty {
+			d.Slots[n].State = SlotAborted
+		}
+		if !ok(1 - n) {
+			s.log.Error("no bootable slot: flashing the started executable over USB")
+			if d, err = flashUSB(dir, s.o.Exe, s.o.Version); err != nil {
+				return 0, "", err
+			}
+			return 0, d.Slots[0].SHA256, nil
+		}
+		n = 1 - n
+	}
+	if d.Slots[n].State == SlotNew {
+		d.Slots[n].State = SlotPending
+	}
+	d.Boot = n
+	if d != before {
+		if err := WriteOTAData(dir, d); err != nil {
+			return 0, "", err
+		}
+	}
+	return n, d.Slots[n].SHA256, nil
+}

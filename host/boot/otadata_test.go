@@ -1,0 +1,210 @@
+package boot
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestOTADataTwoCopies(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ReadOTAData(dir); !errors.Is(err, ErrNoOTAData) {
+		t.Fatalf("empty partition: %v", err)
+	}
+	a := OTAData{Boot: 0, Flashed: "a"}
+	a.Slots[0] = Slot{State: SlotValid, Version: "1.0.0"}
+	if err := WriteOTAData(dir, a); err != nil {
+		t.Fatal(err)
+	}
+	b := a
+	b.Boot, b.Slots[1] = 1, Slot{State: SlotNew, Version: "1.1.0"}
+	if err := WriteOTAData(dir, b); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadOTAData(dir)
+	if err != nil || got.Seq != 2 || got.Boot != 1 || got.Slots[1].Version != "1.1.0" {
+		t.Fatalf("after two writes: %+v %v", got, err)
+	}
+	// A power cut tearing the newest copy (sequence 2 lives in the first sector) leaves the
+	// one before it.
+	path := filepath.Join(dir, OTADataFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	torn := bytes.Clone(raw)
+	copy(torn[10:40], bytes.Repeat([]byte{0xff}, 30))
+	if err := os.WriteFile(path, torn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err = ReadOTAData(dir)
+	if err != nil || got.Seq != 1 || got.Boot != 0 {
+		t.Fatalf("torn newest copy: %+v %v", got, err)
+	}
+	// The next write goes over the torn copy, never over the intact one.
+	c := got
+	c.Flashed = "c"
+	if err := WriteOTAData(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = ReadOTAData(dir); err != nil || got.Seq != 2 || got.Flashed != "c" {
+		t.Fatalf("write after a torn copy: %+v %v", got, err)
+	}
+	// Both copies gone: no record.
+	if err := os.WriteFile(path, make([]byte, 2*sectorSize), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadOTAData(dir); !errors.Is(err, ErrNoOTAData) {
+		t.Fatalf("zeroed partition: %v", err)
+	}
+}
+
+// slotRig is a data directory and a bootloader over it; executables are small files, since
+// chooseSlot only reads them.
+type slotRig struct {
+	t   *testing.T
+	s   *supervisor
+	dir string
+}
+
+func newSlotRig(t *testing.T, exe string) *slotRig {
+	dir := t.TempDir()
+	path := filepath.Join(t.TempDir(), "devhost")
+	if err := os.WriteFile(path, []byte(exe), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := &supervisor{o: Options{DataDir: dir, Exe: path, Version: "1.0.0"}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return &slotRig{t: t, s: s, dir: dir}
+}
+
+func (r *slotRig) boot(powerOn bool) (int, OTAData) {
+	r.t.Helper()
+	n, sum, err := r.s.chooseSlot(powerOn)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	d, err := ReadOTAData(r.dir)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if sum != d.Slots[n].SHA256 {
+		r.t.Fatalf("boot sum %s, slot record %s", sum, d.Slots[n].SHA256)
+	}
+	return n, d
+}
+
+// install writes exe into slot n as a verified download would, and selects it.
+func (r *slotRig) install(n int, exe, version string) {
+	r.t.Helper()
+	if err := os.WriteFile(SlotPath(r.dir, n), []byte(exe), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	sum, size, err := fileSHA256Hex(SlotPath(r.dir, n))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	err = UpdateOTAData(r.dir, func(d *OTAData) error {
+		d.Slots[n] = Slot{State: SlotNew, Version: version, Size: size, SHA256: sum}
+		d.Boot = n
+		return nil
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func TestUSBFlash(t *testing.T) {
+	r := newSlotRig(t, "build one")
+	if err := os.WriteFile(filepath.Join(r.dir, "nvs"), []byte("config"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, d := r.boot(true)
+	if n != 0 || d.Slots[0].State != SlotValid || d.Slots[0].Version != "1.0.0" || d.Slots[1].State != SlotEmpty {
+		t.Fatalf("first power-on: slot %d %+v", n, d)
+	}
+	r.install(1, "build two", "1.1.0")
+	r.boot(false)
+	if err := UpdateOTAData(r.dir, func(d *OTAData) error { d.Slots[1].State = SlotValid; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// The same executable started again is no flash: the installed slot stays.
+	n, d = r.boot(true)
+	if n != 1 || d.Slots[1].Version != "1.1.0" {
+		t.Fatalf("same executable: slot %d %+v", n, d)
+	}
+	// A rebuilt executable is a flash over USB: ota_0, otadata reset, configuration kept.
+	if err := os.WriteFile(r.s.o.Exe, []byte("build three"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n, d = r.boot(true)
+	if n != 0 || d.Slots[1].State != SlotEmpty {
+		t.Fatalf("rebuilt executable: slot %d %+v", n, d)
+	}
+	if b, _ := os.ReadFile(SlotPath(r.dir, 0)); string(b) != "build three" {
+		t.Fatalf("ota_0 holds %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.dir, "nvs")); string(b) != "config" {
+		t.Fatalf("configuration changed: %q", b)
+	}
+}
+
+// TestBootTransitions walks the bootloader's table: each row is the state before a reset and
+// what the next boot picks.
+func TestBootTransitions(t *testing.T) {
+	type step struct {
+		name    string
+		act     func(r *slotRig)
+		powerOn bool
+		slot    int
+		states  [2]string
+	}
+	steps := []step{
+		{name: "power-on flashes ota_0", act: func(*slotRig) {}, powerOn: true, slot: 0, states: [2]string{SlotValid, SlotEmpty}},
+		{name: "new image boots pending", act: func(r *slotRig) { r.install(1, "two", "1.1.0") }, slot: 1, states: [2]string{SlotValid, SlotPending}},
+		{name: "reset while pending rolls back", act: func(*slotRig) {}, slot: 0, states: [2]string{SlotValid, SlotAborted}},
+		{name: "rolled back stays on the old slot", act: func(*slotRig) {}, powerOn: true, slot: 0, states: [2]string{SlotValid, SlotAborted}},
+		{name: "second install boots pending", act: func(r *slotRig) { r.install(1, "three", "1.2.0") }, slot: 1, states: [2]string{SlotValid, SlotPending}},
+		{name: "confirmed image stays", act: func(r *slotRig) {
+			_ = UpdateOTAData(r.dir, func(d *OTAData) error { d.Slots[1].State = SlotValid; return nil })
+		}, powerOn: true, slot: 1, states: [2]string{SlotValid, SlotValid}},
+		{name: "corrupt active slot boots the other", act: func(r *slotRig) {
+			_ = os.WriteFile(SlotPath(r.dir, 1), []byte("thrAe"), 0o755)
+		}, slot: 0, states: [2]string{SlotValid, SlotAborted}},
+		{name: "app rollback (invalid) boots the other", act: func(r *slotRig) {
+			r.install(1, "four", "1.3.0")
+			r.boot(false)
+			_ = UpdateOTAData(r.dir, func(d *OTAData) error { d.Slots[1].State, d.Boot = SlotInvalid, 0; return nil })
+		}, slot: 0, states: [2]string{SlotValid, SlotInvalid}},
+		{name: "download in progress (empty) is never booted", act: func(r *slotRig) {
+			_ = UpdateOTAData(r.dir, func(d *OTAData) error { d.Slots[1] = Slot{State: SlotEmpty}; return nil })
+			_ = os.WriteFile(SlotPath(r.dir, 1), []byte("half"), 0o755)
+		}, powerOn: true, slot: 0, states: [2]string{SlotValid, SlotEmpty}},
+	}
+	r := newSlotRig(t, "one")
+	for _, s := range steps {
+		s.act(r)
+		n, d := r.boot(s.powerOn)
+		if n != s.slot || d.Boot != s.slot || d.Slots[0].State != s.states[0] || d.Slots[1].State != s.states[1] {
+			t.Fatalf("%s: slot %d, otadata %+v; want slot %d states %v", s.name, n, d, s.slot, s.states)
+		}
+	}
+}
+
+func TestNothingBootableFlashesAgain(t *testing.T) {
+	r := newSlotRig(t, "one")
+	r.boot(true)
+	if err := os.WriteFile(SlotPath(r.dir, 0), []byte("damaged"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n, d := r.boot(false)
+	if n != 0 || d.Slots[0].State != SlotValid {
+		t.Fatalf("slot %d %+v", n, d)
+	}
+	if b, _ := os.ReadFile(SlotPath(r.dir, 0)); string(b) != "one" {
+		t.Fatalf("ota_0 holds %q", b)
+	}
+}

@@ -1,0 +1,110 @@
+package ota
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+
+	"devhost/host/api"
+)
+
+// Routes are the spec's firmware update endpoints (all protected):
+//
+//	GET  /ota/status    the Status document
+//	POST /ota/check     202 {status: checking}
+//	POST /ota           {url?}: 202 {status: downloading} for a URL, {status: checking} for the manifest
+//	POST /ota/confirm   200 {status: confirmed} (also when it already was)
+//	POST /ota/rollback  202 {status: rolling_back}
+//
+// Refusals: 409 `busy` while a check or install runs or an image is ready; 409 `conflict`
+// while the running image is unconfirmed (check, install) or when the other slot holds
+// nothing to roll back to; 503 `restarting` once the update reboot is armed; 400 `validation`
+// for a body or URL that is not an http(s) URL.
+func (u *Updater) Routes() []api.Route {
+	return []api.Route{
+		{Method: http.MethodGet, Path: "/ota/status", Handler: u.handleStatus},
+		{Method: http.MethodPost, Path: "/ota/check", Handler: u.handleCheck, NoBody: true},
+		{Method: http.MethodPost, Path: "/ota", Handler: u.handleInstall, NoBody: true},
+		{Method: http.MethodPost, Path: "/ota/confirm", Handler: u.handleConfirm, NoBody: true},
+		{Method: http.MethodPost, Path: "/ota/rollback", Handler: u.handleRollback, NoBody: true},
+	}
+}
+
+func (u *Updater) handleStatus(w http.ResponseWriter, _ *http.Request) {
+	api.WriteJSON(w, http.StatusOK, u.Status())
+}
+
+func writeRefusal(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, errBusy):
+		api.WriteErr(w, api.Errorf(http.StatusConflict, api.CodeBusy, "%v", err))
+	case errors.Is(err, errUnconfirmed), errors.Is(err, errNoRollback):
+		api.WriteErr(w, api.Errorf(http.StatusConflict, api.CodeConflict, "%v", err))
+	case errors.Is(err, errRestarting):
+		api.WriteErr(w, api.Errorf(http.StatusServiceUnavailable, api.CodeRestarting, "%v", err))
+	case errors.Is(err, errNotRunning):
+		api.WriteErr(w, api.Errorf(http.StatusServiceUnavailable, api.CodeBusy, "%v", err))
+	default:
+		api.WriteErr(w, err)
+	}
+}
+
+func (u *Updater) handleCheck(w http.ResponseWriter, _ *http.Request) {
+	if err := u.startCheck(false); err != nil {
+		writeRefusal(w, err)
+		return
+	}
+	api.WriteJSON(w, http.StatusAccepted, map[string]string{"status": StateChecking})
+}
+
+func (u *Updater) handleInstall(w http.ResponseWriter, r *http.Request) {
+	b, err := api.ReadBody(r)
+	if err != nil {
+		api.WriteErr(w, err)
+		return
+	}
+	var req struct {
+		URL *string `json:"url"`
+	}
+	if len(b) > 0 {
+		if err := api.Unmarshal(b, &req); err != nil {
+			api.WriteErr(w, err)
+			return
+		}
+	}
+	if req.URL == nil {
+		// No URL: the manifest's newest build, checked now.
+		if err := u.startCheck(true); err != nil {
+			writeRefusal(w, err)
+			return
+		}
+		api.WriteJSON(w, http.StatusAccepted, map[string]string{"status": StateChecking})
+		return
+	}
+	pu, err := url.Parse(*req.URL)
+	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+		api.WriteErr(w, api.Validation("url", "an absolute http or https URL is required"))
+		return
+	}
+	if err := u.startInstall(pu.String()); err != nil {
+		writeRefusal(w, err)
+		return
+	}
+	api.WriteJSON(w, http.StatusAccepted, map[string]string{"status": StateDownloading})
+}
+
+func (u *Updater) handleConfirm(w http.ResponseWriter, _ *http.Request) {
+	if err := u.confirm("POST /ota/confirm"); err != nil {
+		api.WriteErr(w, err)
+		return
+	}
+	api.WriteJSON(w, http.StatusOK, map[string]string{"status": "confirmed"})
+}
+
+func (u *Updater) handleRollback(w http.ResponseWriter, _ *http.Request) {
+	if err := u.rollback("POST /ota/rollback"); err != nil {
+		writeRefusal(w, err)
+		return
+	}
+	api.WriteJSON(w, http.StatusAccepted, map[string]string{"status": "rolling_back"})
+}
