@@ -102,8 +102,10 @@
 //     one that is not the kernel's is the plugin's.
 //     (3) memory use: the same allocator reports the plugin's memory, the kernel's left out.
 //     The cost of extism's Plugin: every call sets an (empty) input and reads the error and
-//     output through its kernel, a few kernel calls per export call, and every instance
-//     carries the kernel's instance and memory beside the plugin's.
+//     output through its kernel, six kernel calls per export call (a dev_event with an empty
+//     batch took about 36 µs against 3.7 µs calling the export through wazero, on a 2-core
+//     machine; batches amortise it), and every instance carries the kernel's instance and
+//     memory beside the plugin's.
 //   - Calls into one plugin are serialised on its worker goroutine; on Linux that goroutine
 //     keeps an OS thread of its own at nice 10 (the thread ends with it), and a call running
 //     past 5 ms lends the process one more GOMAXPROCS slot until it returns (procs.go), so a
