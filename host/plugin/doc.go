@@ -59,7 +59,7 @@
 //     calls; errors counts failures, malformed host calls and dev_event answering non-zero;
 //     denied counts permission refusals; dropped counts events lost to a full queue (4 MiB
 //     per plugin). last_error stays after a recovery.
-//   - Sandbox: each compiled module has its own wazero runtime; an instance is capped at
+//   - Sandbox: each compiled module has its own wazero runtime (extism's CompiledPlugin); an instance is capped at
 //     MemoryPages (default 512 pages, 32 MiB) for its linear memory and its Wasm stack
 //     together: StackBytes (default 1 MiB) of the cap are the stack budget, the rest is the
 //     linear memory's limit (the reservation is address space, only touched pages cost RAM).
@@ -75,17 +75,37 @@
 //     no filesystem, no stdout or stderr, crypto random bytes, a monotonic clock at the real
 //     pace, the device's wall clock, and a sleep that returns at once, so a plugin cannot
 //     block: one that tries to sleep spins into its time limit.
-//   - Runtime: the ABI keeps extism's conventions (host functions in extism's user namespace
-//     "extism:host/user", the guest runtime's _initialize before the first call), but the
-//     host drives wazero through its public API alone, not through extism go-sdk: extism's
-//     Plugin keeps its instantiated module private, so calling an export without extism's
-//     per-call input and output round trips through its kernel (16.6 µs against 48 ns a
-//     call) or reaching the plugin's own memory (section 5 of the ABI) took reflection on
-//     its unexported fields; its kernel, instantiated in every instance, is unused by the
-//     ABI; and a module's imports and exports can be checked before instantiation only from
-//     wazero's CompiledModule, which extism does not expose. The instance's imports are
-//     checked against abi.Signatures and WASI by type (a mismatch disables the plugin at
-//     once) from wazero's declared definitions, never from error text.
+//   - Runtime: extism go-sdk, through its public API. extism.NewCompiledPlugin compiles the
+//     (stack-guarded) module with WASI and the ABI's host functions (NewHostFunctionWithStack,
+//     namespace "extism:host/user") in a runtime of its own, configured by a
+//     wazero.RuntimeConfig (the memory cap, the compilation cache, closing on a done
+//     context); CompiledPlugin.Instance starts each instance under its time limit with the
+//     clocks and random source above; Plugin.CallWithContext calls dev_init and dev_event.
+//     extism names the guest runtime's _initialize and runs it in the first call; the host
+//     makes that first call to stackguard's getter, so a failure there is reported as
+//     _initialize's and extism does not run it again before the getter is asked, after a
+//     failed export, whether the stack budget stopped it. Three parts extism has no API for
+//     go to wazero directly, each through wazero's public API alone:
+//     (1) checking a module before it is instantiated: extism keeps the compiled module to
+//     itself and exposes an instance's exports by name only, so the module is first compiled
+//     by a wazero runtime of the engine's with extism's configuration and the same
+//     compilation cache (wazero keeps one compiled copy per cache, so extism's compilation
+//     that follows finds it done) and its imports and exports are checked against
+//     abi.Signatures and WASI by type, from wazero's declared definitions, never from error
+//     text; a mismatch disables the plugin at once. This also
+//     keeps extism's own host functions ("extism:host/env": its HTTP client, variables,
+//     configuration) out of a plugin's reach.
+//     (2) the plugin's linear memory (section 5 of the ABI): Plugin.Memory is extism's
+//     kernel's memory, not the plugin's, and the plugin's own module is private. The
+//     instance's memories are allocated through wazero's experimental.WithMemoryAllocator
+//     (which also reserves the whole cap up front so growing never moves the memory); the
+//     one that is not the kernel's is the plugin's.
+//     (3) memory use: the same allocator reports the plugin's memory, the kernel's left out.
+//     The cost of extism's Plugin: every call sets an (empty) input and reads the error and
+//     output through its kernel, six kernel calls per export call (a dev_event with an empty
+//     batch took about 36 µs against 3.7 µs calling the export through wazero, on a 2-core
+//     machine; batches amortise it), and every instance carries the kernel's instance and
+//     memory beside the plugin's.
 //   - Calls into one plugin are serialised on its worker goroutine; on Linux that goroutine
 //     keeps an OS thread of its own at nice 10 (the thread ends with it), and a call running
 //     past 5 ms lends the process one more GOMAXPROCS slot until it returns (procs.go), so a

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -24,13 +25,20 @@ import (
 )
 
 // engine compiles plugin modules (through the shared on-disk compilation cache) and starts
-// sandboxed instances of them, through wazero's public API (see the package doc for why not
-// through extism's Plugin).
+// sandboxed instances of them through extism's CompiledPlugin and Plugin; the checks extism
+// has no API for go to wazero directly (see the package doc).
 type engine struct {
 	cache wazero.CompilationCache
 	pages uint32 // linear memory cap per memory, in 64 KiB pages (the cap less the stack)
 	stack uint32 // stack budget per instance, in bytes
-	funcs []hostFn
+	funcs []extism.HostFunction
+	// checker compiles modules for checkLink, with extism's runtime configuration and the
+	// same compilation cache: wazero shares one compiled copy of a module between runtimes
+	// of one cache, so extism's compilation that follows finds it compiled. wasi is the WASI
+	// the plugins link against, as the checker declares it. Both are made at the first
+	// compilation (the configuration is final then).
+	checker wazero.Runtime
+	wasi    map[string]api.FunctionDefinition
 	// unbounded compiles without the termination checks that enforce the time limit. Only
 	// the benchmarks set it, with a cache directory of their own: wazero's cache key does not
 	// tell the two kinds of code apart.
@@ -42,12 +50,10 @@ type engine struct {
 	compiled map[string]*shared // by SHA-256 of the module
 }
 
-// compiled is a module compiled in a runtime of its own, with WASI and the host functions
-// instantiated in that runtime for its instances to link against.
+// compiled is a module compiled by extism in a runtime of its own, with WASI and the host
+// functions instantiated in that runtime for its instances to link against.
 type compiled struct {
-	rt    wazero.Runtime
-	mod   wazero.CompiledModule
-	names atomic.Uint64 // instances need distinct names in one runtime
+	cp *extism.CompiledPlugin
 }
 
 // shared is a compiled module and how many plugins use it: plugins built from the same
@@ -57,7 +63,7 @@ type shared struct {
 	refs int
 }
 
-// hostFn is one host function as wazero builds it.
+// hostFn is one host function of the ABI.
 type hostFn struct {
 	name            string
 	fn              api.GoFunc
@@ -81,11 +87,27 @@ func newEngine(cacheDir string, capPages, stack uint32, funcs []hostFn) (*engine
 	} else {
 		cache = wazero.NewCompilationCache()
 	}
-	return &engine{cache: cache, pages: capPages - stackPages, stack: stack, funcs: funcs,
+	hf := make([]extism.HostFunction, 0, len(funcs))
+	for _, f := range funcs {
+		body := f.fn
+		h := extism.NewHostFunctionWithStack(f.name, func(ctx context.Context, _ *extism.CurrentPlugin, st []uint64) {
+			body(ctx, st)
+		}, f.params, f.results)
+		h.SetNamespace(abi.Module)
+		hf = append(hf, h)
+	}
+	return &engine{cache: cache, pages: capPages - stackPages, stack: stack, funcs: hf,
 		compiled: map[string]*shared{}}, nil
 }
 
-func (e *engine) close(ctx context.Context) { _ = e.cache.Close(ctx) }
+func (e *engine) close(ctx context.Context) {
+	e.compiling.Lock()
+	if e.checker != nil {
+		_ = e.checker.Close(ctx)
+	}
+	e.compiling.Unlock()
+	_ = e.cache.Close(ctx)
+}
 
 // permanentError marks a failure that retrying cannot fix (a bad bundle, a module that does
 // not compile or link): the plugin is disabled at once instead of restarted.
@@ -139,53 +161,72 @@ func (e *engine) release(key string) {
 	}
 	delete(e.compiled, key)
 	e.mu.Unlock()
-	_ = s.c.rt.Close(context.Background())
+	_ = s.c.cp.Close(context.Background())
 }
 
-// compile bounds the module's stack (package stackguard), then compiles it in a runtime of
-// its own that holds the per-memory cap and closes an instance whose context ends (the time
-// limits of the start and of every call), and checks that it links against this host.
+// compile bounds the module's stack (package stackguard), checks that it links against this
+// host, then has extism compile it in a runtime of its own that holds the per-memory cap and
+// closes an instance whose context ends (the time limits of the start and of every call).
 // wazero's compiler takes no cancellation: a compilation is bounded by the bundle size cap.
 func (e *engine) compile(ctx context.Context, module []byte) (*compiled, error) {
 	guarded, err := stackguard.Instrument(module, e.stack)
 	if err != nil {
 		return nil, permanent(fmt.Errorf("compile: %w", err))
 	}
-	rc := wazero.NewRuntimeConfig().
+	rc := e.runtimeConfig()
+	cm, err := e.check(ctx, guarded)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = cm.Close(context.Background()) }()
+	man := extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: guarded, Name: "main"}}}
+	cp, err := extism.NewCompiledPlugin(ctx, man, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, e.funcs)
+	if err != nil {
+		return nil, permanent(fmt.Errorf("compile: %w", err))
+	}
+	return &compiled{cp: cp}, nil
+}
+
+// runtimeConfig is the configuration of every runtime: the per-memory cap, the compilation
+// cache, and closing an instance whose context ends.
+func (e *engine) runtimeConfig() wazero.RuntimeConfig {
+	return wazero.NewRuntimeConfig().
 		WithCompilationCache(e.cache).
 		WithCloseOnContextDone(!e.unbounded).
 		WithMemoryLimitPages(e.pages)
-	rt := wazero.NewRuntimeWithConfig(ctx, rc)
-	fail := func(err error) (*compiled, error) {
-		_ = rt.Close(context.Background())
-		return nil, err
+}
+
+// check compiles the module in the checker and runs checkLink on its declarations; the
+// caller closes the compiled module once extism has compiled its own. extism compiles the
+// module in its own runtime and exposes neither the compiled module nor its imports, and an
+// instance's exports only by name: the types are wazero's to tell.
+func (e *engine) check(ctx context.Context, module []byte) (wazero.CompiledModule, error) {
+	if e.checker == nil {
+		rt := wazero.NewRuntimeWithConfig(ctx, e.runtimeConfig())
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+			_ = rt.Close(context.Background())
+			return nil, fmt.Errorf("compile: wasi: %w", err)
+		}
+		e.checker = rt
+		e.wasi = rt.Module(wasi_snapshot_preview1.ModuleName).ExportedFunctionDefinitions()
 	}
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		return fail(fmt.Errorf("compile: wasi: %w", err))
-	}
-	hb := rt.NewHostModuleBuilder(abi.Module)
-	for _, f := range e.funcs {
-		hb.NewFunctionBuilder().WithGoFunction(f.fn, f.params, f.results).Export(f.name)
-	}
-	if _, err := hb.Instantiate(ctx); err != nil {
-		return fail(fmt.Errorf("compile: host functions: %w", err))
-	}
-	cm, err := rt.CompileModule(ctx, guarded)
+	cm, err := e.checker.CompileModule(ctx, module)
 	if err != nil {
-		return fail(permanent(fmt.Errorf("compile: %w", err)))
+		return nil, permanent(fmt.Errorf("compile: %w", err))
 	}
-	if err := checkLink(rt, cm); err != nil {
-		return fail(permanent(fmt.Errorf("link: %w", err)))
+	if err := checkLink(e.wasi, cm); err != nil {
+		_ = cm.Close(context.Background())
+		return nil, permanent(fmt.Errorf("link: %w", err))
 	}
-	return &compiled{rt: rt, mod: cm}, nil
+	return cm, nil
 }
 
 // checkLink tells, from the compiled module's declared imports and exports, whether it is a
 // devhost plugin that links against this host: every import is a host function of the ABI
-// or of WASI with its exact type, the module keeps its memory to itself, and it exports a
-// memory, dev_init and dev_event.
-func checkLink(rt wazero.Runtime, cm wazero.CompiledModule) error {
-	wasi := rt.Module(wasi_snapshot_preview1.ModuleName).ExportedFunctionDefinitions()
+// or of WASI with its exact type (so none of extism's own kernel functions, such as its
+// HTTP client or its variables, is reachable), the module keeps its memory to itself, and
+// it exports a memory, dev_init and dev_event.
+func checkLink(wasi map[string]api.FunctionDefinition, cm wazero.CompiledModule) error {
 	for _, def := range cm.ImportedFunctions() {
 		mod, name, _ := def.Import()
 		var params, results []api.ValueType
@@ -231,14 +272,14 @@ func checkLink(rt wazero.Runtime, cm wazero.CompiledModule) error {
 
 // instance is one running copy of a plugin's module.
 type instance struct {
-	mod    api.Module
+	p      *extism.Plugin
 	alloc  *allocator
 	memory *linearMem // the plugin's own linear memory
-	// initialize is the guest runtime's _initialize (nil when the module has none), run
-	// before the first export call; init and event are dev_init and dev_event.
-	initialize, init, event api.Function
-	initialized             bool
-	budget                  uint32 // the stack budget
+	// guarded: the module has stackguard's getter (a module defining no function has none).
+	guarded     bool
+	initialized bool
+	closed      atomic.Bool
+	budget      uint32 // the stack budget
 }
 
 // instantiate starts an instance within limit (the module's start function runs here):
@@ -249,9 +290,9 @@ type instance struct {
 // time limit. Timers belong to the host. Cancelling ctx (a stop) ends it at once.
 func (e *engine) instantiate(ctx context.Context, c *compiled, wall func() time.Time, limit time.Duration) (*instance, error) {
 	al := &allocator{limit: uint64(e.pages) * 65536}
+	// extism names the instance and runs no start function of WASI's (_initialize runs in
+	// the first call, with the host functions).
 	mc := wazero.NewModuleConfig().
-		WithName(fmt.Sprintf("plugin-%d", c.names.Add(1))).
-		WithStartFunctions(). // _initialize runs in the first call, with the host functions
 		WithRandSource(rand.Reader).WithSysNanotime().
 		WithWalltime(func() (int64, int32) {
 			t := wall()
@@ -259,64 +300,67 @@ func (e *engine) instantiate(ctx context.Context, c *compiled, wall func() time.
 		}, sys.ClockResolution(time.Microsecond))
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	mod, err := c.rt.InstantiateModule(experimental.WithMemoryAllocator(sctx, al), c.mod, mc)
+	p, err := c.cp.Instance(experimental.WithMemoryAllocator(sctx, al), extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		return nil, callError("start", sctx, err)
 	}
-	in := &instance{mod: mod, alloc: al, budget: e.stack,
-		initialize: mod.ExportedFunction("_initialize"),
-		init:       mod.ExportedFunction(abi.ExportInit),
-		event:      mod.ExportedFunction(abi.ExportEvent)}
-	for _, m := range mod.ExportedMemoryDefinitions() {
-		if mem := mod.ExportedMemory(m.ExportNames()[0]); mem != nil {
-			if b, ok := mem.Read(0, 1); ok {
-				in.memory = al.find(b)
-			}
-		}
-		break
+	p.SetLogger(func(extism.LogLevel, string) {})
+	in := &instance{p: p, alloc: al, budget: e.stack, guarded: p.FunctionExists(stackguard.Getter)}
+	// The allocator saw two memories: extism's kernel's (Plugin.Memory) and the plugin's own.
+	if b, ok := p.Memory().Read(0, 1); ok {
+		in.memory = al.other(b)
 	}
-	if in.memory == nil || in.init == nil || in.event == nil {
+	if in.memory == nil || !p.FunctionExists(abi.ExportInit) || !p.FunctionExists(abi.ExportEvent) {
 		in.close()
 		return nil, permanent(errors.New("the module's memory is empty or its exports are missing"))
 	}
 	return in, nil
 }
 
-// call runs one export; the guest runtime's _initialize first, once.
+// call runs one export. The first call initialises the guest runtime (_initialize) through
+// the stack guard's getter, so that a failure there is named as such and a failure of the
+// export after it can still ask the getter (extism would initialise again otherwise).
 func (in *instance) call(ctx context.Context, export string) (uint32, error) {
 	if !in.initialized {
 		in.initialized = true
-		if in.initialize != nil {
-			if _, err := in.initialize.Call(ctx); err != nil {
+		if in.guarded {
+			if _, _, err := in.p.CallWithContext(ctx, stackguard.Getter, nil); err != nil {
 				return 0, callError("_initialize", ctx, err)
 			}
 		}
 	}
-	fn := in.event
-	if export == abi.ExportInit {
-		fn = in.init
-	}
-	res, err := fn.Call(ctx)
+	rc, _, err := in.p.CallWithContext(ctx, export, nil)
 	if err != nil {
 		if in.overBudget() {
 			return 0, fmt.Errorf("%s: trap: stack budget exceeded (unbounded recursion?)", export)
 		}
 		return 0, callError(export, ctx, err)
 	}
-	return uint32(res[0]), nil
+	return rc, nil
 }
 
 // overBudget tells whether the instance's calls passed the stack budget: the counter is
-// left above it by the trap that stopped them.
+// left above it by the trap that stopped them. An instance closed by its time limit or a
+// stop cannot answer, and was not stopped by the guard.
 func (in *instance) overBudget() bool {
-	g := in.mod.ExportedGlobal(stackguard.Export)
-	return g != nil && uint32(g.Get()) > in.budget
+	if !in.guarded {
+		return false
+	}
+	n, _, err := in.p.CallWithContext(context.Background(), stackguard.Getter, nil)
+	return err == nil && n > in.budget
 }
 
-func (in *instance) close() { _ = in.mod.Close(context.Background()) }
+func (in *instance) close() {
+	in.closed.Store(true)
+	_ = in.p.Close(context.Background())
+}
 
-// bytes is the linear memory the instance uses.
-func (in *instance) bytes() uint64 { return in.alloc.total() }
+// isClosed tells that the instance was closed by the host. One that its context closed is
+// known by the failed call that did it.
+func (in *instance) isClosed() bool { return in.closed.Load() }
+
+// bytes is the plugin's linear memory (extism's kernel's is not the plugin's).
+func (in *instance) bytes() uint64 { return in.memory.size.Load() }
 
 // callError describes why a call (or the start) failed, in words an operator understands.
 func callError(fn string, ctx context.Context, err error) error {

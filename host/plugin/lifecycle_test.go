@@ -105,10 +105,11 @@ func TestRestartBackoffAndDisable(t *testing.T) {
 	if st.Wanted != WantDisabled || !strings.Contains(deref(st.LastError), "3 failures in a row") {
 		t.Fatalf("disabled plugin: %+v", st)
 	}
-	c, _ := h.condition(HealthKey)
-	if c.State != "alarm" || !strings.Contains(c.Message, "trapinit disabled") {
-		t.Fatalf("health %+v, want alarm naming the disabled plugin", c)
-	}
+	// The state is published before the condition is updated: wait for the condition.
+	waitFor(t, "the plugins condition in alarm naming the disabled plugin", func() bool {
+		c, _ := h.condition(HealthKey)
+		return c.State == "alarm" && strings.Contains(c.Message, "trapinit disabled")
+	})
 	h.clk.Advance(time.Hour)
 	time.Sleep(20 * time.Millisecond)
 	if st, _ := h.m.Status("trapinit"); st.State != StateDisabled {

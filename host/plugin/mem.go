@@ -34,9 +34,9 @@ func (m *linearMem) Free() {
 	}
 }
 
-// allocator hands out the linear memories of one instance and remembers them, so the host
-// can find the plugin's own memory (section 5 of the ABI passes data through it) and report
-// memory use.
+// allocator hands out the linear memories of one instance (the plugin's and extism's
+// kernel's) and remembers them, so the host can find the plugin's own memory, which extism
+// does not expose (section 5 of the ABI passes data through it), and report its use.
 type allocator struct {
 	limit uint64 // bytes per memory
 
@@ -60,28 +60,24 @@ func (a *allocator) Allocate(capBytes, maxBytes uint64) experimental.LinearMemor
 	return m
 }
 
-// total is the bytes of every memory of the instance.
-func (a *allocator) total() uint64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var n uint64
-	for _, m := range a.mems {
-		n += m.size.Load()
-	}
-	return n
-}
-
-// find returns the memory whose backing array starts where b does.
-func (a *allocator) find(b []byte) *linearMem {
+// other returns the one memory whose backing array does not start where b does (b is a
+// view of extism's kernel memory, the instance's other memory), or nil unless there is
+// exactly one.
+func (a *allocator) other(b []byte) *linearMem {
 	if len(b) == 0 {
 		return nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	var found *linearMem
 	for _, m := range a.mems {
 		if cap(m.buf) > 0 && &m.buf[:1][0] == &b[0] {
-			return m
+			continue
 		}
+		if found != nil {
+			return nil
+		}
+		found = m
 	}
-	return nil
+	return found
 }

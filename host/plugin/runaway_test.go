@@ -65,9 +65,11 @@ func TestStartFunctionUnderTheTimeLimit(t *testing.T) {
 	if !strings.Contains(deref(st.LastError), "start: time limit exceeded") || st.Wanted != WantDisabled {
 		t.Errorf("disabled with %q, wanted %s", deref(st.LastError), st.Wanted)
 	}
-	if c, ok := h.condition(HealthKey); !ok || c.State != "alarm" {
-		t.Errorf("health %+v, want alarm", c)
-	}
+	// The state is published before the condition is updated: wait for the condition.
+	waitFor(t, "the plugins condition in alarm", func() bool {
+		c, ok := h.condition(HealthKey)
+		return ok && c.State == "alarm"
+	})
 	if n := loads.Load(); n != 2 {
 		t.Errorf("%d loads, want 2", n)
 	}

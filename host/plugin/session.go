@@ -117,7 +117,7 @@ func (s *session) call(ctx context.Context, export string, batch []byte, final b
 	s.callMu.Lock()
 	// A failed call (a trap, the time limit, a cancelled context) has closed the module and
 	// freed its memory: entering it again would run code over freed memory.
-	if (s.stopping && !final) || s.stopped.Load() || s.broken || s.inst.mod.IsClosed() {
+	if (s.stopping && !final) || s.stopped.Load() || s.broken || s.inst.isClosed() {
 		s.callMu.Unlock()
 		return 0, errAborted
 	}

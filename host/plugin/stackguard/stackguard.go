@@ -10,8 +10,10 @@
 // the thunk, and the original bodies move unchanged to new indices after the last function:
 // no instruction inside a body is decoded or rewritten.
 //
-// The counter is exported as Export, so the host can tell a trap of the guard (the counter
-// above the budget) from any other trap without reading error text. A trap leaves the counter where it was, which is harmless: the host discards an instance
+// The counter is exported as Export, and read by a function exported as Getter, so the host
+// can tell a trap of the guard (the counter above the budget) from any other trap without
+// reading error text, through a runtime that exposes globals (wazero) or one that only calls
+// exports (extism's Plugin). A trap leaves the counter where it was, which is harmless: the host discards an instance
 // after any trap. Exceptions and tail calls (off in wazero's default features) would skip
 // the subtraction; modules using them are not rewritten differently, they are refused by the
 // runtime's feature set first.
@@ -35,6 +37,11 @@ const (
 
 // Export is the name the counter global is exported under.
 const Export = "devhost.stack_bytes"
+
+// Getter is the name of the exported function that takes nothing and returns the counter
+// (an i32). It is added after the moved bodies and is not guarded itself, so it answers even
+// once the counter is past the budget.
+const Getter = "devhost.stack_bytes_get"
 
 // Section ids of the binary format.
 const (
@@ -153,8 +160,8 @@ func (m *module0) read(secs []section) error {
 		case secExport:
 			n := r.u32()
 			for i := uint32(0); i < n && r.err == nil; i++ {
-				if string(r.bytes(int(r.u32()))) == Export {
-					return fmt.Errorf("%w: the module exports %s itself", errMalformed, Export)
+				if name := string(r.bytes(int(r.u32()))); name == Export || name == Getter {
+					return fmt.Errorf("%w: the module exports %s itself", errMalformed, name)
 				}
 				r.byte()
 				r.u32()
@@ -190,19 +197,23 @@ func (m *module0) read(secs []section) error {
 
 func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 	defined := len(m.funcTypes)
-	if m.importFuncs+2*defined > 1<<27 {
+	if m.importFuncs+2*defined+1 > 1<<27 || len(m.types) >= 1<<20 {
 		return nil, fmt.Errorf("stackguard: %d functions, too many to instrument", defined)
 	}
 	counter := uint32(m.importGlobs + m.definedGlob)
+	getterType := uint32(len(m.types)) // () -> i32, appended to the type section
+	getterIndex := uint32(m.importFuncs + 2*defined)
 
-	// The function section lists the thunks (the old entries) then the moved bodies.
-	fn := appendU32(nil, uint32(2*defined))
+	// The function section lists the thunks (the old entries), the moved bodies, then the
+	// getter.
+	fn := appendU32(nil, uint32(2*defined+1))
 	for range 2 {
 		for _, t := range m.funcTypes {
 			fn = appendU32(fn, t)
 		}
 	}
-	code := appendU32(nil, uint32(2*defined))
+	fn = appendU32(fn, getterType)
+	code := appendU32(nil, uint32(2*defined+1))
 	for i, t := range m.funcTypes {
 		params := m.types[t][0]
 		cost := FrameBase + SlotBytes*(uint64(params)+uint64(m.locals[i]))
@@ -215,18 +226,27 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 		code = appendU32(code, uint32(len(b)))
 		code = append(code, b...)
 	}
+	getter := []byte{0x00, 0x23} // no locals, global.get counter, end
+	getter = append(appendU32(getter, counter), 0x0b)
+	code = appendU32(code, uint32(len(getter)))
+	code = append(code, getter...)
 	// A mutable i32 initialised to 0, appended after the module's own globals.
 	newGlobal := []byte{0x7f, 0x01, 0x41, 0x00, 0x0b}
 
-	exportCounter := appendU32(nil, uint32(len(Export)))
-	exportCounter = append(exportCounter, Export...)
-	exportCounter = append(exportCounter, 0x03) // global
-	exportCounter = appendU32(exportCounter, counter)
+	// The counter global and its getter.
+	ourExports := appendU32(nil, uint32(len(Export)))
+	ourExports = append(ourExports, Export...)
+	ourExports = append(ourExports, 0x03) // global
+	ourExports = appendU32(ourExports, counter)
+	ourExports = appendU32(ourExports, uint32(len(Getter)))
+	ourExports = append(ourExports, Getter...)
+	ourExports = append(ourExports, 0x00) // function
+	ourExports = appendU32(ourExports, getterIndex)
 
 	out := []byte("\x00asm\x01\x00\x00\x00")
 	wroteGlobal, wroteExport := false, false
 	emitExport := func() {
-		out = appendSection(out, secExport, append(appendU32(nil, 1), exportCounter...))
+		out = appendSection(out, secExport, append(appendU32(nil, 2), ourExports...))
 		wroteExport = true
 	}
 	emitGlobal := func() {
@@ -242,6 +262,15 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 			emitExport()
 		}
 		switch s.id {
+		case secType:
+			r := reader{b: s.body}
+			n := r.u32()
+			if r.err != nil {
+				return nil, fmt.Errorf("%w: type section", errMalformed)
+			}
+			t := appendU32(nil, n+1)
+			t = append(t, r.b...)
+			out = appendSection(out, secType, append(t, 0x60, 0x00, 0x01, 0x7f))
 		case secFunction:
 			out = appendSection(out, secFunction, fn)
 		case secCode:
@@ -262,9 +291,9 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 			if r.err != nil {
 				return nil, fmt.Errorf("%w: export section", errMalformed)
 			}
-			e := appendU32(nil, n+1)
+			e := appendU32(nil, n+2)
 			e = append(e, r.b...)
-			out = appendSection(out, secExport, append(e, exportCounter...))
+			out = appendSection(out, secExport, append(e, ourExports...))
 			wroteExport = true
 		default:
 			out = appendSection(out, s.id, s.body)

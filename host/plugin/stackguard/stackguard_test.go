@@ -103,6 +103,9 @@ func TestBoundedRecursionRuns(t *testing.T) {
 	if g := mod.ExportedGlobal(Export); g == nil || g.Get() != 0 {
 		t.Fatalf("counter %v between calls, want 0", g)
 	}
+	if got, err := call(mod, Getter); err != nil || got != 0 {
+		t.Fatalf("%s() = %d, %v between calls, want 0", Getter, got, err)
+	}
 }
 
 func TestRecursionPastTheBudgetTraps(t *testing.T) {
@@ -118,6 +121,10 @@ func TestRecursionPastTheBudgetTraps(t *testing.T) {
 	// The exported counter tells this trap from any other.
 	if g := mod.ExportedGlobal(Export); g == nil || uint32(g.Get()) <= 64<<10 {
 		t.Fatalf("counter %v after the guard's trap, want it above the budget", g)
+	}
+	// The getter, unguarded, still answers and says the same.
+	if got, err := call(mod, Getter); err != nil || got <= 64<<10 {
+		t.Fatalf("%s() = %d, %v after the guard's trap, want it above the budget", Getter, got, err)
 	}
 }
 
@@ -157,10 +164,15 @@ func TestMalformedModulesAreRefused(t *testing.T) {
 		"export clash": wasm(sec(1, 0x01, 0x60, 0x00, 0x00), sec(3, 0x01, 0x00),
 			append([]byte{7, 0x01, byte(len(Export))}, append([]byte(Export), 0x00, 0x00)...),
 			sec(10, 0x01, 0x02, 0x00, 0x0b)),
+		"getter clash": wasm(sec(1, 0x01, 0x60, 0x00, 0x00), sec(3, 0x01, 0x00),
+			append([]byte{7, 0x01, byte(len(Getter))}, append([]byte(Getter), 0x00, 0x00)...),
+			sec(10, 0x01, 0x02, 0x00, 0x0b)),
 	}
 	for name, b := range cases {
 		if _, err := Instrument(b, 1<<20); !errors.Is(err, errMalformed) {
 			t.Errorf("%s: %v, want a malformed module error", name, err)
+		} else if name == "getter clash" && !strings.Contains(err.Error(), "exports "+Getter) {
+			t.Errorf("%s: %v, want the clash named", name, err)
 		}
 	}
 	if _, err := Instrument(good, 0); err == nil {

@@ -1,0 +1,137 @@
+package plugin
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"devhost/abi"
+)
+
+// wasmImport is one imported function of a hand-built module: type 0 is () -> i32, type 1
+// is (i32, i32) -> i32.
+type wasmImport struct {
+	module, name string
+	typ          byte
+}
+
+// handModule builds a module importing imports, defining one function per export (each
+// returning rc) and exporting them beside a memory of one page.
+func handModule(imports []wasmImport, exports []string, rc byte) []byte {
+	name := func(b []byte, s string) []byte { return append(append(b, byte(len(s))), s...) }
+	section := func(out []byte, id byte, body []byte) []byte {
+		return append(append(out, id, byte(len(body))), body...)
+	}
+	out := []byte("\x00asm\x01\x00\x00\x00")
+	out = section(out, 1, []byte{2, 0x60, 0, 1, 0x7f, 0x60, 2, 0x7f, 0x7f, 1, 0x7f})
+	imp := []byte{byte(len(imports))}
+	for _, i := range imports {
+		imp = append(name(name(imp, i.module), i.name), 0x00, i.typ)
+	}
+	out = section(out, 2, imp)
+	fn := []byte{byte(len(exports))}
+	for range exports {
+		fn = append(fn, 0)
+	}
+	out = section(out, 3, fn)
+	out = section(out, 5, []byte{1, 0, 1})
+	exp := name([]byte{byte(len(exports) + 1)}, "memory")
+	exp = append(exp, 0x02, 0)
+	for i, e := range exports {
+		exp = append(name(exp, e), 0x00, byte(len(imports)+i))
+	}
+	out = section(out, 7, exp)
+	code := []byte{byte(len(exports))}
+	for range exports {
+		code = append(code, 4, 0x00, 0x41, rc, 0x0b)
+	}
+	return section(out, 10, code)
+}
+
+// The link check, made from wazero's declared definitions because extism exposes neither the
+// compiled module nor an instance's types, refuses every module that is not a devhost plugin
+// linking against this host, extism's own host functions included, for good.
+func TestLinkCheck(t *testing.T) {
+	exports := []string{abi.ExportInit, abi.ExportEvent}
+	cases := []struct {
+		name    string
+		imports []wasmImport
+		exports []string
+		want    string // "" links
+	}{
+		{"plain", nil, exports, ""},
+		{"abi import", []wasmImport{{abi.Module, abi.FnLog, 0}}, exports, "with another type"},
+		{"extism kernel", []wasmImport{{"extism:host/env", "http_request", 1}}, exports, "plugins import only from"},
+		{"unknown host function", []wasmImport{{abi.Module, "nope", 0}}, exports, "does not provide"},
+		{"unknown wasi function", []wasmImport{{"wasi_snapshot_preview1", "nope", 0}}, exports, "does not provide"},
+		{"no dev_event", nil, []string{abi.ExportInit}, "exports dev_init and dev_event are required"},
+	}
+	e, err := newEngine("", DefaultMemoryPages, DefaultStackBytes, hostFunctions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close(context.Background())
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cp, key, err := e.acquire(context.Background(), handModule(c.imports, c.exports, 7))
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				e.release(key)
+				if cp == nil {
+					t.Fatal("no compiled module")
+				}
+				return
+			}
+			if err == nil {
+				e.release(key)
+				t.Fatalf("linked, want %q", c.want)
+			}
+			t.Logf("refused: %v", err)
+			if !isPermanent(err) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v (permanent %v), want a permanent one saying %q", err, isPermanent(err), c.want)
+			}
+		})
+	}
+}
+
+// An instance runs through extism: the first call initialises it, the exports answer, the
+// plugin's own memory is found (extism's kernel memory is not it) and counted alone.
+func TestInstanceThroughExtism(t *testing.T) {
+	e, err := newEngine("", DefaultMemoryPages, DefaultStackBytes, hostFunctions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close(context.Background())
+	cp, key, err := e.acquire(context.Background(), handModule(nil, []string{abi.ExportInit, abi.ExportEvent}, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.release(key)
+	in, err := e.instantiate(context.Background(), cp, time.Now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.close()
+	if !in.guarded {
+		t.Error("the stack guard's getter is not exported")
+	}
+	if got := in.bytes(); got != 65536 {
+		t.Errorf("memory %d bytes, want the plugin's one page", got)
+	}
+	if len(in.memory.buf) != 65536 {
+		t.Errorf("the plugin's memory is %d bytes, want its one page", len(in.memory.buf))
+	}
+	for _, export := range []string{abi.ExportInit, abi.ExportEvent, abi.ExportEvent} {
+		rc, err := in.call(context.Background(), export)
+		if err != nil || rc != 7 {
+			t.Fatalf("%s = %d, %v; want 7", export, rc, err)
+		}
+	}
+	in.close()
+	if !in.isClosed() || in.bytes() != 0 {
+		t.Errorf("closed %v with %d bytes, want closed with none", in.isClosed(), in.bytes())
+	}
+}
