@@ -1,0 +1,249 @@
+package skmap
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"reflect"
+	"sort"
+	"testing"
+
+	"devhost/plugins/n2k/decode"
+	"devhost/plugins/n2k/input"
+)
+
+// refCase is one message (after its sender's address claim where the mapping needs one)
+// with the values and $source that canboatjs 3.20.0 + n2k-signalk 4.6.0 produce for it.
+type refCase struct {
+	Lines  []string        `json:"lines"`
+	Values []Value         `json:"values"`
+	Source json.RawMessage `json:"source"`
+}
+
+func mapLines(t *testing.T, lines []string) *Delta {
+	t.Helper()
+	p, _ := input.NewParser(input.Analyzer)
+	m := New()
+	var last *Delta
+	for _, l := range lines {
+		r, err := p.Parse(l)
+		if err != nil || r.Msg == nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		d, err := decode.Decode(*r.Msg)
+		if err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		last = m.Map(d, r.Msg.Data, "2026-01-01T00:00:00.000Z")
+	}
+	return last
+}
+
+// normal makes a value comparable: JSON round trip, numbers rounded to 1e-9 relative.
+func normal(t *testing.T, v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return round(out)
+}
+
+func round(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if x == 0 {
+			return x
+		}
+		e := math.Pow(10, 9-math.Ceil(math.Log10(math.Abs(x))))
+		return math.Round(x*e) / e
+	case map[string]any:
+		for k, e := range x {
+			x[k] = round(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = round(e)
+		}
+	}
+	return v
+}
+
+func TestReferenceCases(t *testing.T) {
+	b, err := os.ReadFile("testdata/reference_cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []refCase
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	covered := map[uint32]bool{}
+	for _, tc := range cases {
+		var src struct {
+			PGN uint32 `json:"pgn"`
+		}
+		_ = json.Unmarshal(tc.Source, &src)
+		covered[src.PGN] = true
+		t.Run(tc.Lines[len(tc.Lines)-1][25:40], func(t *testing.T) {
+			d := mapLines(t, tc.Lines)
+			if d == nil {
+				t.Fatal("no delta")
+			}
+			u := d.Updates[0]
+			values := u.Values
+			// The reference writes a value without a path for a pressure source it has no
+			// path for; such values are left out here.
+			var want []Value
+			for _, v := range tc.Values {
+				if v.Path != "" {
+					want = append(want, v)
+				}
+			}
+			if g, w := normal(t, values), normal(t, want); !reflect.DeepEqual(g, w) {
+				t.Errorf("values\n got %v\nwant %v", g, w)
+			}
+			if g, w := normal(t, u.Source), normal(t, tc.Source); !reflect.DeepEqual(g, w) {
+				t.Errorf("source\n got %v\nwant %v", g, w)
+			}
+		})
+	}
+	// Every PGN of the table with a reference case in the logs is covered; the others have
+	// their own tests below.
+	var missing []int
+	for _, p := range PGNs() {
+		if !covered[p] && !synthetic[p] {
+			missing = append(missing, int(p))
+		}
+	}
+	sort.Ints(missing)
+	t.Logf("PGNs without a case from the logs: %v", missing)
+}
+
+// synthetic lists the PGNs tested with hand-built messages (TestSynthetic).
+var synthetic = map[uint32]bool{130316: true, 65006: true, 65007: true, 65008: true, 65009: true, 65010: true,
+	65011: true, 65015: true, 65016: true, 65017: true, 65019: true, 65020: true, 65021: true, 65022: true, 65023: true,
+	65024: true, 65028: true, 65029: true, 65030: true}
+
+// TestSynthetic covers the rules the logs do not reach, with fields as the decoder gives
+// them; the expected paths follow n2k-signalk's mapping files.
+func TestSynthetic(t *testing.T) {
+	five := 5
+	claimed := &srcState{canName: "c03c8c0011351024", deviceInstance: &five}
+	tests := []struct {
+		pgn    uint32
+		fields map[string]any
+		state  *srcState
+		want   []Value
+	}{
+		{127250, map[string]any{"heading": 1.0, "deviation": 0.01, "reference": "Magnetic"}, nil,
+			[]Value{{"navigation.headingMagnetic", 1.0}, {"navigation.magneticDeviation", 0.01}}},
+		{128267, map[string]any{"depth": 3.0, "offset": -0.5}, nil,
+			[]Value{{"environment.depth.belowTransducer", 3.0}, {"environment.depth.transducerToKeel", -0.5}, {"environment.depth.belowKeel", 2.5}}},
+		{130306, map[string]any{"windSpeed": 5.0, "windAngle": 4.0, "reference": "True (boat referenced)"}, nil,
+			[]Value{{"environment.wind.speedTrue", 5.0}, {"environment.wind.angleTrueWater", 4.0}}},
+		{130306, map[string]any{"windSpeed": 5.0, "windAngle": 4.0, "reference": "Apparent"}, nil,
+			[]Value{{"environment.wind.speedApparent", 5.0}, {"environment.wind.angleApparent", 4.0 - 2*math.Pi}}},
+		{130316, map[string]any{"instance": 2.0, "source": "Inside Temperature", "temperature": 293.15}, nil,
+			[]Value{{"environment.inside.2.temperature", 293.15}}},
+		{130316, map[string]any{"instance": 1.0, "source": "Exhaust Gas Temperature", "temperature": 500.0}, nil,
+			[]Value{{"propulsion.1.exhaustTemperature", 500.0}}},
+		{127505, map[string]any{"instance": 1.0, "type": "Fuel", "level": 50.0, "capacity": 200.0}, nil,
+			[]Value{{"tanks.fuel.1.currentLevel", 0.5}, {"tanks.fuel.1.capacity", 0.2}}},
+	}
+	for p := uint32(65006); p <= 65030; p++ {
+		if p == 65018 {
+			continue
+		}
+		kind, phase := "ac", ""
+		off := p - 65005
+		if p > 65018 {
+			kind, off = "generators", p-65018
+		}
+		switch {
+		case off <= 9:
+			phase = []string{"phase.C", "phase.B", "phase.A"}[(off-1)/3]
+		case off == 12:
+			phase = "average"
+		default:
+			phase = "total"
+		}
+		prefix := "electrical." + kind + ".5." + phase
+		switch (off - 1) % 3 {
+		case 0:
+			tests = append(tests, struct {
+				pgn    uint32
+				fields map[string]any
+				state  *srcState
+				want   []Value
+			}{p, map[string]any{"reactivePower": 10.0, "powerFactorLagging": "Leading"}, claimed,
+				[]Value{{prefix + ".reactivePower", 10.0}, {prefix + ".powerFactorLagging", "leading"}}})
+		case 1:
+			tests = append(tests, struct {
+				pgn    uint32
+				fields map[string]any
+				state  *srcState
+				want   []Value
+			}{p, map[string]any{"realPower": 100.0}, claimed, []Value{{prefix + ".realPower", 100.0}}})
+		case 2:
+			tests = append(tests, struct {
+				pgn    uint32
+				fields map[string]any
+				state  *srcState
+				want   []Value
+			}{p, map[string]any{"acRmsCurrent": 3.0, "acFrequency": 60.0}, claimed,
+				[]Value{{prefix + ".frequency", 60.0}, {prefix + ".current", 3.0}}})
+		}
+	}
+	for _, tc := range tests {
+		m := New()
+		if tc.state != nil {
+			m.state[9] = tc.state
+		}
+		d := m.Map(&decode.Decoded{Header: decode.Header{PGN: tc.pgn, Src: 9}, Fields: tc.fields}, nil, "2026-01-01T00:00:00.000Z")
+		var got []Value
+		if d != nil {
+			got = d.Updates[0].Values
+		}
+		if g, w := normal(t, got), normal(t, tc.want); !reflect.DeepEqual(g, w) {
+			t.Errorf("%d %v:\n got %v\nwant %v", tc.pgn, tc.fields, g, w)
+		}
+	}
+}
+
+func TestUnclaimedAC(t *testing.T) {
+	// Without the address claim, the Maretron AC PGNs map to nothing.
+	d := mapLines(t, []string{"2016-02-28T19:57:02.827Z,3,65027,196,255,8,7e,00,7e,00,04,3c,05,00"})
+	if d != nil {
+		t.Errorf("unclaimed source mapped: %+v", d)
+	}
+}
+
+func TestEngineNotifications(t *testing.T) {
+	d := New().Map(&decode.Decoded{Header: decode.Header{PGN: 127489, Src: 9}, Fields: map[string]any{
+		"instance": "Single Engine or Dual Engine Port", "discreteStatus1": []string{"Over Temperature"}}}, nil, "2026-01-01T00:00:00.000Z")
+	if d == nil {
+		t.Fatal("no delta")
+	}
+	got := map[string]Notification{}
+	for _, v := range d.Updates[0].Values {
+		n, ok := v.Value.(Notification)
+		if !ok {
+			t.Errorf("%s: %v (values the message lacks are left out)", v.Path, v.Value)
+			continue
+		}
+		got[v.Path] = n
+	}
+	if len(got) != 16 {
+		t.Errorf("%d notifications, want the 16 of discreteStatus1", len(got))
+	}
+	if n := got["notifications.propulsion.port.overTemperature"]; n.State != "alarm" || n.Message != "Port Engine Over Temperature" {
+		t.Errorf("overTemperature: %+v", n)
+	}
+	if n := got["notifications.propulsion.port.checkEngine"]; n.State != "normal" || n.Message != "Check Port Engine is Normal" {
+		t.Errorf("checkEngine: %+v", n)
+	}
+}
