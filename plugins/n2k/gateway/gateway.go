@@ -40,7 +40,7 @@ type Device struct {
 	Address  uint8
 	Name     string // NAME from the address claim, 16 hex digits; "" before one was seen
 	Product  string // model id from product information (126996)
-	LastSeen string // time of its last message
+	LastSeen int64  // Now() at its last message
 }
 
 // Gateway is one pipeline. Not safe for concurrent use (the plugin calls it from its
@@ -52,6 +52,8 @@ type Gateway struct {
 	devices map[uint8]*Device
 	// Allow, when set, decides which PGNs are decoded (allow and deny lists).
 	Allow func(pgn uint32) bool
+	// Now, when set, stamps the devices seen (milliseconds of any monotonic clock).
+	Now func() int64
 }
 
 // New answers an empty pipeline.
@@ -77,7 +79,7 @@ func (g *Gateway) Frame(f decode.Frame, now string) *skmap.Delta {
 func (g *Gateway) Message(m decode.Message, now string) *skmap.Delta {
 	g.stats.Messages++
 	g.stats.PGNs[strconv.FormatUint(uint64(m.PGN), 10)]++
-	g.seen(m, now)
+	g.seen(m)
 	if g.Allow != nil && !g.Allow(m.PGN) {
 		return nil
 	}
@@ -112,7 +114,7 @@ func (g *Gateway) Message(m decode.Message, now string) *skmap.Delta {
 // CountBadLine counts a log or gateway line that did not parse.
 func (g *Gateway) CountBadLine() { g.stats.Errors[KindBadLine]++ }
 
-func (g *Gateway) seen(m decode.Message, now string) {
+func (g *Gateway) seen(m decode.Message) {
 	dev := g.devices[m.Src]
 	if dev == nil {
 		if len(g.devices) >= 254 && m.Src >= 254 {
@@ -121,9 +123,8 @@ func (g *Gateway) seen(m decode.Message, now string) {
 		dev = &Device{Address: m.Src}
 		g.devices[m.Src] = dev
 	}
-	dev.LastSeen = m.Time
-	if dev.LastSeen == "" {
-		dev.LastSeen = now
+	if g.Now != nil {
+		dev.LastSeen = g.Now()
 	}
 }
 

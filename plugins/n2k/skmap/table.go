@@ -201,7 +201,7 @@ var (
 		"Refridgeration Temperature": "environment.inside.refrigerator.temperature", "Heating System Temperature": "environment.inside.heating.temperature",
 		"Dew Point Temperature": "environment.outside.dewPointTemperature", "Apparent Wind Chill Temperature": "environment.outside.apparentWindChillTemperature",
 		"Theoretical Wind Chill Temperature": "environment.outside.theoreticalWindChillTemperature",
-		"Heat Index Temperature": "environment.outside.heatIndexTemperature", "Freezer Temperature": "environment.inside.freezer.temperature",
+		"Heat Index Temperature":             "environment.outside.heatIndexTemperature", "Freezer Temperature": "environment.inside.freezer.temperature",
 		"Exhaust Gas Temperature": "propulsion.<index>.exhaustTemperature",
 	}
 	humidityPaths = map[string]string{"Inside": "environment.inside.<index>.relativeHumidity", "Outside": "environment.outside.humidity"}
