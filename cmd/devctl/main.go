@@ -69,6 +69,7 @@ const usage = `usage:
   devctl logs --url http://HOST:PORT [--key KEY] [--follow] [--limit N]
   devctl events --url http://HOST:PORT [--key KEY] [--raw]
   devctl plugin keygen|pack|sign|install|list|start|stop|remove|keys ... (devctl plugin help)
+  devctl n2k decode [--format auto|candump|analyzer|actisense|ydraw|ikonvert] [--module WASM] FILE
 `
 
 // usageError is a command line that makes no sense; it exits 2 with the usage text.
@@ -113,6 +114,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.events(ctx, args[1:])
 	case "plugin":
 		return a.plugin(ctx, args[1:])
+	case "n2k":
+		return a.n2k(ctx, args[1:])
 	case "help", "-h", "--help", "-help":
 		return flag.ErrHelp
 	default:

@@ -1,0 +1,359 @@
+package main
+
+// devctl n2k decode [--format auto|candump|analyzer|actisense|ydraw|ikonvert] [--module WASM] FILE
+//
+// runs the n2k plugin, the same module the device loads, in the device's plugin host
+// (host/plugin) over a log: the log's frames are fed to the plugin through a CAN bus that
+// stands in for the board's, whole messages of formats that carry them (analyzer, Actisense
+// N2K ASCII, iKonvert) are split back into the frames that carry them on the bus (single,
+// fast-packet or ISO transport). The plugin runs with f_n2k {enabled, deltas} and every
+// n2k_delta event it sends is printed on stdout, one Signal K delta a line, in the shape
+// n2k-signalk emits. The counts (frames, messages, deltas, errors by kind) go to stderr.
+// Without --module the plugin is built from the source tree (plugins/n2k) first.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"crypto/rsa"
+
+	"devhost/abi"
+	"devhost/host/api"
+	"devhost/host/plugin"
+	"devhost/plugins"
+	"devhost/plugins/n2k/decode"
+	"devhost/plugins/n2k/input"
+)
+
+func (a *app) n2k(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "decode" {
+		return usagef("n2k: the subcommand is decode")
+	}
+	fs := newFlags("n2k decode")
+	format := fs.String("format", "auto", "auto, candump, analyzer, actisense, ydraw or ikonvert")
+	module := fs.String("module", "", "the plugin module (default: build plugins/n2k)")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("n2k decode: one log file")
+	}
+	frames, bad, det, err := readLog(fs.Arg(0), input.Format(*format))
+	if err != nil {
+		return err
+	}
+	wasm, err := n2kModule(ctx, *module)
+	if err != nil {
+		return err
+	}
+	st, err := runN2K(ctx, wasm, frames, a.stdout)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "n2k decode: format %s, %d lines not understood, %d frames in, %d messages, %d deltas\n",
+		det, bad, st.FramesIn, st.Messages, st.Deltas)
+	keys := make([]string, 0, len(st.Errors))
+	for k := range st.Errors {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(a.stderr, "n2k decode: errors %s %d\n", k, st.Errors[k])
+	}
+	return nil
+}
+
+// readLog parses a log into the frames that carried it on the bus.
+func readLog(path string, format input.Format) ([]decode.Frame, int, input.Format, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, "", fmt.Errorf("n2k decode: %w", err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		return nil, 0, "", fmt.Errorf("n2k decode: %s: %w", path, err)
+	}
+	if format == input.Auto || format == "" {
+		format = input.Detect(lines[:min(len(lines), 20)])
+	}
+	p, err := input.NewParser(format)
+	if err != nil {
+		return nil, 0, "", usagef("n2k decode: %v", err)
+	}
+	var frames []decode.Frame
+	bad := 0
+	seq := map[[2]uint32]uint8{} // fast-packet sequence counter per source and PGN
+	for _, l := range lines {
+		r, err := p.Parse(l)
+		switch {
+		case errors.Is(err, input.ErrSkip):
+			continue
+		case err != nil:
+			bad++
+			continue
+		case r.Frame != nil:
+			frames = append(frames, *r.Frame)
+		default:
+			k := [2]uint32{uint32(r.Msg.Src), r.Msg.PGN}
+			fr := decode.Frames(*r.Msg, seq[k], nil)
+			if fr == nil {
+				bad++
+				continue
+			}
+			seq[k]++
+			frames = append(frames, fr...)
+		}
+	}
+	return frames, bad, format, nil
+}
+
+// n2kModule answers the plugin module: the file given, or plugins/n2k built now.
+func n2kModule(ctx context.Context, path string) ([]byte, error) {
+	if path == "" {
+		dir, err := os.MkdirTemp("", "devctl-n2k-")
+		if err != nil {
+			return nil, fmt.Errorf("n2k decode: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		path = filepath.Join(dir, "n2k.wasm")
+		if err := plugins.Build(ctx, "n2k", path); err != nil {
+			return nil, fmt.Errorf("n2k decode: %w", err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("n2k decode: %w", err)
+	}
+	return b, nil
+}
+
+// n2kStatus is the part of GET /n2k/status devctl reads.
+type n2kStatus struct {
+	State    string            `json:"state"`
+	FramesIn uint64            `json:"frames_in"`
+	Messages uint64            `json:"messages"`
+	Deltas   uint64            `json:"deltas"`
+	Errors   map[string]uint64 `json:"errors"`
+}
+
+// runN2K runs the plugin in a plugin host of its own over frames and copies its delta
+// events to out.
+func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writer) (n2kStatus, error) {
+	_, man, err := plugins.Manifest("n2k")
+	if err != nil {
+		return n2kStatus{}, err
+	}
+	key, err := abi.GenerateKey()
+	if err != nil {
+		return n2kStatus{}, fmt.Errorf("n2k decode: key: %w", err)
+	}
+	bundle, err := abi.Pack(man, wasm, key)
+	if err != nil {
+		return n2kStatus{}, fmt.Errorf("n2k decode: pack: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "devctl-n2k-host-")
+	if err != nil {
+		return n2kStatus{}, fmt.Errorf("n2k decode: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	bus := &logBus{}
+	router := &captureRouter{}
+	w := bufio.NewWriterSize(out, 64<<10)
+	var outMu sync.Mutex
+	var writeErr error
+	publish := func(name string, data any) {
+		if name != "n2k_delta" {
+			return
+		}
+		raw, ok := data.(json.RawMessage)
+		if !ok {
+			return
+		}
+		outMu.Lock()
+		defer outMu.Unlock()
+		_, err := w.Write(raw)
+		if err == nil {
+			err = w.WriteByte('\n')
+		}
+		if err != nil && writeErr == nil {
+			writeErr = err
+		}
+	}
+	m, err := plugin.New(plugin.Options{
+		Dir: dir, TrustedKeys: []*rsa.PublicKey{&key.PublicKey},
+		Logger: slog.New(slog.DiscardHandler), Publish: publish, DeviceID: "devctl",
+		Config:    &fixedConfig{values: json.RawMessage(`{"enabled":true,"source":"can","pgn_allow":"","pgn_deny":"","deltas":true}`)},
+		Router:    router,
+		WallClock: func() (time.Time, string, bool) { return time.Now(), "manual", true },
+		CAN:       bus,
+	})
+	if err != nil {
+		return n2kStatus{}, fmt.Errorf("n2k decode: plugin host: %w", err)
+	}
+	if _, err := m.Install(bundle, nil); err != nil {
+		return n2kStatus{}, fmt.Errorf("n2k decode: install: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(runCtx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	status := func() (n2kStatus, bool) {
+		h := router.handler("GET", "/n2k/status")
+		if h == nil {
+			return n2kStatus{}, false
+		}
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequestWithContext(ctx, "GET", "/api/v1/n2k/status", nil)
+		h(rec, req)
+		var st n2kStatus
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &st) != nil {
+			return n2kStatus{}, false
+		}
+		return st, true
+	}
+	// wait polls until cond holds, the plugin failed, or ctx ends.
+	wait := func(cond func(n2kStatus) bool) (n2kStatus, error) {
+		for {
+			if st, ok := status(); ok && cond(st) {
+				return st, nil
+			}
+			if s, ok := m.Status("n2k"); ok && (s.State == plugin.StateDisabled || s.State == plugin.StateFailed) {
+				reason := ""
+				if s.LastError != nil {
+					reason = *s.LastError
+				}
+				return n2kStatus{}, fmt.Errorf("n2k decode: plugin %s: %s", s.State, reason)
+			}
+			select {
+			case <-ctx.Done():
+				return n2kStatus{}, ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	if _, err := wait(func(st n2kStatus) bool { return st.State != "disabled" && bus.receiving() }); err != nil {
+		return n2kStatus{}, err
+	}
+	// Feed in chunks about as large as a tenth of a second of a busy bus brings, waiting for
+	// the plugin to take each: one call into the plugin handles what is queued, and a call
+	// has the device's time limit.
+	const chunk = 256
+	var st n2kStatus
+	for i := 0; i < len(frames); i += chunk {
+		end := min(i+chunk, len(frames))
+		for _, f := range frames[i:end] {
+			bus.deliver(plugin.CANFrame{ID: f.ID, Extended: true, Data: f.Data})
+		}
+		want := uint64(end)
+		if st, err = wait(func(st n2kStatus) bool { return st.FramesIn >= want }); err != nil {
+			return n2kStatus{}, err
+		}
+	}
+	if len(frames) == 0 {
+		st, _ = status()
+	}
+	outMu.Lock()
+	defer outMu.Unlock()
+	if writeErr != nil {
+		return st, fmt.Errorf("n2k decode: %w", writeErr)
+	}
+	if err := w.Flush(); err != nil {
+		return st, fmt.Errorf("n2k decode: %w", err)
+	}
+	return st, nil
+}
+
+// logBus is the CAN bus the plugin listens to: the log's frames.
+type logBus struct {
+	mu sync.Mutex
+	fn func(plugin.CANFrame)
+}
+
+func (b *logBus) Send(plugin.CANFrame) error { return nil }
+
+func (b *logBus) Receive(fn func(plugin.CANFrame)) (func(), error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.fn = fn
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.fn = nil
+	}, nil
+}
+
+func (b *logBus) receiving() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fn != nil
+}
+
+func (b *logBus) deliver(f plugin.CANFrame) {
+	b.mu.Lock()
+	fn := b.fn
+	b.mu.Unlock()
+	if fn != nil {
+		fn(f)
+	}
+}
+
+// captureRouter keeps the plugin's routes so devctl can call them directly.
+type captureRouter struct {
+	mu     sync.Mutex
+	routes []api.Route
+}
+
+func (r *captureRouter) AddApp(_ string, routes ...api.Route) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.routes = append(r.routes, routes...)
+	return nil
+}
+
+func (r *captureRouter) RemoveApp(string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.routes = nil
+}
+
+func (r *captureRouter) handler(method, path string) http.HandlerFunc {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rt := range r.routes {
+		if rt.Method == method && rt.Path == path {
+			return rt.Handler
+		}
+	}
+	return nil
+}
+
+// fixedConfig is the plugin's namespace with fixed values.
+type fixedConfig struct{ values json.RawMessage }
+
+func (c *fixedConfig) Register(id string, _ []byte) (string, error) { return "f_" + id, nil }
+func (c *fixedConfig) Unregister(string) error                      { return nil }
+func (c *fixedConfig) Purge(string) error                           { return nil }
+func (c *fixedConfig) Values(string) (json.RawMessage, error)       { return c.values, nil }
