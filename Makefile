@@ -10,7 +10,7 @@ PORT     ?= 8080
 STATICCHECK := $(HOME)/go/bin/staticcheck
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: build run test lint unit bench clean tools signalk-server test-deps
+.PHONY: build run test lint unit bench clean tools signalk-server test-deps n2k-reference
 
 build:
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/devhost ./cmd/devhost
@@ -32,8 +32,8 @@ lint: tools
 	$(STATICCHECK) ./...
 
 # The server was just installed, so a Signal K test that cannot start it fails instead of skipping.
-unit: signalk-server test-deps
-	SKTEST_REQUIRED=1 go test -race -count=1 -timeout 15m ./...
+unit: signalk-server test-deps n2k-reference
+	SKTEST_REQUIRED=1 N2KREF_REQUIRED=1 go test -race -count=1 -timeout 15m ./...
 
 # Debian packages the tests use: python3-zeroconf is the independent mDNS implementation the
 # discovery tests interoperate with; iproute2 and util-linux make their network namespaces.
@@ -47,6 +47,19 @@ test-deps:
 signalk-server:
 	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
 	go run ./host/signalk/sktest/skinstall
+
+# The NMEA 2000 reference the n2k plugin is compared with (cmd/devctl's n2k tests):
+# canboatjs and n2k-signalk as signalk-server uses them, pinned, in .cache/n2k/ref (git-ignored).
+# n2k-signalk needs signalk-schema at run time without listing it; the install scripts only
+# build an optional SocketCAN addon.
+N2K_REF := .cache/n2k/ref
+N2K_REF_PKGS := @canboat/canboatjs@3.20.0 @signalk/n2k-signalk@4.6.0 @signalk/signalk-schema@1.0.3
+n2k-reference:
+	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
+	@test "$$(cat $(N2K_REF)/stamp 2>/dev/null)" = "$(N2K_REF_PKGS)" || ( \
+		mkdir -p $(N2K_REF) && echo '{"private":true}' > $(N2K_REF)/package.json && \
+		npm install --prefix $(N2K_REF) --ignore-scripts --no-audit --no-fund --save-exact $(N2K_REF_PKGS) && \
+		echo "$(N2K_REF_PKGS)" > $(N2K_REF)/stamp )
 
 test: lint unit
 

@@ -198,8 +198,13 @@ func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writ
 			writeErr = err
 		}
 	}
+	// Compiled code is kept between runs in the user's cache (the module compiles in seconds).
+	var cache string
+	if c, err := os.UserCacheDir(); err == nil {
+		cache = filepath.Join(c, "devhost", "plugin-code")
+	}
 	m, err := plugin.New(plugin.Options{
-		Dir: dir, TrustedKeys: []*rsa.PublicKey{&key.PublicKey},
+		Dir: dir, CacheDir: cache, TrustedKeys: []*rsa.PublicKey{&key.PublicKey},
 		Logger: slog.New(slog.DiscardHandler), Publish: publish, DeviceID: "devctl",
 		Config:    &fixedConfig{values: json.RawMessage(`{"enabled":true,"source":"can","pgn_allow":"","pgn_deny":"","deltas":true}`)},
 		Router:    router,

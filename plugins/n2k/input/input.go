@@ -224,7 +224,7 @@ func (p *Parser) parseAnalyzer(line string) (Record, error) {
 		return Record{}, syntax("analyzer time", line)
 	}
 	prio, e1 := strconv.ParseUint(fs[1], 10, 3)
-	pgnN, e2 := strconv.ParseUint(fs[2], 10, 18)
+	pgnN, e2 := strconv.ParseUint(fs[2], 10, 24)
 	src, e3 := strconv.ParseUint(fs[3], 10, 8)
 	dst, e4 := strconv.ParseUint(fs[4], 10, 8)
 	n, e5 := strconv.Atoi(fs[5])

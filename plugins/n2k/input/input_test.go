@@ -89,7 +89,7 @@ func TestGarbage(t *testing.T) {
 
 // The shipped logs are detected and parse without a syntax error.
 func TestShippedLogs(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "..", "shared", "data", "n2k")
+	dir := filepath.Join("..", "testdata", "logs")
 	for name, want := range map[string]Format{"candumpSample2.txt": Candump, "dirona-actisense-serial.head.raw": Analyzer} {
 		f, err := os.Open(filepath.Join(dir, name))
 		if err != nil {
