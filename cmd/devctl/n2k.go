@@ -210,6 +210,8 @@ func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writ
 		Router:    router,
 		WallClock: func() (time.Time, string, bool) { return time.Now(), "manual", true },
 		CAN:       bus,
+		// A tool run on a busy machine: a chunk of frames may take longer than on the device.
+		CallTimeout: 30 * time.Second,
 	})
 	if err != nil {
 		return n2kStatus{}, fmt.Errorf("n2k decode: plugin host: %w", err)
