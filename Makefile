@@ -70,6 +70,9 @@ bench: build
 	go test -run '^$$' -bench . -count 1 ./host/plugin/
 	@echo; echo "Signal K delta stream (host/skstream benchmarks):"
 	go test -run '^$$' -bench . -count 1 ./host/skstream/
+	@echo; echo "NMEA 2000 decode: the n2k plugin in the sandbox beside canboatjs + n2k-signalk (frames per CPU second):"
+	$(MAKE) n2k-reference
+	go test -run '^$$' -bench N2KDecode -benchtime 3x -count 1 ./cmd/devctl/
 
 clean:
 	rm -rf $(BIN) $(DATA)

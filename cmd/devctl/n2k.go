@@ -8,7 +8,7 @@ package main
 // N2K ASCII, iKonvert) are split back into the frames that carry them on the bus (single,
 // fast-packet or ISO transport). The plugin runs with f_n2k {enabled, deltas} and every
 // n2k_delta event it sends is printed on stdout, one Signal K delta a line, in the shape
-// n2k-signalk emits. The counts (frames, messages, deltas, errors by kind) go to stderr.
+// n2k-signalk emits (the plugin sends them in arrays). The counts (frames, messages, deltas, errors by kind) go to stderr.
 // Without --module the plugin is built from the source tree (plugins/n2k) first.
 
 import (
@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"crypto/rsa"
@@ -62,8 +63,8 @@ func (a *app) n2k(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "n2k decode: format %s, %d lines not understood, %d frames in, %d messages, %d deltas\n",
-		det, bad, st.FramesIn, st.Messages, st.Deltas)
+	fmt.Fprintf(a.stderr, "n2k decode: format %s, %d lines not understood, %d frames in, %d messages, %d deltas, %.2f s CPU\n",
+		det, bad, st.FramesIn, st.Messages, st.Deltas, st.feedCPU.Seconds())
 	keys := make([]string, 0, len(st.Errors))
 	for k := range st.Errors {
 		keys = append(keys, k)
@@ -152,6 +153,8 @@ type n2kStatus struct {
 	Messages uint64            `json:"messages"`
 	Deltas   uint64            `json:"deltas"`
 	Errors   map[string]uint64 `json:"errors"`
+	// feedCPU is the process CPU time while the frames were fed and decoded.
+	feedCPU time.Duration
 }
 
 // runN2K runs the plugin in a plugin host of its own over frames and copies its delta
@@ -188,14 +191,20 @@ func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writ
 		if !ok {
 			return
 		}
+		var deltas []json.RawMessage
+		if err := json.Unmarshal(raw, &deltas); err != nil {
+			return
+		}
 		outMu.Lock()
 		defer outMu.Unlock()
-		_, err := w.Write(raw)
-		if err == nil {
-			err = w.WriteByte('\n')
-		}
-		if err != nil && writeErr == nil {
-			writeErr = err
+		for _, d := range deltas {
+			_, err := w.Write(d)
+			if err == nil {
+				err = w.WriteByte('\n')
+			}
+			if err != nil && writeErr == nil {
+				writeErr = err
+			}
 		}
 	}
 	// Compiled code is kept between runs in the user's cache (the module compiles in seconds).
@@ -210,6 +219,7 @@ func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writ
 		Router:    router,
 		WallClock: func() (time.Time, string, bool) { return time.Now(), "manual", true },
 		CAN:       bus,
+		SignalK:   discardSK{},
 		// A tool run on a busy machine: a chunk of frames may take longer than on the device.
 		CallTimeout: 30 * time.Second,
 	})
@@ -257,18 +267,19 @@ func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writ
 			select {
 			case <-ctx.Done():
 				return n2kStatus{}, ctx.Err()
-			case <-time.After(5 * time.Millisecond):
+			case <-time.After(20 * time.Millisecond):
 			}
 		}
 	}
 	if _, err := wait(func(st n2kStatus) bool { return st.State != "disabled" && bus.receiving() }); err != nil {
 		return n2kStatus{}, err
 	}
-	// Feed in chunks about as large as a tenth of a second of a busy bus brings, waiting for
-	// the plugin to take each: one call into the plugin handles what is queued, and a call
-	// has the device's time limit.
-	const chunk = 256
+	// Feed in chunks, each followed by a status request: the plugin's events keep their
+	// order, so the answer comes once the chunk's frames were handled (a frame the host
+	// could not queue would leave frames_in short: then wait polls).
+	const chunk = 1024
 	var st n2kStatus
+	cpu0 := processCPU()
 	for i := 0; i < len(frames); i += chunk {
 		end := min(i+chunk, len(frames))
 		for _, f := range frames[i:end] {
@@ -282,6 +293,7 @@ func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writ
 	if len(frames) == 0 {
 		st, _ = status()
 	}
+	st.feedCPU = processCPU() - cpu0
 	outMu.Lock()
 	defer outMu.Unlock()
 	if writeErr != nil {
@@ -291,6 +303,15 @@ func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writ
 		return st, fmt.Errorf("n2k decode: %w", err)
 	}
 	return st, nil
+}
+
+// processCPU answers the CPU time (user and system) this process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // logBus is the CAN bus the plugin listens to: the log's frames.
@@ -356,6 +377,17 @@ func (r *captureRouter) handler(method, path string) http.HandlerFunc {
 	}
 	return nil
 }
+
+// discardSK is a Signal K client that takes the values and forgets them.
+type discardSK struct{}
+
+func (discardSK) Publish(...plugin.SKValue) error                           { return nil }
+func (discardSK) DeclareMeta(string, json.RawMessage) error                 { return nil }
+func (discardSK) Put(string, json.RawMessage, func(plugin.PutAnswer)) error { return nil }
+func (discardSK) Subscribe(string, func(plugin.Delta)) (func(), error) {
+	return func() {}, nil
+}
+func (discardSK) HandlePut(string, plugin.PutHandler) (func(), error) { return func() {}, nil }
 
 // fixedConfig is the plugin's namespace with fixed values.
 type fixedConfig struct{ values json.RawMessage }

@@ -8,7 +8,8 @@
 // Configuration (namespace f_n2k): enabled (default false: the plugin idles), source (the
 // board's CAN bus), pgn_allow and pgn_deny (comma-separated PGNs; an empty allow list
 // allows all), deltas (also send each delta, $source and timestamp included, as the SSE
-// event n2k_delta; `devctl n2k decode` reads them).
+// event n2k_delta, in arrays of up to 8000 bytes sent when full, every second and before
+// each status answer; `devctl n2k decode` reads them).
 //
 // GET /api/v1/n2k/status and the SSE event n2k (retained, sent once a second while it
 // changes) carry the status: state (disabled, listening, receiving, silent), source, address
@@ -20,6 +21,7 @@ package main
 //go:generate env GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o n2k.wasm .
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
@@ -72,6 +74,8 @@ type plugin struct {
 	framesOut uint64
 	lastState string
 	warned    bool
+	one       []byte // a delta's JSON
+	pending   []byte // deltas not yet sent as an event: "[d1,d2"
 }
 
 func newPlugin() *plugin { return &plugin{gw: gateway.New(), source: "can"} }
@@ -179,13 +183,41 @@ func (p *plugin) publish(d *skmap.Delta) {
 		}
 	}
 	if p.deltas {
-		if err := sdk.Emit(eventDelta, d, false); err != nil {
-			sdk.Logf(sdk.LevelWarn, "delta event: %v", err)
+		p.one = d.AppendJSON(p.one[:0])
+		if len(p.pending)+len(p.one)+2 > maxDeltaEvent {
+			p.flushDeltas()
 		}
+		if len(p.one)+2 > maxDeltaEvent {
+			sdk.Logf(sdk.LevelWarn, "delta of %d bytes not sent as an event", len(p.one))
+			return
+		}
+		if len(p.pending) == 0 {
+			p.pending = append(p.pending, '[')
+		} else {
+			p.pending = append(p.pending, ',')
+		}
+		p.pending = append(p.pending, p.one...)
 	}
 }
 
+// maxDeltaEvent bounds an n2k_delta event's data (the ABI allows 8 KiB).
+const maxDeltaEvent = 8000
+
+// flushDeltas sends the deltas gathered so far as one n2k_delta event, a JSON array: one
+// event per delta would cost a host call each.
+func (p *plugin) flushDeltas() {
+	if len(p.pending) == 0 {
+		return
+	}
+	p.pending = append(p.pending, ']')
+	if err := sdk.Emit(eventDelta, json.RawMessage(p.pending), false); err != nil {
+		sdk.Logf(sdk.LevelWarn, "delta event: %v", err)
+	}
+	p.pending = p.pending[:0]
+}
+
 func (p *plugin) tick(uint32) {
+	p.flushDeltas()
 	p.readClock()
 	st := p.status()
 	if st.State != p.lastState || st.State == "receiving" {
@@ -265,6 +297,7 @@ func (p *plugin) serve(req *sdk.Request) sdk.Response {
 	if req.Method != "GET" || req.Path != "/n2k/status" {
 		return sdk.ErrorResponse(404, "not_found")
 	}
+	p.flushDeltas() // a reader of the status sees the deltas of every frame it counts
 	p.readClock()
 	return sdk.JSONResponse(200, p.status())
 }

@@ -101,26 +101,65 @@ func TestDeltaEventsAndDeny(t *testing.T) {
 	for _, f := range testFrames() {
 		h.CANReceive(f)
 	}
-	var deltas int
+	countDeltas := func() int {
+		n := 0
+		for _, e := range h.SSE {
+			if e.Event != "n2k_delta" {
+				continue
+			}
+			var ds []struct {
+				Updates []struct {
+					Source map[string]any `json:"source"`
+				} `json:"updates"`
+			}
+			if err := json.Unmarshal(e.Data, &ds); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				n++
+				if s := d.Updates[0].Source; s["src"] != "7" || s["pgn"] != 127250.0 || s["type"] != "NMEA2000" {
+					t.Errorf("source %v", s)
+				}
+			}
+		}
+		return n
+	}
+	// The deltas wait for a status answer (or the next second) and go in one event.
+	for _, f := range testFrames() {
+		h.CANReceive(f)
+	}
+	if n := countDeltas(); n != 0 {
+		t.Fatalf("%d deltas sent before a status answer", n)
+	}
+	getStatus(t, h)
+	if n := countDeltas(); n != 2 {
+		t.Fatalf("%d deltas", n)
+	}
+	events := 0
 	for _, e := range h.SSE {
-		if e.Event != "n2k_delta" {
-			continue
-		}
-		deltas++
-		var d struct {
-			Updates []struct {
-				Source map[string]any `json:"source"`
-			} `json:"updates"`
-		}
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			t.Fatal(err)
-		}
-		if s := d.Updates[0].Source; s["src"] != "7" || s["pgn"] != 127250.0 || s["type"] != "NMEA2000" {
-			t.Errorf("source %v", s)
+		if e.Event == "n2k_delta" {
+			events++
 		}
 	}
-	if deltas != 1 {
-		t.Fatalf("%d delta events", deltas)
+	if events != 1 {
+		t.Errorf("%d n2k_delta events, want the 2 deltas in 1", events)
+	}
+	// Many deltas: events stay under the ABI's 8 KiB.
+	for i := 0; i < 100; i++ {
+		for _, f := range testFrames() {
+			h.CANReceive(f)
+		}
+	}
+	if err := h.Advance(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := countDeltas(); n != 102 {
+		t.Errorf("%d deltas after 100 more", n)
+	}
+	for _, e := range h.SSE {
+		if len(e.Data) > 8000 {
+			t.Errorf("event of %d bytes", len(e.Data))
+		}
 	}
 	if err := h.SetConfig(map[string]any{"enabled": true, "pgn_deny": "127250"}); err != nil {
 		t.Fatal(err)

@@ -49,6 +49,7 @@ type Gateway struct {
 	asm     *decode.Assembler
 	mapper  *skmap.Mapper
 	stats   Stats
+	pgns    map[uint32]uint64
 	devices map[uint8]*Device
 	// Allow, when set, decides which PGNs are decoded (allow and deny lists).
 	Allow func(pgn uint32) bool
@@ -59,7 +60,7 @@ type Gateway struct {
 // New answers an empty pipeline.
 func New() *Gateway {
 	return &Gateway{asm: decode.NewAssembler(), mapper: skmap.New(), devices: map[uint8]*Device{},
-		stats: Stats{Errors: map[string]uint64{}, PGNs: map[string]uint64{}}}
+		pgns: map[uint32]uint64{}, stats: Stats{Errors: map[string]uint64{}}}
 }
 
 // Frame takes one CAN frame; now stamps deltas whose frame carries no time.
@@ -78,7 +79,7 @@ func (g *Gateway) Frame(f decode.Frame, now string) *skmap.Delta {
 // Message takes one whole message.
 func (g *Gateway) Message(m decode.Message, now string) *skmap.Delta {
 	g.stats.Messages++
-	g.stats.PGNs[strconv.FormatUint(uint64(m.PGN), 10)]++
+	g.pgns[m.PGN]++
 	g.seen(m)
 	if g.Allow != nil && !g.Allow(m.PGN) {
 		return nil
@@ -156,9 +157,9 @@ func (g *Gateway) Stats() Stats {
 	for k, v := range g.stats.Errors {
 		s.Errors[k] = v
 	}
-	s.PGNs = make(map[string]uint64, len(g.stats.PGNs))
-	for k, v := range g.stats.PGNs {
-		s.PGNs[k] = v
+	s.PGNs = make(map[string]uint64, len(g.pgns))
+	for k, v := range g.pgns {
+		s.PGNs[strconv.FormatUint(uint64(k), 10)] = v
 	}
 	return s
 }
