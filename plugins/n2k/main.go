@@ -5,15 +5,23 @@
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o n2k.wasm ./plugins/n2k
 //
+// On the bus it is a good citizen (package node): it claims an address (f_n2k.address
+// preferred, NAME from f_n2k.unique_number or the device id, manufacturer code 2046,
+// function 130 PC gateway, class 25 internetwork device, marine), defends or moves it,
+// answers ISO requests for its claim, product information and PGN lists and sends a
+// heartbeat every 60 s. A Signal K PUT on electrical.switches.bank.<instance>.<switch>.state
+// (true/false or 1/0) sends Switch Bank Control (127502) for that switch; the bank's status
+// (127501) comes back as the state path.
+//
 // Configuration (namespace f_n2k): enabled (default false: the plugin idles), source (the
-// board's CAN bus), pgn_allow and pgn_deny (comma-separated PGNs; an empty allow list
+// board's CAN bus), address, unique_number, pgn_allow and pgn_deny (comma-separated PGNs; an empty allow list
 // allows all), deltas (also send each delta, $source and timestamp included, as the SSE
 // event n2k_delta, in arrays of up to 8000 bytes sent when full, every second and before
 // each status answer; `devctl n2k decode` reads them).
 //
 // GET /api/v1/n2k/status and the SSE event n2k (retained, sent once a second while it
 // changes) carry the status: state (disabled, listening, receiving, silent), source, address
-// (null: the plugin listens without claiming one), name (null likewise), frames_in,
+// (the claimed one, or null), name (the NAME in hex while enabled), frames_in,
 // frames_out, messages, deltas, errors by kind, pgns (PGN → messages) and devices seen. The
 // health condition n2k.bus warns while the source is enabled and silent for 10 s.
 package main
@@ -22,6 +30,7 @@ package main
 
 import (
 	"encoding/json"
+	"hash/fnv"
 	"math"
 	"strconv"
 	"strings"
@@ -29,6 +38,7 @@ import (
 
 	"devhost/plugins/n2k/decode"
 	"devhost/plugins/n2k/gateway"
+	"devhost/plugins/n2k/node"
 	"devhost/plugins/n2k/skmap"
 	"devhost/sdk"
 )
@@ -38,11 +48,13 @@ func init() { sdk.Register(newPlugin().handlers()) }
 func main() {}
 
 const (
-	timerTick  = 1
-	silentFor  = 10 * time.Second
-	condBus    = "bus"
-	eventState = "n2k"
-	eventDelta = "n2k_delta"
+	timerTick      = 1
+	timerClaim     = 2
+	timerHeartbeat = 3
+	silentFor      = 10 * time.Second
+	condBus        = "bus"
+	eventState     = "n2k"
+	eventDelta     = "n2k_delta"
 )
 
 var descriptor = sdk.Namespace{
@@ -54,6 +66,10 @@ var descriptor = sdk.Namespace{
 			Description: "Listen to the source and publish its values to Signal K."},
 		{Name: "source", Type: sdk.TypeString, Default: "can", Enum: []string{"can"}, Title: "Source",
 			Description: "Where the NMEA 2000 traffic comes from: the board's CAN bus."},
+		{Name: "address", Type: sdk.TypeInt, Default: 100, Min: sdk.Float(0), Max: sdk.Float(251), Title: "Preferred address",
+			Description: "The bus address claimed first; another is taken when a device with a lower NAME holds it."},
+		{Name: "unique_number", Type: sdk.TypeInt, Default: 0, Min: sdk.Float(0), Max: sdk.Float(2097151), Title: "NAME unique number",
+			Description: "The unique number of the NAME; 0 derives it from the device id."},
 		{Name: "pgn_allow", Type: sdk.TypeString, Default: "", MaxLength: 1000, Pattern: `^[0-9, ]*$`, Title: "PGNs allowed",
 			Description: "Comma-separated PGNs to decode; empty decodes every PGN."},
 		{Name: "pgn_deny", Type: sdk.TypeString, Default: "", MaxLength: 1000, Pattern: `^[0-9, ]*$`, Title: "PGNs denied",
@@ -74,20 +90,30 @@ type plugin struct {
 	framesOut uint64
 	lastState string
 	warned    bool
-	one       []byte // a delta's JSON
-	pending   []byte // deltas not yet sent as an event: "[d1,d2"
+	node      *node.Node
+	deviceID  string
+	address   uint8
+	unique    uint32
+	seq       map[uint32]uint8 // fast-packet sequence counters of sent PGNs
+	one       []byte           // a delta's JSON
+	pending   []byte           // deltas not yet sent as an event: "[d1,d2"
 }
 
-func newPlugin() *plugin { return &plugin{gw: gateway.New(), source: "can"} }
+func newPlugin() *plugin { return &plugin{gw: gateway.New(), source: "can", seq: map[uint32]uint8{}} }
 
 func (p *plugin) handlers() *sdk.Plugin {
-	return &sdk.Plugin{OnInit: p.start, OnConfig: p.configure, OnCAN: p.frame, OnTimer: p.tick, OnHTTP: p.serve}
+	return &sdk.Plugin{OnInit: p.start, OnConfig: p.configure, OnCAN: p.frame, OnTimer: p.timer, OnHTTP: p.serve, OnPut: p.put}
 }
 
-func (p *plugin) start(sdk.Info) error {
+func (p *plugin) start(info sdk.Info) error {
 	*p = *newPlugin()
+	p.deviceID = info.DeviceID
 	p.gw.Now = func() int64 { return int64(p.uptime / time.Millisecond) }
+	p.gw.OnMessage = p.busMessage
 	if err := sdk.RegisterNamespace(descriptor); err != nil {
+		return err
+	}
+	if err := sdk.HandlePuts(switchPrefix + "*"); err != nil {
 		return err
 	}
 	cfg, err := sdk.GetConfig()
@@ -123,16 +149,22 @@ func (p *plugin) configure(cfg sdk.Config) {
 	if s := cfg.String("source"); s != "" {
 		p.source = s
 	}
+	address, unique := uint8(cfg.Int("address")), uint32(cfg.Int("unique_number"))
 	enabled := cfg.Bool("enabled")
-	if enabled == p.enabled {
+	if enabled == p.enabled && (!enabled || address == p.address && unique == p.unique) {
 		return
 	}
-	p.enabled = enabled
+	p.enabled, p.address, p.unique = enabled, address, unique
 	var err error
 	if enabled {
 		p.started = p.uptime
 		err = sdk.CANReceive(sdk.CANFilter{ID: 0, Mask: 0}) // every frame
+		if err == nil {
+			p.startNode()
+		}
 	} else {
+		p.node = nil
+		_ = sdk.CancelTimer(timerHeartbeat)
 		err = sdk.CANReceive()
 	}
 	if err != nil {
@@ -216,7 +248,130 @@ func (p *plugin) flushDeltas() {
 	p.pending = p.pending[:0]
 }
 
-func (p *plugin) tick(uint32) {
+// nameUnique is the NAME's unique number: configured, or derived from the device id.
+func (p *plugin) nameUnique() uint32 {
+	if p.unique != 0 {
+		return p.unique
+	}
+	h := fnv.New32a()
+	h.Write([]byte(p.deviceID))
+	return h.Sum32() & 0x1fffff
+}
+
+// startNode claims an address for the plugin on the bus.
+func (p *plugin) startNode() {
+	p.readClock()
+	rx := append(skmap.PGNs(), 59904, 60928)
+	p.node = &node.Node{
+		Name:     node.NewName(p.nameUnique(), 2046, 0, 130, 25, 0, 4),
+		Product:  node.Product{Code: 1, Model: "devhost n2k", SoftwareVersion: "0.1.0", ModelVersion: "1", Serial: p.deviceID},
+		Transmit: []uint32{59392, 59904, 60928, 126464, 126993, 126996, 127502},
+		Receive:  rx,
+	}
+	p.send(p.node.Start(p.address, p.uptime))
+	p.armClaim()
+}
+
+func (p *plugin) armClaim() {
+	if err := sdk.SetTimer(timerClaim, node.ClaimWait, 0); err != nil {
+		sdk.Logf(sdk.LevelWarn, "claim timer: %v", err)
+	}
+}
+
+// busMessage lets the node answer a whole message from the bus.
+func (p *plugin) busMessage(m decode.Message) {
+	if p.node == nil || m.PGN != 60928 && m.PGN != 59904 {
+		return
+	}
+	if m.PGN == 60928 {
+		p.readClock() // a conflict may start a new claim: its wait starts now
+	}
+	out := p.node.Message(m, p.uptime)
+	p.send(out)
+	if st, _ := p.node.State(); st == node.StateClaiming && len(out) > 0 {
+		p.armClaim()
+	}
+}
+
+// send puts messages on the bus, in the frames that carry them.
+func (p *plugin) send(msgs []decode.Message) {
+	for _, m := range msgs {
+		seq := p.seq[m.PGN]
+		p.seq[m.PGN] = seq + 1
+		for _, f := range decode.Frames(m, seq, nil) {
+			if err := sdk.CANSend(sdk.CANFrame{ID: f.ID, Extended: true, Data: f.Data}); err != nil {
+				sdk.Logf(sdk.LevelWarn, "can send: %v", err)
+				return
+			}
+			p.framesOut++
+		}
+	}
+}
+
+func (p *plugin) timer(id uint32) {
+	switch id {
+	case timerClaim:
+		p.readClock()
+		if p.node != nil && p.node.Tick(p.uptime) {
+			a, _ := p.node.Address()
+			sdk.Logf(sdk.LevelInfo, "n2k: address %d claimed", a)
+			p.send(p.node.Heartbeat())
+			if err := sdk.SetTimer(timerHeartbeat, node.HeartbeatEvery, node.HeartbeatEvery); err != nil {
+				sdk.Logf(sdk.LevelWarn, "heartbeat timer: %v", err)
+			}
+		}
+	case timerHeartbeat:
+		if p.node != nil {
+			p.send(p.node.Heartbeat())
+		}
+	default:
+		p.tick()
+	}
+}
+
+const switchPrefix = "electrical.switches.bank."
+
+// put switches one switch of a bank: 127502 with that switch set and the others unchanged.
+func (p *plugin) put(req sdk.PutRequest) sdk.PutResult {
+	rest, _ := strings.CutPrefix(req.Path, switchPrefix)
+	parts := strings.Split(rest, ".")
+	if len(parts) != 3 || parts[2] != "state" {
+		return sdk.Invalid("path must be electrical.switches.bank.<instance>.<switch>.state")
+	}
+	inst, err1 := strconv.Atoi(parts[0])
+	sw, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil || inst < 0 || inst > 252 || sw < 1 || sw > 28 {
+		return sdk.Invalid("instance 0..252 and switch 1..28")
+	}
+	on, isBool := req.Bool()
+	if !isBool {
+		n, isNum := req.Number()
+		if !isNum || n != 0 && n != 1 {
+			return sdk.Invalid("state must be true, false, 1 or 0")
+		}
+		on = n == 1
+	}
+	if p.node == nil || !p.node.Usable() {
+		return sdk.Failure("no address on the bus")
+	}
+	state := 0.0
+	if on {
+		state = 1
+	}
+	data, err := decode.Encode(127502, map[string]any{"instance": float64(inst), "switch" + strconv.Itoa(sw): state})
+	if err != nil {
+		return sdk.Failure(err.Error())
+	}
+	a, _ := p.node.Address()
+	before := p.framesOut
+	p.send([]decode.Message{{Header: decode.Header{Prio: 3, PGN: 127502, Src: a, Dst: 255}, Data: data}})
+	if p.framesOut == before {
+		return sdk.Failure("bus write failed")
+	}
+	return sdk.Success()
+}
+
+func (p *plugin) tick() {
 	p.flushDeltas()
 	p.readClock()
 	st := p.status()
@@ -276,6 +431,14 @@ func (p *plugin) status() status {
 		st.State = "silent"
 	default:
 		st.State = "receiving"
+	}
+	if p.node != nil {
+		if a, ok := p.node.Address(); ok {
+			addr := int(a)
+			st.Address = &addr
+		}
+		name := strconv.FormatUint(uint64(p.node.Name), 16)
+		st.Name = &name
 	}
 	nowMs := int64(p.uptime / time.Millisecond)
 	for _, d := range p.gw.Devices() {

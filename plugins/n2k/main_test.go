@@ -205,3 +205,129 @@ func TestBadFramesAndSilence(t *testing.T) {
 		t.Error("no retained n2k event")
 	}
 }
+
+// sent decodes the frames the plugin put on the bus since index from.
+func sent(t *testing.T, h *sdk.FakeHost, from int) []*decode.Decoded {
+	t.Helper()
+	asm := decode.NewAssembler()
+	var out []*decode.Decoded
+	for _, f := range h.CANSent[from:] {
+		if !f.Extended {
+			t.Fatalf("frame %#x not extended", f.ID)
+		}
+		m, err := asm.Add(decode.Frame{ID: f.ID, Data: f.Data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m == nil {
+			continue
+		}
+		d, err := decode.Decode(*m)
+		if err != nil {
+			t.Fatalf("pgn %d: %v", m.PGN, err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func fromBus(h *sdk.FakeHost, m decode.Message) {
+	for _, f := range decode.Frames(m, 0, nil) {
+		h.CANReceive(sdk.CANFrame{ID: f.ID, Extended: true, Data: f.Data})
+	}
+}
+
+func TestAddressClaimAndRequests(t *testing.T) {
+	h := fakeHost(t)
+	defer h.Stop()
+	if err := h.SetConfig(map[string]any{"enabled": true, "address": 100, "unique_number": 1234}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := sent(t, h, 0)
+	if len(msgs) != 1 || msgs[0].PGN != 60928 || msgs[0].Src != 100 || msgs[0].Fields["uniqueNumber"] != 1234.0 {
+		t.Fatalf("claim: %+v", msgs)
+	}
+	if st := getStatus(t, h); st["address"] != nil || st["name"] == nil {
+		t.Errorf("claiming: address %v name %v", st["address"], st["name"])
+	}
+	// The claim stood 250 ms: the address is ours and the first heartbeat goes out.
+	if err := h.Advance(300 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if st := getStatus(t, h); st["address"] != 100.0 {
+		t.Fatalf("address %v", st["address"])
+	}
+	n := len(h.CANSent)
+	if msgs := sent(t, h, 1); len(msgs) != 1 || msgs[0].PGN != 126993 {
+		t.Fatalf("heartbeat: %+v", msgs)
+	}
+	// An ISO request for product information is answered (a fast-packet).
+	fromBus(h, decode.Message{Header: decode.Header{Prio: 6, PGN: 59904, Src: 9, Dst: 100}, Data: []byte{0x14, 0xf0, 0x01}})
+	msgs = sent(t, h, n)
+	if len(msgs) != 1 || msgs[0].PGN != 126996 || msgs[0].Fields["modelId"] != "devhost n2k" {
+		t.Fatalf("product information: %+v", msgs)
+	}
+	// A device with a lower NAME claims 100: the plugin claims 101.
+	n = len(h.CANSent)
+	fromBus(h, decode.Message{Header: decode.Header{Prio: 6, PGN: 60928, Src: 100, Dst: 255}, Data: []byte{1, 0, 0, 0, 0, 0, 0, 0}})
+	msgs = sent(t, h, n)
+	if len(msgs) != 1 || msgs[0].PGN != 60928 || msgs[0].Src != 101 {
+		t.Fatalf("re-claim: %+v", msgs)
+	}
+	if err := h.Advance(300 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if st := getStatus(t, h); st["address"] != 101.0 || st["frames_out"].(float64) < 5 {
+		t.Errorf("after the conflict: %v", st)
+	}
+	// A heartbeat every minute.
+	n = len(h.CANSent)
+	if err := h.Advance(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var beats int
+	for _, m := range sent(t, h, n) {
+		if m.PGN == 126993 {
+			beats++
+		}
+	}
+	if beats != 1 {
+		t.Errorf("%d heartbeats in a minute", beats)
+	}
+}
+
+func TestSwitchPut(t *testing.T) {
+	h := fakeHost(t)
+	defer h.Stop()
+	// Disabled: no address, the PUT fails.
+	if r, err := h.Put("electrical.switches.bank.2.3.state", true); err != nil || r.Result != 2 {
+		t.Fatalf("put while disabled: %+v %v", r, err)
+	}
+	h.SetConfig(map[string]any{"enabled": true, "address": 50})
+	h.Advance(300 * time.Millisecond)
+	n := len(h.CANSent)
+	r, err := h.Put("electrical.switches.bank.2.3.state", true)
+	if err != nil || r.Result != 0 {
+		t.Fatalf("put: %+v %v", r, err)
+	}
+	msgs := sent(t, h, n)
+	if len(msgs) != 1 || msgs[0].PGN != 127502 || msgs[0].Src != 50 || msgs[0].Fields["instance"] != 2.0 ||
+		msgs[0].Fields["switch3"] != "On" || msgs[0].Fields["switch1"] != "Take no action (no change)" {
+		t.Fatalf("127502: %+v", msgs)
+	}
+	for path, v := range map[string]any{"electrical.switches.bank.2.3.state": "on", "electrical.switches.bank.2.29.state": true,
+		"electrical.switches.bank.x.1.state": true, "electrical.switches.bank.2.3.order": 1.0} {
+		if r, err := h.Put(path, v); err != nil || r.Result != 1 {
+			t.Errorf("%s=%v: %+v %v", path, v, r, err)
+		}
+	}
+	// The bank's status (127501) comes back as the state path.
+	status, err := decode.Encode(127501, map[string]any{"instance": 2.0, "indicator3": 1.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromBus(h, decode.Message{Header: decode.Header{Prio: 3, PGN: 127501, Src: 60, Dst: 255}, Data: status})
+	if v := h.Values()["electrical.switches.bank.2.3.state"]; v.Num != 1 {
+		t.Errorf("state %+v", v)
+	}
+}

@@ -55,6 +55,8 @@ type Gateway struct {
 	Allow func(pgn uint32) bool
 	// Now, when set, stamps the devices seen (milliseconds of any monotonic clock).
 	Now func() int64
+	// OnMessage, when set, sees every whole message (the plugin's bus node answers them).
+	OnMessage func(decode.Message)
 }
 
 // New answers an empty pipeline.
@@ -81,6 +83,9 @@ func (g *Gateway) Message(m decode.Message, now string) *skmap.Delta {
 	g.stats.Messages++
 	g.pgns[m.PGN]++
 	g.seen(m)
+	if g.OnMessage != nil {
+		g.OnMessage(m)
+	}
 	if g.Allow != nil && !g.Allow(m.PGN) {
 		return nil
 	}
