@@ -30,8 +30,11 @@ import (
 
 	"crypto/rsa"
 
+	"github.com/jonboulle/clockwork"
+
 	"devhost/abi"
 	"devhost/host/api"
+	"devhost/host/board"
 	"devhost/host/plugin"
 	"devhost/plugins"
 	"devhost/plugins/n2k/decode"
@@ -396,3 +399,74 @@ func (c *fixedConfig) Register(id string, _ []byte) (string, error) { return "f_
 func (c *fixedConfig) Unregister(string) error                      { return nil }
 func (c *fixedConfig) Purge(string) error                           { return nil }
 func (c *fixedConfig) Values(string) (json.RawMessage, error)       { return c.values, nil }
+
+// boardCAN is `devctl board can replay --file FILE [--format F] [--speed X | --max]`: it
+// plays a log's frames onto the running device's simulated CAN bus through the board's
+// control channel, at the log's recorded pace scaled by --speed (frames of a log without
+// times go as fast as possible), or as fast as possible with --max. It prints how many
+// frames went on the bus.
+func (a *app) boardCAN(ctx context.Context, tgt boardTarget, args []string) error {
+	if len(args) == 0 || args[0] != "replay" {
+		return usagef("board can: the subcommand is replay")
+	}
+	fs := newFlags("board can replay")
+	var late boardTarget
+	late.register(fs)
+	file := fs.String("file", "", "the log to play")
+	format := fs.String("format", "auto", "auto, candump, analyzer, actisense, ydraw or ikonvert")
+	speed := fs.Float64("speed", 1, "pace: 2 plays twice as fast as recorded")
+	fastest := fs.Bool("max", false, "as fast as possible")
+	if err := parseNoArgs(fs, args[1:]); err != nil {
+		return err
+	}
+	if *file == "" {
+		return usagef("board can replay: --file is required")
+	}
+	if *speed <= 0 || setFlags(fs)["speed"] && *fastest {
+		return usagef("board can replay: --speed must be positive, and not given with --max")
+	}
+	if late.data != "" {
+		tgt.data = late.data
+	}
+	if late.socket != "" {
+		tgt.socket = late.socket
+	}
+	sock, err := tgt.path()
+	if err != nil {
+		return err
+	}
+	frames, bad, det, err := readLog(*file, input.Format(*format))
+	if err != nil {
+		return err
+	}
+	c := board.Dial(sock)
+	clk := a.clock
+	if clk == nil {
+		clk = clockwork.NewRealClock()
+	}
+	start := clk.Now()
+	var first time.Time
+	for i, f := range frames {
+		if !*fastest && f.Time != "" {
+			t, err := time.Parse(time.RFC3339Nano, f.Time)
+			if err == nil {
+				if first.IsZero() {
+					first = t
+				}
+				due := start.Add(time.Duration(float64(t.Sub(first)) / *speed))
+				if wait := due.Sub(clk.Now()); wait > 0 {
+					select {
+					case <-ctx.Done():
+						return ctx.Err()
+					case <-clk.After(wait):
+					}
+				}
+			}
+		}
+		if _, err := c.InjectCAN(ctx, board.CANFrame{ID: f.ID, Extended: true, Data: f.Data}); err != nil {
+			return fmt.Errorf("board can replay: frame %d: %w", i+1, err)
+		}
+	}
+	_, err = fmt.Fprintf(a.stdout, "replayed %d frames (format %s, %d lines not understood)\n", len(frames), det, bad)
+	return err
+}

@@ -13,7 +13,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"devhost/host/board"
 	"devhost/plugins"
 )
 
@@ -297,5 +299,70 @@ func TestN2KDecodeMatchesReference(t *testing.T) {
 				t.Error(p)
 			}
 		})
+	}
+}
+
+func received(t *testing.T, data string) int {
+	t.Helper()
+	st, err := board.Dial(filepath.Join(data, "board.sock")).State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Radios.CANReceived
+}
+
+func TestBoardCANReplayMax(t *testing.T) {
+	_, sock := serveBoard(t)
+	h := newHarness()
+	log := filepath.Join(n2kLogs(), "candumpSample2.txt")
+	if code := h.run("board", "--data", sock, "can", "replay", "--file", log, "--max"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, h.stderr.String())
+	}
+	if !strings.Contains(h.stdout.String(), "replayed 402 frames (format candump") {
+		t.Errorf("stdout %q", h.stdout.String())
+	}
+	if n := received(t, sock); n != 402 {
+		t.Errorf("the bus got %d frames", n)
+	}
+	for _, args := range [][]string{
+		{"board", "--data", sock, "can", "capture"},
+		{"board", "--data", sock, "can", "replay"},
+		{"board", "--data", sock, "can", "replay", "--file", log, "--speed", "0"},
+		{"board", "--data", sock, "can", "replay", "--file", log, "--speed", "2", "--max"},
+	} {
+		if code := newHarness().run(args...); code != exitUsage {
+			t.Errorf("%v: exit %d", args, code)
+		}
+	}
+}
+
+// The recorded pace, scaled by --speed, on the fake clock.
+func TestBoardCANReplayPace(t *testing.T) {
+	_, sock := serveBoard(t)
+	log := filepath.Join(t.TempDir(), "paced.log")
+	text := "2016-02-28T19:57:02.000Z,2,127250,7,255,8,ff,10,3b,ff,7f,ce,f5,fc\n" +
+		"2016-02-28T19:57:04.000Z,2,127250,7,255,8,ff,10,3b,ff,7f,ce,f5,fc\n" +
+		"2016-02-28T19:57:06.000Z,2,127250,7,255,8,ff,10,3b,ff,7f,ce,f5,fc\n"
+	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness()
+	done := make(chan int, 1)
+	go func() { done <- h.run("board", "--data", sock, "can", "replay", "--file", log, "--speed", "2") }()
+	// Twice the recorded pace: a frame at once, then one a second.
+	for want := 1; want <= 2; want++ {
+		if err := h.clock.BlockUntilContext(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		if n := received(t, sock); n != want {
+			t.Fatalf("before %d s: %d frames", want, n)
+		}
+		h.clock.Advance(time.Second)
+	}
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, h.stderr.String())
+	}
+	if n := received(t, sock); n != 3 {
+		t.Errorf("%d frames", n)
 	}
 }
