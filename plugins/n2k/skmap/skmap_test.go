@@ -124,7 +124,8 @@ func TestReferenceCases(t *testing.T) {
 }
 
 // synthetic lists the PGNs tested with hand-built messages (TestSynthetic).
-var synthetic = map[uint32]bool{130316: true, 65006: true, 65007: true, 65008: true, 65009: true, 65010: true,
+var synthetic = map[uint32]bool{127245: true, 127488: true, 127493: true, 127751: true, 127744: true, 127745: true,
+	127746: true, 129291: true, 130316: true, 65006: true, 65007: true, 65008: true, 65009: true, 65010: true,
 	65011: true, 65015: true, 65016: true, 65017: true, 65019: true, 65020: true, 65021: true, 65022: true, 65023: true,
 	65024: true, 65028: true, 65029: true, 65030: true}
 
@@ -147,6 +148,25 @@ func TestSynthetic(t *testing.T) {
 			[]Value{{"environment.wind.speedTrue", 5.0}, {"environment.wind.angleTrueWater", 4.0}}},
 		{130306, map[string]any{"windSpeed": 5.0, "windAngle": 4.0, "reference": "Apparent"}, nil,
 			[]Value{{"environment.wind.speedApparent", 5.0}, {"environment.wind.angleApparent", 4.0 - 2*math.Pi}}},
+		{127245, map[string]any{"instance": 0.0, "position": -0.1}, nil, []Value{{"steering.rudderAngle", -0.1}}},
+		{127488, map[string]any{"instance": "Single Engine or Dual Engine Port", "speed": 785.8, "tiltTrim": 50.0, "boostPressure": 1000.0}, nil,
+			[]Value{{"propulsion.port.revolutions", 785.8 / 60}, {"propulsion.port.drive.trimState", 0.5}, {"propulsion.port.boostPressure", 1000.0}}},
+		{127493, map[string]any{"instance": 1.0, "transmissionGear": "Forward", "oilPressure": 200000.0, "oilTemperature": 330.0, "discreteStatus1": 2.0}, nil,
+			[]Value{{"propulsion.1.transmission.oilTemperature", 330.0}, {"propulsion.1.transmission.gear", "Forward"},
+				{"propulsion.1.transmission.oilPressure", 200000.0},
+				{"notifications.propulsion.1.transmission.checkTransmission", Notification{"normal", []string{"visual"}, "Check 1 Engine is Normal"}},
+				{"notifications.propulsion.1.transmission.overTemperature", Notification{"alarm", []string{"visual", "sound"}, "1 Transmission Over Temperature"}},
+				{"notifications.propulsion.1.transmission.lowOilPressure", Notification{"normal", []string{"visual"}, "1 Transmission Low Oil Pressure is Normal"}},
+				{"notifications.propulsion.1.transmission.lowOilLevel", Notification{"normal", []string{"visual"}, "1 Transmission Low Oil Level is Normal"}},
+				{"notifications.propulsion.1.transmission.sailDrive", Notification{"normal", []string{"visual"}, "1 Transmission Sail Drive is Normal"}}}},
+		{127751, map[string]any{"connectionNumber": 1.0, "dcVoltage": 12.5, "dcCurrent": 3.0}, nil,
+			[]Value{{"electrical.dc.9.1.voltage", 12.5}, {"electrical.dc.9.1.current", 3.0}}},
+		{127744, map[string]any{"connectionNumber": 0.0, "acRmsCurrent": 2.0, "power": 230.0}, nil,
+			[]Value{{"electrical.ac.9.0.phase.A.power", 230.0}, {"electrical.ac.9.0.phase.A.current", 2.0}}},
+		{127745, map[string]any{"connectionNumber": 0.0, "acRmsCurrent": 2.0}, nil, []Value{{"electrical.ac.9.0.phase.B.current", 2.0}}},
+		{127746, map[string]any{"connectionNumber": 0.0, "power": 5.0}, nil, []Value{{"electrical.ac.9.0.phase.C.power", 5.0}}},
+		{129291, map[string]any{"setReference": "True", "set": 1.0, "drift": 0.5}, nil, []Value{{"environment.current", Current{1.0, 0.5}}}},
+		{129291, map[string]any{"setReference": "Unknown", "set": 1.0}, nil, nil},
 		{130316, map[string]any{"instance": 2.0, "source": "Inside Temperature", "temperature": 293.15}, nil,
 			[]Value{{"environment.inside.2.temperature", 293.15}}},
 		{130316, map[string]any{"instance": 1.0, "source": "Exhaust Gas Temperature", "temperature": 500.0}, nil,
