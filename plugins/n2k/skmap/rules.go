@@ -12,6 +12,7 @@ import (
 type ctx struct {
 	d  *decode.Decoded
 	st *srcState
+	ts string // the delta's timestamp
 }
 
 // rule is one entry of the table. A value comes from field (taken as JavaScript's Number()

@@ -92,6 +92,7 @@ type srcState struct {
 	canName        string
 	deviceInstance *int
 	powerFactor    map[string]float64 // by path prefix, for the apparent power of 65xxx
+	courseType     string             // Rhumbline or GreatCircle, from the last 129284
 }
 
 // Mapper keeps per-source state (address claims) between messages. Not safe for
@@ -143,7 +144,7 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		u.Source.CanName = st.canName
 		u.Source.DeviceInstance = st.deviceInstance
 	}
-	c := &ctx{d: d, st: st}
+	c := &ctx{d: d, st: st, ts: ts}
 	for _, r := range rs {
 		r.apply(c, &u.Values)
 	}

@@ -124,7 +124,7 @@ func TestReferenceCases(t *testing.T) {
 }
 
 // synthetic lists the PGNs tested with hand-built messages (TestSynthetic).
-var synthetic = map[uint32]bool{127245: true, 127488: true, 127493: true, 127751: true, 127744: true, 127745: true,
+var synthetic = map[uint32]bool{127497: true, 127507: true, 127750: true, 130577: true, 129283: true, 129284: true, 127245: true, 127488: true, 127493: true, 127751: true, 127744: true, 127745: true,
 	127746: true, 129291: true, 130316: true, 65006: true, 65007: true, 65008: true, 65009: true, 65010: true,
 	65011: true, 65015: true, 65016: true, 65017: true, 65019: true, 65020: true, 65021: true, 65022: true, 65023: true,
 	65024: true, 65028: true, 65029: true, 65030: true}
@@ -167,6 +167,25 @@ func TestSynthetic(t *testing.T) {
 		{127746, map[string]any{"connectionNumber": 0.0, "power": 5.0}, nil, []Value{{"electrical.ac.9.0.phase.C.power", 5.0}}},
 		{129291, map[string]any{"setReference": "True", "set": 1.0, "drift": 0.5}, nil, []Value{{"environment.current", Current{1.0, 0.5}}}},
 		{129291, map[string]any{"setReference": "Unknown", "set": 1.0}, nil, nil},
+		{127497, map[string]any{"instance": 0.0, "tripFuelUsed": 12.0, "fuelRateAverage": 3.5}, nil,
+			[]Value{{"propulsion.0.trip.fuelUsed", 0.012}, {"propulsion.0.trip.fuelRate.average", 0.0035}}},
+		{127507, map[string]any{"instance": 1.0, "operatingState": "Bulk", "chargeMode": "Standalone mode", "enabled": "On", "equalizationPending": "Off"}, nil,
+			[]Value{{"electrical.chargers.1.operatingState", "bulk"}, {"electrical.chargers.1.chargeMode", "standalone mode"},
+				{"electrical.chargers.1.enabled", true}, {"electrical.chargers.1.equalizationPending", false},
+				{"electrical.chargers.1.equalizationTimeRemaining", nil}}},
+		{127750, map[string]any{"connectionNumber": 2.0, "operatingState": "Float", "lowDcVoltageState": "Good"}, nil,
+			[]Value{{"electrical.converter.9.2.operatingState", "float"}, {"electrical.converter.9.2.lowDCVoltageState", "good"}}},
+		{130577, map[string]any{"cogReference": "True", "cog": 1.0, "sog": 2.0, "set": 0.5, "drift": 0.3}, nil,
+			[]Value{{"navigation.courseOverGroundTrue", 1.0}, {"navigation.speedOverGround", 2.0}, {"environment.current", Current{0.5, 0.3}}}},
+		{129283, map[string]any{"navigationTerminated": "No", "xte": 12.0}, nil, nil}, // no 129284 seen yet
+		{129283, map[string]any{"navigationTerminated": "No", "xte": 12.0}, &srcState{courseType: "GreatCircle"},
+			[]Value{{"navigation.courseGreatCircle.crossTrackError", 12.0}}},
+		{129284, map[string]any{"calculationType": "Rhumbline", "courseBearingReference": "True", "distanceToWaypoint": 1000.0,
+			"bearingPositionToDestinationWaypoint": 1.5, "destinationLatitude": 14.1, "destinationLongitude": -60.9,
+			"etaDate": "2026.01.01", "etaTime": "01:00:00"}, nil,
+			[]Value{{"navigation.courseRhumbline.nextPoint.distance", 1000.0}, {"navigation.courseRhumbline.nextPoint.bearingTrue", 1.5},
+				{"navigation.courseRhumbline.nextPoint.position", Position{Longitude: -60.9, Latitude: 14.1}},
+				{"navigation.courseRhumbline.nextPoint.timeToGo", 3600.0}}},
 		{130316, map[string]any{"instance": 2.0, "source": "Inside Temperature", "temperature": 293.15}, nil,
 			[]Value{{"environment.inside.2.temperature", 293.15}}},
 		{130316, map[string]any{"instance": 1.0, "source": "Exhaust Gas Temperature", "temperature": 500.0}, nil,
