@@ -124,7 +124,7 @@ func TestReferenceCases(t *testing.T) {
 }
 
 // synthetic lists the PGNs tested with hand-built messages (TestSynthetic).
-var synthetic = map[uint32]bool{127497: true, 127507: true, 127750: true, 130577: true, 129283: true, 129284: true, 127245: true, 127488: true, 127493: true, 127751: true, 127744: true, 127745: true,
+var synthetic = map[uint32]bool{127237: true, 127503: true, 127504: true, 127509: true, 127513: true, 127497: true, 127507: true, 127750: true, 130577: true, 129283: true, 129284: true, 127245: true, 127488: true, 127493: true, 127751: true, 127744: true, 127745: true,
 	127746: true, 129291: true, 130316: true, 65006: true, 65007: true, 65008: true, 65009: true, 65010: true,
 	65011: true, 65015: true, 65016: true, 65017: true, 65019: true, 65020: true, 65021: true, 65022: true, 65023: true,
 	65024: true, 65028: true, 65029: true, 65030: true}
@@ -186,6 +186,15 @@ func TestSynthetic(t *testing.T) {
 			[]Value{{"navigation.courseRhumbline.nextPoint.distance", 1000.0}, {"navigation.courseRhumbline.nextPoint.bearingTrue", 1.5},
 				{"navigation.courseRhumbline.nextPoint.position", Position{Longitude: -60.9, Latitude: 14.1}},
 				{"navigation.courseRhumbline.nextPoint.timeToGo", 3600.0}}},
+		{127237, map[string]any{"headingReference": "Magnetic", "headingToSteerCourse": 1.2}, nil,
+			[]Value{{"steering.autopilot.target.headingMagnetic", 1.2}}},
+		{127509, map[string]any{"instance": 0.0, "operatingState": "Invert", "inverterEnable": "Off"}, nil,
+			[]Value{{"electrical.inverters.0.operatingState", "invert"}, {"electrical.inverters.0.enabled", false}}},
+		{127513, map[string]any{"instance": 1.0, "batteryType": "Flooded", "supportsEqualization": "Yes", "nominalVoltage": "12V",
+			"chemistry": "Li", "capacity": 200.0, "peukertExponent": 1.25}, nil,
+			[]Value{{"electrical.batteries.1.batteryType", "flooded"}, {"electrical.batteries.1.supportsEqualization", true},
+				{"electrical.batteries.1.nominalVoltage", "12V"}, {"electrical.batteries.1.chemistry", "li"},
+				{"electrical.batteries.1.capacity.nominal", 720000.0}, {"electrical.batteries.1.peukertExponent", 1.25}}},
 		{130316, map[string]any{"instance": 2.0, "source": "Inside Temperature", "temperature": 293.15}, nil,
 			[]Value{{"environment.inside.2.temperature", 293.15}}},
 		{130316, map[string]any{"instance": 1.0, "source": "Exhaust Gas Temperature", "temperature": 500.0}, nil,
@@ -284,5 +293,24 @@ func TestEngineNotifications(t *testing.T) {
 	}
 	if n := got["notifications.propulsion.port.checkEngine"]; n.State != "normal" || n.Message != "Check Port Engine is Normal" {
 		t.Errorf("checkEngine: %+v", n)
+	}
+}
+
+func TestACLines(t *testing.T) {
+	for _, tc := range []struct {
+		pgn   uint32
+		first string
+		base  string
+	}{{127503, "acceptability", "electrical.ac."}, {127504, "waveform", "electrical.inverters."}} {
+		d := &decode.Decoded{Header: decode.Header{PGN: tc.pgn, Src: 9}, Fields: map[string]any{"instance": 3.0},
+			List: []map[string]any{{"line": "Line 1", tc.first: "Good", "voltage": 230.0}, {"line": 1.0, "current": 4.0}}}
+		delta := New().Map(d, nil, "2026-01-01T00:00:00.000Z")
+		if delta == nil {
+			t.Fatalf("%d: no delta", tc.pgn)
+		}
+		want := []Value{{tc.base + "3.A." + tc.first, "Good"}, {tc.base + "3.A.voltage", 230.0}, {tc.base + "3.B.current", 4.0}}
+		if g, w := normal(t, delta.Updates[0].Values), normal(t, want); !reflect.DeepEqual(g, w) {
+			t.Errorf("%d:\n got %v\nwant %v", tc.pgn, g, w)
+		}
 	}
 }
