@@ -70,6 +70,7 @@ const usage = `usage:
   devctl events --url http://HOST:PORT [--key KEY] [--raw]
   devctl plugin keygen|pack|sign|install|list|start|stop|remove|keys ... (devctl plugin help)
   devctl board [--data DIR | --socket PATH] can replay --file FILE [--format F] [--speed X | --max]
+  devctl board [--data DIR | --socket PATH] can capture [--count N] [--timeout S]
   devctl n2k decode [--format auto|candump|analyzer|actisense|ydraw|ikonvert] [--module WASM] FILE
 `
 

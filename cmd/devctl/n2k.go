@@ -13,6 +13,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -406,8 +407,11 @@ func (c *fixedConfig) Values(string) (json.RawMessage, error)       { return c.v
 // times go as fast as possible), or as fast as possible with --max. It prints how many
 // frames went on the bus.
 func (a *app) boardCAN(ctx context.Context, tgt boardTarget, args []string) error {
+	if len(args) > 0 && args[0] == "capture" {
+		return a.boardCANCapture(ctx, tgt, args[1:])
+	}
 	if len(args) == 0 || args[0] != "replay" {
-		return usagef("board can: the subcommand is replay")
+		return usagef("board can: the subcommand is replay or capture")
 	}
 	fs := newFlags("board can replay")
 	var late boardTarget
@@ -469,4 +473,117 @@ func (a *app) boardCAN(ctx context.Context, tgt boardTarget, args []string) erro
 	}
 	_, err = fmt.Fprintf(a.stdout, "replayed %d frames (format %s, %d lines not understood)\n", len(frames), det, bad)
 	return err
+}
+
+// capturePoll is how often capture reads the board's last sent frames.
+const capturePoll = 50 * time.Millisecond
+
+// boardCANCapture is `devctl board can capture [--count N] [--timeout S]`: it prints the
+// frames the device sends on the simulated bus from now on, in candump -L form
+// ("(SECONDS.MICROS) can0 ID#DATA", stamped when seen), until N frames (0: no limit) or S
+// seconds (0: no limit) or an interrupt. The board shows its last 64 sent frames; capture
+// reads them every 50 ms and prints those after the part it already saw, and says on
+// stderr when more than 64 came between two reads.
+func (a *app) boardCANCapture(ctx context.Context, tgt boardTarget, args []string) error {
+	fs := newFlags("board can capture")
+	var late boardTarget
+	late.register(fs)
+	count := fs.Int("count", 0, "stop after this many frames (0: no limit)")
+	timeout := fs.Float64("timeout", 0, "stop after this many seconds (0: no limit)")
+	if err := parseNoArgs(fs, args); err != nil {
+		return err
+	}
+	if *count < 0 || *timeout < 0 {
+		return usagef("board can capture: --count and --timeout must not be negative")
+	}
+	if late.data != "" {
+		tgt.data = late.data
+	}
+	if late.socket != "" {
+		tgt.socket = late.socket
+	}
+	sock, err := tgt.path()
+	if err != nil {
+		return err
+	}
+	clk := a.clock
+	if clk == nil {
+		clk = clockwork.NewRealClock()
+	}
+	c := board.Dial(sock)
+	st, err := c.State(ctx)
+	if err != nil {
+		return err
+	}
+	prev := st.Radios.CANSent
+	var deadline <-chan time.Time
+	if *timeout > 0 {
+		deadline = clk.After(time.Duration(*timeout * float64(time.Second)))
+	}
+	printed := 0
+	for *count == 0 || printed < *count {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			return nil
+		case <-clk.After(capturePoll):
+		}
+		st, err := c.State(ctx)
+		if err != nil {
+			return err
+		}
+		cur := st.Radios.CANSent
+		fresh, whole := newFrames(prev, cur)
+		if !whole {
+			fmt.Fprintf(a.stderr, "devctl: board can capture: frames may have been missed (more than %d between reads)\n", len(cur))
+		}
+		now := clk.Now()
+		for _, f := range fresh {
+			if *count > 0 && printed == *count {
+				break
+			}
+			if _, err := fmt.Fprintln(a.stdout, candumpLine(now, f)); err != nil {
+				return err
+			}
+			printed++
+		}
+		prev = cur
+	}
+	return nil
+}
+
+// newFrames answers the frames of cur after the longest run of cur's start that ends prev
+// (the board's list is a window sliding over the frames sent), and whether that run was
+// found (false: the window moved past everything seen, frames may be missing).
+func newFrames(prev, cur []board.CANFrame) ([]board.CANFrame, bool) {
+	for k := min(len(prev), len(cur)); k > 0; k-- {
+		if sameFrames(prev[len(prev)-k:], cur[:k]) {
+			return cur[k:], true
+		}
+	}
+	return cur, len(prev) == 0 || len(cur) == 0
+}
+
+func sameFrames(a, b []board.CANFrame) bool {
+	for i := range a {
+		if a[i].ID != b[i].ID || a[i].Extended != b[i].Extended || a[i].Remote != b[i].Remote || !bytes.Equal(a[i].Data, b[i].Data) {
+			return false
+		}
+	}
+	return true
+}
+
+// candumpLine writes a frame as candump -L does: (seconds.micros) can0 ID#DATA, the id in
+// 8 hex digits when extended, 3 otherwise, R for a remote frame.
+func candumpLine(t time.Time, f board.CANFrame) string {
+	id := fmt.Sprintf("%03X", f.ID)
+	if f.Extended {
+		id = fmt.Sprintf("%08X", f.ID)
+	}
+	data := fmt.Sprintf("%X", f.Data)
+	if f.Remote {
+		data = "R"
+	}
+	return fmt.Sprintf("(%d.%06d) can0 %s#%s", t.Unix(), t.Nanosecond()/1000, id, data)
 }

@@ -17,6 +17,7 @@ import (
 
 	"devhost/host/board"
 	"devhost/plugins"
+	"devhost/plugins/n2k/input"
 )
 
 var (
@@ -325,7 +326,8 @@ func TestBoardCANReplayMax(t *testing.T) {
 		t.Errorf("the bus got %d frames", n)
 	}
 	for _, args := range [][]string{
-		{"board", "--data", sock, "can", "capture"},
+		{"board", "--data", sock, "can", "capture", "--count", "-1"},
+		{"board", "--data", sock, "can", "listen"},
 		{"board", "--data", sock, "can", "replay"},
 		{"board", "--data", sock, "can", "replay", "--file", log, "--speed", "0"},
 		{"board", "--data", sock, "can", "replay", "--file", log, "--speed", "2", "--max"},
@@ -364,5 +366,96 @@ func TestBoardCANReplayPace(t *testing.T) {
 	}
 	if n := received(t, sock); n != 3 {
 		t.Errorf("%d frames", n)
+	}
+}
+
+func TestNewFrames(t *testing.T) {
+	f := func(ids ...uint32) []board.CANFrame {
+		out := []board.CANFrame{}
+		for _, id := range ids {
+			out = append(out, board.CANFrame{ID: id, Extended: true, Data: []byte{byte(id)}})
+		}
+		return out
+	}
+	tests := []struct {
+		prev, cur, want []board.CANFrame
+		whole           bool
+	}{
+		{f(), f(1, 2), f(1, 2), true},
+		{f(1, 2), f(1, 2), f(), true},
+		{f(1, 2), f(1, 2, 3), f(3), true},
+		{f(1, 2, 3), f(2, 3, 4, 5), f(4, 5), true}, // the window slid
+		{f(7, 7), f(7, 7, 7), f(7), true},          // repeats
+		{f(1, 2), f(8, 9), f(8, 9), false},         // more than the window between reads
+	}
+	for i, tc := range tests {
+		got, whole := newFrames(tc.prev, tc.cur)
+		if len(got) != len(tc.want) || whole != tc.whole {
+			t.Errorf("%d: got %v %v want %v %v", i, got, whole, tc.want, tc.whole)
+			continue
+		}
+		for j := range got {
+			if got[j].ID != tc.want[j].ID {
+				t.Errorf("%d: got %v want %v", i, got, tc.want)
+			}
+		}
+	}
+}
+
+func TestBoardCANCapture(t *testing.T) {
+	sim, data := serveBoard(t)
+	if err := sim.CANSend(board.CANFrame{ID: 0x18EEFF01, Extended: true, Data: []byte{1}}); err != nil {
+		t.Fatal(err) // sent before the capture starts: not printed
+	}
+	h := newHarness()
+	done := make(chan int, 1)
+	go func() { done <- h.run("board", "--data", data, "can", "capture", "--count", "3") }()
+	send := func(id uint32, b ...byte) {
+		if err := sim.CANSend(board.CANFrame{ID: id, Extended: true, Data: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll := func() {
+		if err := h.clock.BlockUntilContext(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Advance(capturePoll)
+	}
+	if err := h.clock.BlockUntilContext(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	send(0x09F10D0A, 0xff, 0x10)
+	send(0x09F10D0A, 0xff, 0x10)
+	h.clock.Advance(capturePoll)
+	for strings.Count(h.stdout.String(), "\n") < 2 { // the first read printed both
+		time.Sleep(time.Millisecond)
+	}
+	send(0x0DF50B23, 0xaa)
+	poll()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, h.stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(h.stdout.String()), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], " can0 09F10D0A#FF10") || !strings.HasSuffix(lines[2], " can0 0DF50B23#AA") {
+		t.Fatalf("capture:\n%s", h.stdout.String())
+	}
+	// The lines are candump -L: the candump parser reads them back.
+	p, _ := input.NewParser(input.Candump)
+	for _, l := range lines {
+		if r, err := p.Parse(l); err != nil || r.Frame == nil {
+			t.Errorf("%q: %v", l, err)
+		}
+	}
+	// --timeout ends a capture that sees nothing.
+	h2 := newHarness()
+	go func() { done <- h2.run("board", "--data", data, "can", "capture", "--timeout", "1") }()
+	for i := 0; i < 20; i++ { // 20 polls make the second
+		if err := h2.clock.BlockUntilContext(context.Background(), 2); err != nil {
+			t.Fatal(err)
+		}
+		h2.clock.Advance(capturePoll)
+	}
+	if code := <-done; code != exitOK || h2.stdout.String() != "" {
+		t.Errorf("timeout: exit %d, %q", code, h2.stdout.String())
 	}
 }
