@@ -12,7 +12,7 @@ STATICCHECK_VERSION := v0.8.2
 # The Go modules of the repository: the device, and the ABI and SDK plugin projects require.
 MODULES := . abi sdk
 
-.PHONY: build install run test lint unit short generate bench clean distclean tools signalk-server test-deps ui web-deps web-fixtures web-test web-bench signalk
+.PHONY: build install run test lint unit short generate bench clean distclean tools signalk-server test-deps ui web-deps web-fixtures web-test web-bench signalk n2k-reference
 
 # devctl first: `devctl ota pubkey` creates the development firmware key when none exists (in
 # $$DEVHOST_KEYS, beside the plugin key) and prints its public half, which devhost compiles in.
@@ -55,8 +55,8 @@ lint: tools
 	cd sdk && GOOS=wasip1 GOARCH=wasm go vet .
 
 # The server was just installed, so a Signal K test that cannot start it fails instead of skipping.
-unit: signalk-server test-deps portal-deps bt-sensors-ref
-	for m in $(MODULES); do (cd $$m && SKTEST_REQUIRED=1 go test -race -count=1 -timeout 15m ./...) || exit 1; done
+unit: signalk-server test-deps portal-deps bt-sensors-ref n2k-reference
+	for m in $(MODULES); do (cd $$m && SKTEST_REQUIRED=1 N2KREF_REQUIRED=1 go test -race -count=1 -timeout 15m ./...) || exit 1; done
 
 # The fast loop: what a developer runs between edits (see README, "Developing").
 short:
@@ -103,6 +103,19 @@ bt-sensors-ref:
 		(mkdir -p $(BT_SENSORS_CACHE) && cd $(BT_SENSORS_CACHE) && echo '{"private": true}' > package.json && \
 		npm install --ignore-scripts --no-audit --no-fund --save-exact bt-sensors-plugin-sk@$(BT_SENSORS_VERSION))
 
+# The NMEA 2000 reference the n2k plugin is compared with (cmd/devctl's n2k tests):
+# canboatjs and n2k-signalk as signalk-server uses them, pinned, in .cache/n2k/ref (git-ignored).
+# n2k-signalk needs signalk-schema at run time without listing it; the install scripts only
+# build an optional SocketCAN addon.
+N2K_REF := .cache/n2k/ref
+N2K_REF_PKGS := @canboat/canboatjs@3.20.0 @signalk/n2k-signalk@4.6.0 @signalk/signalk-schema@1.0.3
+n2k-reference:
+	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
+	@test "$$(cat $(N2K_REF)/stamp 2>/dev/null)" = "$(N2K_REF_PKGS)" || ( \
+		mkdir -p $(N2K_REF) && echo '{"private":true}' > $(N2K_REF)/package.json && \
+		npm install --prefix $(N2K_REF) --ignore-scripts --no-audit --no-fund --save-exact $(N2K_REF_PKGS) && \
+		echo "$(N2K_REF_PKGS)" > $(N2K_REF)/stamp )
+
 test: lint unit web-test
 
 bench: build
@@ -114,6 +127,9 @@ bench: build
 	go test -run '^$$' -bench . -count 1 ./host/skstream/
 	@echo; echo "web UI: first-load size and time to interactive (Chromium over loopback):"
 	$(MAKE) -s web-bench
+	@echo; echo "NMEA 2000 decode: the n2k plugin in the sandbox beside canboatjs + n2k-signalk (frames per CPU second):"
+	$(MAKE) n2k-reference
+	go test -run '^$$' -bench N2KDecode -benchtime 3x -count 1 ./cmd/devctl/
 
 # What the build made: the binaries, the run's flash, a root-level devbench, and plugin modules
 # and bundles built in the tree (fixtures under testdata are kept). The Signal K test server

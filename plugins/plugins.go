@@ -1,7 +1,7 @@
-// Package plugins holds the plugins built with devhost/sdk (app, the switch bank) and the
-// test plugins under testdata/ that the plugin host's failure tests load, with helpers that
-// build them for the device. Each plugin directory holds its main.go and its manifest.json;
-// the id in the manifest is the directory's name.
+// Package plugins holds the plugins built with devhost/sdk (app, the switch bank; n2k, the
+// NMEA 2000 gateway) and the test plugins under testdata/ that the plugin host's failure
+// tests load, with helpers that build them for the device. Each plugin directory holds its
+// main.go and its manifest.json; the id in the manifest is the directory's name.
 //
 // Test plugins (testdata/<name>, documented in testdata/README.md): trapinit, badinit, loop,
 // memhog, garbage, badns, ns, nocaps, afterstop, bench.

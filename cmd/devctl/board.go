@@ -52,6 +52,8 @@ func (a *app) board(ctx context.Context, args []string) error {
 
 	var call func(*board.Client) (board.State, error)
 	switch sub {
+	case "can":
+		return a.boardCAN(ctx, tgt, rest)
 	case "state":
 		if err := parseNoArgs(sfs, rest); err != nil {
 			return err

@@ -82,6 +82,9 @@ const usage = `usage:
   devctl logs [--url http://HOST:PORT] [--key KEY] [--follow] [--limit N]
   devctl events [--url http://HOST:PORT] [--key KEY] [--raw]
   devctl plugin keygen|pack|sign|install|list|start|stop|remove|keys ... (devctl plugin help)
+  devctl board [--data DIR | --socket PATH] can replay --file FILE [--format F] [--speed X | --max]
+  devctl board [--data DIR | --socket PATH] can capture [--count N] [--timeout S]
+  devctl n2k decode [--format auto|candump|analyzer|actisense|ydraw|ikonvert] [--module WASM] FILE
   devctl ota pack|manifest|push ... (devctl ota help)
 
 The device is --url, else $DEVCTL_URL, else ` + defaultURL + `; the API key is
@@ -149,6 +152,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.pluginAuthoring(ctx, args[1:])
 	case "ota":
 		return a.ota(ctx, args[1:])
+	case "n2k":
+		return a.n2k(ctx, args[1:])
 	case "help", "-h", "--help", "-help":
 		return flag.ErrHelp
 	default:

@@ -1,0 +1,461 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"devhost/host/board"
+	"devhost/plugins"
+	"devhost/plugins/n2k/input"
+)
+
+var (
+	n2kWasmOnce sync.Once
+	n2kWasmPath string
+	n2kWasmErr  error
+)
+
+// n2kWasm builds plugins/n2k once for the package's tests.
+func n2kWasm(t *testing.T) string {
+	t.Helper()
+	n2kWasmOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "devctl-n2k-test-")
+		if err != nil {
+			n2kWasmErr = err
+			return
+		}
+		n2kWasmPath = filepath.Join(dir, "n2k.wasm")
+		n2kWasmErr = plugins.Build(context.Background(), "n2k", n2kWasmPath)
+	})
+	if n2kWasmErr != nil {
+		t.Fatal(n2kWasmErr)
+	}
+	return n2kWasmPath
+}
+
+func n2kLogs() string { return filepath.Join(plugins.Dir(), "n2k", "testdata", "logs") }
+
+// decodeFile runs devctl n2k decode and answers stdout and stderr.
+func decodeFile(t *testing.T, args ...string) (string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	a := &app{stdout: &out, stderr: &errOut, getenv: func(string) string { return "" }}
+	args = append([]string{"n2k", "decode", "--module", n2kWasm(t)}, args...)
+	if code := a.run(context.Background(), args); code != exitOK {
+		t.Fatalf("devctl %v: exit %d: %s", args, code, errOut.String())
+	}
+	return out.String(), errOut.String()
+}
+
+// Each format's parser, through the plugin: the same heading in every form.
+func TestN2KDecodeFormats(t *testing.T) {
+	dir := t.TempDir()
+	logs := map[string]string{
+		"candump":   "(1502979132.106111) slcan0 09F11207#FF103BFF7FCEF5FC\n",
+		"analyzer":  "2016-02-28T19:57:02.364Z,2,127250,7,255,8,ff,10,3b,ff,7f,ce,f5,fc\n",
+		"actisense": "A000057.055 07FF2 1F112 FF103BFF7FCEF5FC\n",
+		"ydraw":     "00:29:58.617 R 09F11207 FF 10 3B FF 7F CE F5 FC\n",
+		"ikonvert":  "$PDGY,000000,4,,5,482.231,,,\n!PDGY,127250,2,7,255,481.734,/xA7/3/O9fw=\n",
+	}
+	for format, text := range logs {
+		t.Run(format, func(t *testing.T) {
+			path := filepath.Join(dir, format+".log")
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{format, "auto"} {
+				out, errOut := decodeFile(t, "--format", f, path)
+				var d struct {
+					Updates []struct {
+						Source struct {
+							PGN int    `json:"pgn"`
+							Src string `json:"src"`
+						} `json:"source"`
+						Values []struct {
+							Path  string  `json:"path"`
+							Value float64 `json:"value"`
+						} `json:"values"`
+					} `json:"updates"`
+				}
+				if err := json.Unmarshal([]byte(out), &d); err != nil {
+					t.Fatalf("--format %s: %v: %q (%s)", f, err, out, errOut)
+				}
+				u := d.Updates[0]
+				if u.Source.PGN != 127250 || u.Source.Src != "7" || len(u.Values) != 2 ||
+					u.Values[0].Path != "navigation.headingTrue" || u.Values[0].Value != 1.512 {
+					t.Errorf("--format %s: %s", f, out)
+				}
+				if !strings.Contains(errOut, "1 deltas") {
+					t.Errorf("--format %s: stderr %q", f, errOut)
+				}
+			}
+		})
+	}
+}
+
+func TestN2KDecodeBadInput(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.log")
+	text := "garbage\n  can0  09F8027F   [9]  00 FC FF FF 00 00 FF FF 00\n  can0  09F8027F   [8]  00 FC FF FF 00 00 FF FF\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut := decodeFile(t, "--format", "candump", path)
+	if !strings.Contains(errOut, "2 lines not understood") || strings.Count(out, "\n") != 1 {
+		t.Errorf("stdout %q stderr %q", out, errOut)
+	}
+	var o, e bytes.Buffer
+	a := &app{stdout: &o, stderr: &e}
+	if code := a.run(context.Background(), []string{"n2k", "decode", "--format", "nmea0183", path}); code != exitUsage {
+		t.Errorf("unknown format: exit %d", code)
+	}
+	if code := a.run(context.Background(), []string{"n2k", "decode", filepath.Join(t.TempDir(), "none")}); code != exitFail {
+		t.Errorf("missing file: exit %d", code)
+	}
+}
+
+// refKey is a value's identity in the comparison: path, PGN and source address.
+type refKey struct {
+	Path string
+	PGN  int
+	Src  string
+}
+
+func loadDeltas(t *testing.T, text string) map[refKey][]any {
+	t.Helper()
+	out := map[refKey][]any{}
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if line == "" {
+			continue
+		}
+		var d struct {
+			Updates []struct {
+				Source struct {
+					PGN int    `json:"pgn"`
+					Src string `json:"src"`
+				} `json:"source"`
+				Values []struct {
+					Path  string `json:"path"`
+					Value any    `json:"value"`
+				} `json:"values"`
+			} `json:"updates"`
+		}
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		for _, u := range d.Updates {
+			for _, v := range u.Values {
+				k := refKey{v.Path, u.Source.PGN, u.Source.Src}
+				out[k] = append(out[k], v.Value)
+			}
+		}
+	}
+	return out
+}
+
+// sameValue compares JSON values, numbers within 1e-6 relative.
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case float64:
+		y, ok := b.(float64)
+		return ok && (x == y || math.Abs(x-y) <= 1e-6*math.Max(math.Abs(x), math.Abs(y)))
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			if w, ok := y[k]; !ok || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameValue(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b
+}
+
+// matchReference counts the reference values that have an equal value (each used once)
+// under the same path, PGN and source, and answers the unmatched ones by key.
+func matchReference(ref, got map[refKey][]any) (matched, total int, missing map[refKey]int) {
+	missing = map[refKey]int{}
+	for k, vals := range ref {
+		pool := append([]any(nil), got[k]...)
+		for _, v := range vals {
+			total++
+			found := false
+			for i, g := range pool {
+				if sameValue(v, g) {
+					pool = append(pool[:i], pool[i+1:]...)
+					found = true
+					break
+				}
+			}
+			if found {
+				matched++
+			} else {
+				missing[k]++
+			}
+		}
+	}
+	return matched, total, missing
+}
+
+type refDifference struct {
+	Log    string `json:"log"`
+	Path   string `json:"path"`
+	PGN    int    `json:"pgn"`
+	Src    string `json:"src"`
+	Count  int    `json:"count"`
+	Reason string `json:"reason"`
+}
+
+// TestN2KDecodeMatchesReference runs canboatjs 3.20.0 + n2k-signalk 4.6.0 (installed by
+// `make n2k-reference`) and devctl n2k decode on each shipped log: at least 99 % of the
+// reference values must be matched, and every value not matched must be listed, with its
+// reason, in plugins/n2k/testdata/reference-differences.json.
+func TestN2KDecodeMatchesReference(t *testing.T) {
+	root := filepath.Dir(plugins.Dir())
+	modules := filepath.Join(root, ".cache", "n2k", "ref", "node_modules")
+	node, err := exec.LookPath("node")
+	if _, statErr := os.Stat(filepath.Join(modules, "@signalk", "n2k-signalk")); err != nil || statErr != nil {
+		if os.Getenv("N2KREF_REQUIRED") != "" {
+			t.Fatalf("reference not installed (make n2k-reference): node %v, %v", err, statErr)
+		}
+		t.Skip("the reference is not installed: make n2k-reference")
+	}
+	b, err := os.ReadFile(filepath.Join(plugins.Dir(), "n2k", "testdata", "reference-differences.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed struct {
+		Differences []refDifference `json:"differences"`
+	}
+	if err := json.Unmarshal(b, &listed); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"candumpSample2.txt", "dirona-actisense-serial.head.raw"} {
+		t.Run(name, func(t *testing.T) {
+			logPath := filepath.Join(n2kLogs(), name)
+			in, err := os.Open(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close()
+			cmd := exec.Command(node, filepath.Join(plugins.Dir(), "n2k", "testdata", "reference.js"))
+			cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+			cmd.Stdin = in
+			var refOut, refErr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &refOut, &refErr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("reference: %v: %s", err, refErr.String())
+			}
+			got, _ := decodeFile(t, logPath)
+			ref := loadDeltas(t, refOut.String())
+			matched, total, missing := matchReference(ref, loadDeltas(t, got))
+			frac := float64(matched) / float64(total)
+			t.Logf("%s: %d of %d reference values matched (%.4f)", name, matched, total, frac)
+			if total == 0 || frac < 0.99 {
+				t.Errorf("%s: %.4f of the reference values matched, want at least 0.99", name, frac)
+			}
+			want := map[refKey]int{}
+			for _, d := range listed.Differences {
+				if d.Log == name {
+					want[refKey{d.Path, d.PGN, d.Src}] = d.Count
+				}
+			}
+			var problems []string
+			for k, n := range missing {
+				if want[k] != n {
+					problems = append(problems, fmt.Sprintf("%+v: %d unmatched, %d listed", k, n, want[k]))
+				}
+			}
+			for k, n := range want {
+				if missing[k] == 0 {
+					problems = append(problems, fmt.Sprintf("%+v: listed (%d) but matched", k, n))
+				}
+			}
+			sort.Strings(problems)
+			for _, p := range problems {
+				t.Error(p)
+			}
+		})
+	}
+}
+
+func received(t *testing.T, data string) int {
+	t.Helper()
+	st, err := board.Dial(filepath.Join(data, "board.sock")).State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Radios.CANReceived
+}
+
+func TestBoardCANReplayMax(t *testing.T) {
+	_, sock := serveBoard(t)
+	h := newHarness()
+	log := filepath.Join(n2kLogs(), "candumpSample2.txt")
+	if code := h.run("board", "--data", sock, "can", "replay", "--file", log, "--max"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, h.stderr.String())
+	}
+	if !strings.Contains(h.stdout.String(), "replayed 402 frames (format candump") {
+		t.Errorf("stdout %q", h.stdout.String())
+	}
+	if n := received(t, sock); n != 402 {
+		t.Errorf("the bus got %d frames", n)
+	}
+	for _, args := range [][]string{
+		{"board", "--data", sock, "can", "capture", "--count", "-1"},
+		{"board", "--data", sock, "can", "listen"},
+		{"board", "--data", sock, "can", "replay"},
+		{"board", "--data", sock, "can", "replay", "--file", log, "--speed", "0"},
+		{"board", "--data", sock, "can", "replay", "--file", log, "--speed", "2", "--max"},
+	} {
+		if code := newHarness().run(args...); code != exitUsage {
+			t.Errorf("%v: exit %d", args, code)
+		}
+	}
+}
+
+// The recorded pace, scaled by --speed, on the fake clock.
+func TestBoardCANReplayPace(t *testing.T) {
+	_, sock := serveBoard(t)
+	log := filepath.Join(t.TempDir(), "paced.log")
+	text := "2016-02-28T19:57:02.000Z,2,127250,7,255,8,ff,10,3b,ff,7f,ce,f5,fc\n" +
+		"2016-02-28T19:57:04.000Z,2,127250,7,255,8,ff,10,3b,ff,7f,ce,f5,fc\n" +
+		"2016-02-28T19:57:06.000Z,2,127250,7,255,8,ff,10,3b,ff,7f,ce,f5,fc\n"
+	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness()
+	done := make(chan int, 1)
+	go func() { done <- h.run("board", "--data", sock, "can", "replay", "--file", log, "--speed", "2") }()
+	// Twice the recorded pace: a frame at once, then one a second.
+	for want := 1; want <= 2; want++ {
+		if err := h.clock.BlockUntilContext(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		if n := received(t, sock); n != want {
+			t.Fatalf("before %d s: %d frames", want, n)
+		}
+		h.clock.Advance(time.Second)
+	}
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, h.stderr.String())
+	}
+	if n := received(t, sock); n != 3 {
+		t.Errorf("%d frames", n)
+	}
+}
+
+func TestNewFrames(t *testing.T) {
+	f := func(ids ...uint32) []board.CANFrame {
+		out := []board.CANFrame{}
+		for _, id := range ids {
+			out = append(out, board.CANFrame{ID: id, Extended: true, Data: []byte{byte(id)}})
+		}
+		return out
+	}
+	tests := []struct {
+		prev, cur, want []board.CANFrame
+		whole           bool
+	}{
+		{f(), f(1, 2), f(1, 2), true},
+		{f(1, 2), f(1, 2), f(), true},
+		{f(1, 2), f(1, 2, 3), f(3), true},
+		{f(1, 2, 3), f(2, 3, 4, 5), f(4, 5), true}, // the window slid
+		{f(7, 7), f(7, 7, 7), f(7), true},          // repeats
+		{f(1, 2), f(8, 9), f(8, 9), false},         // more than the window between reads
+	}
+	for i, tc := range tests {
+		got, whole := newFrames(tc.prev, tc.cur)
+		if len(got) != len(tc.want) || whole != tc.whole {
+			t.Errorf("%d: got %v %v want %v %v", i, got, whole, tc.want, tc.whole)
+			continue
+		}
+		for j := range got {
+			if got[j].ID != tc.want[j].ID {
+				t.Errorf("%d: got %v want %v", i, got, tc.want)
+			}
+		}
+	}
+}
+
+func TestBoardCANCapture(t *testing.T) {
+	sim, data := serveBoard(t)
+	if err := sim.CANSend(board.CANFrame{ID: 0x18EEFF01, Extended: true, Data: []byte{1}}); err != nil {
+		t.Fatal(err) // sent before the capture starts: not printed
+	}
+	h := newHarness()
+	done := make(chan int, 1)
+	go func() { done <- h.run("board", "--data", data, "can", "capture", "--count", "3") }()
+	send := func(id uint32, b ...byte) {
+		if err := sim.CANSend(board.CANFrame{ID: id, Extended: true, Data: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll := func() {
+		if err := h.clock.BlockUntilContext(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Advance(capturePoll)
+	}
+	if err := h.clock.BlockUntilContext(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	send(0x09F10D0A, 0xff, 0x10)
+	send(0x09F10D0A, 0xff, 0x10)
+	h.clock.Advance(capturePoll)
+	for strings.Count(h.stdout.String(), "\n") < 2 { // the first read printed both
+		time.Sleep(time.Millisecond)
+	}
+	send(0x0DF50B23, 0xaa)
+	poll()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, h.stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(h.stdout.String()), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], " can0 09F10D0A#FF10") || !strings.HasSuffix(lines[2], " can0 0DF50B23#AA") {
+		t.Fatalf("capture:\n%s", h.stdout.String())
+	}
+	// The lines are candump -L: the candump parser reads them back.
+	p, _ := input.NewParser(input.Candump)
+	for _, l := range lines {
+		if r, err := p.Parse(l); err != nil || r.Frame == nil {
+			t.Errorf("%q: %v", l, err)
+		}
+	}
+	// --timeout ends a capture that sees nothing.
+	h2 := newHarness()
+	go func() { done <- h2.run("board", "--data", data, "can", "capture", "--timeout", "1") }()
+	for i := 0; i < 20; i++ { // 20 polls make the second
+		if err := h2.clock.BlockUntilContext(context.Background(), 2); err != nil {
+			t.Fatal(err)
+		}
+		h2.clock.Advance(capturePoll)
+	}
+	if code := <-done; code != exitOK || h2.stdout.String() != "" {
+		t.Errorf("timeout: exit %d, %q", code, h2.stdout.String())
+	}
+}

@@ -1,0 +1,454 @@
+package decode
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"devhost/plugins/n2k/pgn"
+)
+
+// Errors of Decode; each names a kind the plugin counts.
+var (
+	ErrUnknownPGN = errors.New("unknown PGN")
+	ErrNoMatch    = errors.New("proprietary PGN of an unknown manufacturer or variant")
+	ErrEmpty      = errors.New("no data")
+)
+
+// Decoded is a message with its fields by canboat id. A field whose value is not available
+// is absent. Values are float64, string or []string (bit lookups).
+type Decoded struct {
+	Header
+	Time        string
+	ID          string // canboat's id of the definition, e.g. "vesselHeading"
+	Description string
+	Fields      map[string]any
+	List        []map[string]any // repeating field set 1
+	List2       []map[string]any // repeating field set 2
+}
+
+// Number answers a numeric field.
+func (d *Decoded) Number(id string) (float64, bool) {
+	v, ok := d.Fields[id].(float64)
+	return v, ok
+}
+
+// String answers a string field (a lookup's name, a date, a text).
+func (d *Decoded) String(id string) (string, bool) {
+	v, ok := d.Fields[id].(string)
+	return v, ok
+}
+
+// IsProprietary reports whether a PGN is in a manufacturer-proprietary range.
+func IsProprietary(p uint32) bool {
+	return p == 61184 || p >= 65280 && p <= 65535 || p == 126720 || p >= 130816 && p <= 131071
+}
+
+// Decode decodes the fields of m from its PGN's definition.
+func Decode(m Message) (*Decoded, error) {
+	defs := pgn.Definitions(m.PGN)
+	if len(defs) == 0 {
+		return nil, fmt.Errorf("pgn %d: %w", m.PGN, ErrUnknownPGN)
+	}
+	if len(m.Data) == 0 {
+		return nil, fmt.Errorf("pgn %d: %w", m.PGN, ErrEmpty)
+	}
+	// Candidates: the specific definitions; the first with a matching field leads.
+	cands := make([]*pgn.PGN, 0, len(defs))
+	for i := range defs {
+		if !defs[i].Fallback {
+			cands = append(cands, &defs[i])
+		}
+	}
+	if len(cands) == 0 {
+		return nil, fmt.Errorf("pgn %d: %w", m.PGN, ErrNoMatch)
+	}
+	def := cands[0]
+	if len(cands) > 1 {
+		for _, c := range cands {
+			if hasMatchField(c) {
+				def = c
+				break
+			}
+		}
+	}
+	d := &Decoded{Header: m.Header, Time: m.Time, Fields: make(map[string]any, len(def.Fields))}
+	r := &bitReader{data: m.Data}
+	target := int64(-1) // the PGN a PGN-type field named, for conditional fields
+	for i := 0; i < len(def.Fields)-repeating(def); i++ {
+		f := &def.Fields[i]
+		if f.Condition == "PGNIsProprietary" && target >= 0 && !IsProprietary(uint32(target)) {
+			continue
+		}
+		if f.HasMatch {
+			raw, ok := readRaw(f, r)
+			var v float64
+			if ok {
+				v = scale(f, raw)
+			} else if f.BitLength == 8 && f.Match == 255 {
+				v = 255
+			} else {
+				return nil, fmt.Errorf("pgn %d: %w", m.PGN, ErrNoMatch)
+			}
+			next := cands[:0:0]
+			for _, c := range cands {
+				if i < len(c.Fields) && (!c.Fields[i].HasMatch || float64(c.Fields[i].Match) == v) {
+					next = append(next, c)
+				}
+			}
+			if len(next) == 0 {
+				return nil, fmt.Errorf("pgn %d field %s=%v: %w", m.PGN, f.ID, v, ErrNoMatch)
+			}
+			cands, def = next, next[0]
+			f = &def.Fields[i]
+			if f.Description != "" {
+				d.Fields[f.ID] = f.Description
+			} else {
+				d.Fields[f.ID] = float64(f.Match)
+			}
+			continue
+		}
+		v, ok, stop := readField(f, r)
+		if stop {
+			break
+		}
+		if ok {
+			d.Fields[f.ID] = v
+			if f.Type == pgn.PGNField {
+				if n, isNum := v.(float64); isNum {
+					target = int64(n)
+				}
+			}
+		}
+	}
+	d.ID, d.Description = def.ID, def.Description
+	if def.Rep1Size > 0 {
+		d.List = readRepeating(def, d, r, def.Rep1Start, def.Rep1Size, def.Rep1Count)
+	}
+	if def.Rep2Size > 0 {
+		d.List2 = readRepeating(def, d, r, def.Rep2Start, def.Rep2Size, def.Rep2Count)
+	}
+	return d, nil
+}
+
+func hasMatchField(p *pgn.PGN) bool {
+	for i := range p.Fields {
+		if p.Fields[i].HasMatch {
+			return true
+		}
+	}
+	return false
+}
+
+func repeating(p *pgn.PGN) int { return p.Rep1Size + p.Rep2Size }
+
+// readRepeating reads one repeating set: count from its count field, or until the data ends.
+func readRepeating(def *pgn.PGN, d *Decoded, r *bitReader, start, size, countField int) []map[string]any {
+	if start < 1 || start-1+size > len(def.Fields) {
+		return nil
+	}
+	count := 2048
+	if countField > 0 && countField <= len(def.Fields) {
+		n, ok := d.Fields[def.Fields[countField-1].ID].(float64)
+		if !ok {
+			return []map[string]any{}
+		}
+		count = int(n)
+	}
+	list := []map[string]any{}
+	set := def.Fields[start-1 : start-1+size]
+	for ; count > 0 && r.left() > 0; count-- {
+		group := map[string]any{}
+		for i := range set {
+			if r.left() <= 0 {
+				break
+			}
+			v, ok, stop := readField(&set[i], r)
+			if stop {
+				return list
+			}
+			if ok {
+				group[set[i].ID] = v
+			}
+		}
+		if len(group) > 0 {
+			list = append(list, group)
+		}
+	}
+	return list
+}
+
+// readRaw reads a numeric field as an integer; ok is false for "data not available", a
+// value past the field's range or data that ended.
+func readRaw(f *pgn.Field, r *bitReader) (int64, bool) {
+	n := f.BitLength
+	if n <= 0 || n > 64 || r.left() < n {
+		r.skip(r.left())
+		return 0, false
+	}
+	u := r.bits(n)
+	var v int64
+	if f.Signed && n < 64 && u&(1<<(n-1)) != 0 {
+		v = int64(u) - int64(1)<<n
+	} else {
+		v = int64(u)
+	}
+	switch n {
+	case 8, 16, 24, 32:
+		if f.Signed && v == 1<<(n-1)-1 || !f.Signed && u == 1<<n-1 {
+			return 0, false
+		}
+	case 48:
+		if f.Signed && u == 1<<47-1 || !f.Signed && u == 1<<48-1 {
+			return 0, false
+		}
+	case 64:
+		lo, hi := uint32(u), uint32(u>>32)
+		if (lo == 0xffffffff || lo == 0xfffffffe) && (f.Signed && hi == 0x7fffffff || !f.Signed && hi == 0xffffffff) {
+			return 0, false
+		}
+	default:
+		if f.Type != pgn.Lookup && n > 1 && isMax(n, v, f.Signed) {
+			full := f.HasRange && f.Resolution != 0 && f.RangeMax/f.Resolution >= float64(int64(1)<<n-1)
+			if !full {
+				return 0, false
+			}
+		}
+	}
+	return v, true
+}
+
+// isMax reports whether v is the largest value of its width: "data not available".
+func isMax(n int, v int64, signed bool) bool {
+	if signed {
+		return v == 1<<(n-1)-1
+	}
+	return uint64(v) == 1<<n-1
+}
+
+// scale applies the offset, the range check and the resolution with its rounding.
+func scale(f *pgn.Field, raw int64) float64 {
+	v := float64(raw) + f.Offset
+	if f.Resolution == 0 {
+		return v
+	}
+	v *= f.Resolution
+	return roundTo(v, decimals(f.Resolution))
+}
+
+// decimals counts the decimal places of a resolution below 1 (0.01 → 2).
+func decimals(res float64) int {
+	p := 0
+	for r := res; r > 0 && r < 1; r *= 10 {
+		p++
+	}
+	return p
+}
+
+// roundTo rounds to p decimal places, halves away from zero (as JavaScript's toFixed does).
+func roundTo(v float64, p int) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	a := math.Abs(v)
+	s := strconv.FormatFloat(a, 'f', p, 64)
+	exact := strconv.FormatFloat(a, 'f', p+30, 64)
+	if rest := exact[len(exact)-30:]; rest[0] == '5' && strings.Trim(rest[1:], "0") == "" {
+		// An exact half: FormatFloat rounded it to even; take the larger neighbour.
+		up := math.Pow10(-p)
+		lo, _ := strconv.ParseFloat(exact[:len(exact)-30], 64)
+		s = strconv.FormatFloat(lo+up, 'f', p, 64)
+	}
+	out, _ := strconv.ParseFloat(s, 64)
+	if v < 0 {
+		return -out
+	}
+	return out
+}
+
+// readField reads one field: its value, whether it has one, and whether decoding must stop
+// (a variable-length field this decoder does not follow).
+func readField(f *pgn.Field, r *bitReader) (any, bool, bool) {
+	switch f.Type {
+	case pgn.StringLAU:
+		return readLAU(r)
+	case pgn.StringLZ:
+		if r.left() < 8 {
+			return nil, false, false
+		}
+		n := int(r.bits(8))
+		return text(r.bytes(n)), true, false
+	case pgn.StringFix:
+		return readFix(f, r)
+	case pgn.BitLookup:
+		var names []string
+		for i := 0; i < f.BitLength && r.left() > 0; i++ {
+			if r.bits(1) == 1 {
+				if n, ok := pgn.BitName(f.BitLookup, i); ok {
+					names = append(names, n)
+				} else {
+					names = append(names, "Unknown bit "+strconv.Itoa(i))
+				}
+			}
+		}
+		if names == nil {
+			names = []string{}
+		}
+		return names, true, false
+	case pgn.Variable, pgn.DynValue, pgn.DynKey, pgn.DynLength:
+		return nil, false, true
+	case pgn.Reserved, pgn.Spare:
+		if f.BitLength <= 0 {
+			return nil, false, true
+		}
+		r.skip(f.BitLength)
+		return nil, false, false
+	}
+	if f.BitLength <= 0 {
+		return nil, false, true
+	}
+	if f.BitLength > 64 {
+		b := r.bytes(f.BitLength / 8)
+		if len(b) == 0 {
+			return nil, false, false
+		}
+		return hexBytes(b), true, false
+	}
+	if r.left() < f.BitLength {
+		r.skip(r.left())
+		return nil, false, false
+	}
+	raw, ok := readRaw(f, r)
+	if !ok {
+		return nil, false, false
+	}
+	switch f.Type {
+	case pgn.Date:
+		if raw >= 0xfffd {
+			return nil, false, false
+		}
+		return time.Unix(raw*86400, 0).UTC().Format("2006.01.02"), true, false
+	case pgn.Time, pgn.Duration:
+		if raw >= 0xfffffffd {
+			return nil, false, false
+		}
+		return clock(float64(raw) * resolution(f)), true, false
+	}
+	v := float64(raw) + f.Offset
+	if f.HasRange && f.Resolution != 0 && f.Type != pgn.Lookup && f.Type != pgn.PGNField && f.BitLength > 1 &&
+		f.RangeMax/f.Resolution-v < 0 {
+		return nil, false, false
+	}
+	if f.Resolution != 0 {
+		v = roundTo(v*f.Resolution, decimals(f.Resolution))
+	}
+	if f.Type == pgn.Lookup {
+		if f.ID == "timeStamp" && v < 60 {
+			return strconv.FormatFloat(v, 'f', -1, 64), true, false
+		}
+		if name, ok := pgn.LookupName(f.Lookup, int64(v)); ok {
+			return name, true, false
+		}
+		if f.BitLength > 1 && isMax(f.BitLength, raw, f.Signed) {
+			return nil, false, false
+		}
+		return v, true, false
+	}
+	switch f.Unit {
+	case "kWh":
+		v *= 3.6e6
+	case "Ah":
+		v *= 3600
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil, false, false
+	}
+	return v, true, false
+}
+
+func resolution(f *pgn.Field) float64 {
+	if f.Resolution == 0 {
+		return 1
+	}
+	return f.Resolution
+}
+
+// clock renders seconds as H:MM:SS with a fraction of five digits when there is one.
+func clock(sec float64) string {
+	minutes := sec / 60
+	s := math.Mod(sec, 60)
+	h := math.Floor(minutes / 60)
+	m := math.Floor(math.Mod(minutes, 60))
+	out := pad2(int64(h)) + ":" + pad2(int64(m)) + ":" + pad2(int64(math.Floor(s)))
+	if frac := math.Mod(s, 1); frac > 0 {
+		out += strconv.FormatFloat(frac, 'f', 5, 64)[1:]
+	}
+	return out
+}
+
+func pad2(v int64) string {
+	if v >= 0 && v < 10 {
+		return "0" + strconv.FormatInt(v, 10)
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// readLAU reads a string with a length and an encoding byte (0 UTF-16, 1 ASCII).
+func readLAU(r *bitReader) (any, bool, bool) {
+	if r.left() < 16 {
+		return nil, false, false
+	}
+	n := int(r.bits(8)) - 2
+	r.bits(8)
+	if n <= 0 {
+		return nil, false, false
+	}
+	b := r.bytes(n)
+	if len(b) > 0 && len(b) == n && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	return strings.TrimSpace(text(b)), true, false
+}
+
+// readFix reads a fixed-length string padded with 0xff, spaces, '@' or NULs.
+func readFix(f *pgn.Field, r *bitReader) (any, bool, bool) {
+	b := r.bytes(f.BitLength / 8)
+	end := len(b)
+	for end > 0 && (b[end-1] == 0xff || b[end-1] == ' ' || b[end-1] == 0 || b[end-1] == '@') {
+		end--
+	}
+	for i := 0; i < end; i++ {
+		if b[i] == 0 {
+			end = i
+			break
+		}
+	}
+	if end == 0 {
+		return nil, false, false
+	}
+	return text(b[:end]), true, false
+}
+
+// text makes bytes a valid UTF-8 string.
+func text(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+func hexBytes(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, len(b)*3)
+	for i, c := range b {
+		if i > 0 {
+			out = append(out, ' ')
+		}
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(out)
+}

@@ -1,0 +1,466 @@
+// Command n2k is the NMEA 2000 gateway plugin: it listens to the board's CAN bus, reassembles
+// and decodes the NMEA 2000 traffic from canboat's PGN database and publishes the values to
+// Signal K with the paths, units and values of signalk-server's n2k-signalk. It is built as
+// a WebAssembly plugin for the device:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o n2k.wasm ./plugins/n2k
+//
+// On the bus it is a good citizen (package node): it claims an address (f_n2k.address
+// preferred, NAME from f_n2k.unique_number or the device id, manufacturer code 2046,
+// function 130 PC gateway, class 25 internetwork device, marine), defends or moves it,
+// answers ISO requests for its claim, product information and PGN lists and sends a
+// heartbeat every 60 s. A Signal K PUT on electrical.switches.bank.<instance>.<switch>.state
+// (true/false or 1/0) sends Switch Bank Control (127502) for that switch; the bank's status
+// (127501) comes back as the state path.
+//
+// Configuration (namespace f_n2k): enabled (default false: the plugin idles), source (the
+// board's CAN bus), address, unique_number, pgn_allow and pgn_deny (comma-separated PGNs; an empty allow list
+// allows all), deltas (also send each delta, $source and timestamp included, as the SSE
+// event n2k_delta, in arrays of up to 8000 bytes sent when full, every second and before
+// each status answer; `devctl n2k decode` reads them).
+//
+// GET /api/v1/n2k/status and the SSE event n2k (retained, sent once a second while it
+// changes) carry the status: state (disabled, listening, receiving, silent), source, address
+// (the claimed one, or null), name (the NAME in hex while enabled), frames_in,
+// frames_out, messages, deltas, errors by kind, pgns (PGN → messages) and devices seen. The
+// health condition n2k.bus warns while the source is enabled and silent for 10 s.
+package main
+
+//go:generate env GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o n2k.wasm .
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"devhost/plugins/n2k/decode"
+	"devhost/plugins/n2k/gateway"
+	"devhost/plugins/n2k/node"
+	"devhost/plugins/n2k/skmap"
+	"devhost/sdk"
+)
+
+func init() { sdk.Register(newPlugin().handlers()) }
+
+func main() {}
+
+const (
+	timerTick      = 1
+	timerClaim     = 2
+	timerHeartbeat = 3
+	silentFor      = 10 * time.Second
+	condBus        = "bus"
+	eventState     = "n2k"
+	eventDelta     = "n2k_delta"
+)
+
+var descriptor = sdk.Namespace{
+	Version:     1,
+	Title:       "NMEA 2000 gateway",
+	Description: "Decodes the NMEA 2000 bus into Signal K.",
+	Keys: []sdk.Key{
+		{Name: "enabled", Type: sdk.TypeBool, Default: false, Title: "Enabled",
+			Description: "Listen to the source and publish its values to Signal K."},
+		{Name: "source", Type: sdk.TypeString, Default: "can", Enum: []string{"can"}, Title: "Source",
+			Description: "Where the NMEA 2000 traffic comes from: the board's CAN bus."},
+		{Name: "address", Type: sdk.TypeInt, Default: 100, Min: sdk.Float(0), Max: sdk.Float(251), Title: "Preferred address",
+			Description: "The bus address claimed first; another is taken when a device with a lower NAME holds it."},
+		{Name: "unique_number", Type: sdk.TypeInt, Default: 0, Min: sdk.Float(0), Max: sdk.Float(2097151), Title: "NAME unique number",
+			Description: "The unique number of the NAME; 0 derives it from the device id."},
+		{Name: "pgn_allow", Type: sdk.TypeString, Default: "", MaxLength: 1000, Pattern: `^[0-9, ]*$`, Title: "PGNs allowed",
+			Description: "Comma-separated PGNs to decode; empty decodes every PGN."},
+		{Name: "pgn_deny", Type: sdk.TypeString, Default: "", MaxLength: 1000, Pattern: `^[0-9, ]*$`, Title: "PGNs denied",
+			Description: "Comma-separated PGNs never decoded."},
+		{Name: "deltas", Type: sdk.TypeBool, Default: false, Title: "Delta events",
+			Description: "Also send every delta as the SSE event n2k_delta (for tools; costs time per message)."},
+	},
+}
+
+type plugin struct {
+	gw        *gateway.Gateway
+	enabled   bool
+	deltas    bool
+	source    string
+	lastFrame time.Duration // uptime of the last frame
+	started   time.Duration // uptime when enabled
+	uptime    time.Duration // at the last clock reading
+	framesOut uint64
+	lastState string
+	warned    bool
+	node      *node.Node
+	deviceID  string
+	address   uint8
+	unique    uint32
+	seq       map[uint32]uint8 // fast-packet sequence counters of sent PGNs
+	one       []byte           // a delta's JSON
+	pending   []byte           // deltas not yet sent as an event: "[d1,d2"
+}
+
+func newPlugin() *plugin { return &plugin{gw: gateway.New(), source: "can", seq: map[uint32]uint8{}} }
+
+func (p *plugin) handlers() *sdk.Plugin {
+	return &sdk.Plugin{OnInit: p.start, OnConfig: p.configure, OnCAN: p.frame, OnTimer: p.timer, OnHTTP: p.serve, OnPut: p.put}
+}
+
+func (p *plugin) start(info sdk.Info) error {
+	*p = *newPlugin()
+	p.deviceID = info.DeviceID
+	p.gw.Now = func() int64 { return int64(p.uptime / time.Millisecond) }
+	p.gw.OnMessage = p.busMessage
+	if err := sdk.RegisterNamespace(descriptor); err != nil {
+		return err
+	}
+	if err := sdk.HandlePuts(switchPrefix + "*"); err != nil {
+		return err
+	}
+	cfg, err := sdk.GetConfig()
+	if err != nil {
+		return err
+	}
+	p.readClock()
+	p.configure(cfg)
+	return sdk.SetTimer(timerTick, time.Second, time.Second)
+}
+
+func (p *plugin) readClock() {
+	if c, err := sdk.Now(); err == nil {
+		p.uptime = c.Uptime
+	}
+}
+
+// parsePGNs reads a comma-separated PGN list; malformed entries are skipped.
+func parsePGNs(s string) map[uint32]bool {
+	out := map[uint32]bool{}
+	for _, f := range strings.Split(s, ",") {
+		if n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 32); err == nil {
+			out[uint32(n)] = true
+		}
+	}
+	return out
+}
+
+func (p *plugin) configure(cfg sdk.Config) {
+	allow, deny := parsePGNs(cfg.String("pgn_allow")), parsePGNs(cfg.String("pgn_deny"))
+	p.gw.Allow = func(pgn uint32) bool { return (len(allow) == 0 || allow[pgn]) && !deny[pgn] }
+	p.deltas = cfg.Bool("deltas")
+	if s := cfg.String("source"); s != "" {
+		p.source = s
+	}
+	address, unique := uint8(cfg.Int("address")), uint32(cfg.Int("unique_number"))
+	enabled := cfg.Bool("enabled")
+	if enabled == p.enabled && (!enabled || address == p.address && unique == p.unique) {
+		return
+	}
+	p.enabled, p.address, p.unique = enabled, address, unique
+	var err error
+	if enabled {
+		p.started = p.uptime
+		err = sdk.CANReceive(sdk.CANFilter{ID: 0, Mask: 0}) // every frame
+		if err == nil {
+			p.startNode()
+		}
+	} else {
+		p.node = nil
+		_ = sdk.CancelTimer(timerHeartbeat)
+		err = sdk.CANReceive()
+	}
+	if err != nil {
+		sdk.Logf(sdk.LevelError, "can: %v", err)
+		return
+	}
+	sdk.Logf(sdk.LevelInfo, "n2k gateway %s", map[bool]string{true: "enabled", false: "disabled"}[enabled])
+}
+
+func (p *plugin) frame(f sdk.CANFrame) {
+	if !p.enabled {
+		return
+	}
+	p.lastFrame = p.uptime
+	id := f.ID
+	if !f.Extended || f.Remote {
+		id = 1 << 31 // not an NMEA 2000 frame: counted as a bad frame
+	}
+	d := p.gw.Frame(decode.Frame{ID: id, Data: f.Data}, "")
+	if d == nil {
+		return
+	}
+	p.publish(d)
+}
+
+// publish sends a delta's values to Signal K, and the whole delta as an event when asked.
+func (p *plugin) publish(d *skmap.Delta) {
+	if d.Updates[0].Timestamp == "" {
+		if c, err := sdk.Now(); err == nil {
+			p.uptime = c.Uptime
+			d.Updates[0].Timestamp = c.Time.UTC().Format("2006-01-02T15:04:05.000Z")
+		}
+	}
+	for _, v := range d.Updates[0].Values {
+		var err error
+		switch x := v.Value.(type) {
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				err = sdk.Publish(v.Path, nil)
+			} else {
+				err = sdk.PublishNumber(v.Path, x)
+			}
+		default:
+			err = sdk.Publish(v.Path, x)
+		}
+		if err != nil {
+			sdk.Logf(sdk.LevelWarn, "publish %s: %v", v.Path, err)
+		}
+	}
+	if p.deltas {
+		p.one = d.AppendJSON(p.one[:0])
+		if len(p.pending)+len(p.one)+2 > maxDeltaEvent {
+			p.flushDeltas()
+		}
+		if len(p.one)+2 > maxDeltaEvent {
+			sdk.Logf(sdk.LevelWarn, "delta of %d bytes not sent as an event", len(p.one))
+			return
+		}
+		if len(p.pending) == 0 {
+			p.pending = append(p.pending, '[')
+		} else {
+			p.pending = append(p.pending, ',')
+		}
+		p.pending = append(p.pending, p.one...)
+	}
+}
+
+// maxDeltaEvent bounds an n2k_delta event's data (the ABI allows 8 KiB).
+const maxDeltaEvent = 8000
+
+// flushDeltas sends the deltas gathered so far as one n2k_delta event, a JSON array: one
+// event per delta would cost a host call each.
+func (p *plugin) flushDeltas() {
+	if len(p.pending) == 0 {
+		return
+	}
+	p.pending = append(p.pending, ']')
+	if err := sdk.Emit(eventDelta, json.RawMessage(p.pending), false); err != nil {
+		sdk.Logf(sdk.LevelWarn, "delta event: %v", err)
+	}
+	p.pending = p.pending[:0]
+}
+
+// nameUnique is the NAME's unique number: configured, or derived from the device id.
+func (p *plugin) nameUnique() uint32 {
+	if p.unique != 0 {
+		return p.unique
+	}
+	h := fnv.New32a()
+	h.Write([]byte(p.deviceID))
+	return h.Sum32() & 0x1fffff
+}
+
+// startNode claims an address for the plugin on the bus.
+func (p *plugin) startNode() {
+	p.readClock()
+	rx := append(skmap.PGNs(), 59904, 60928)
+	p.node = &node.Node{
+		Name:     node.NewName(p.nameUnique(), 2046, 0, 130, 25, 0, 4),
+		Product:  node.Product{Code: 1, Model: "devhost n2k", SoftwareVersion: "0.1.0", ModelVersion: "1", Serial: p.deviceID},
+		Transmit: []uint32{59392, 59904, 60928, 126464, 126993, 126996, 127502},
+		Receive:  rx,
+	}
+	p.send(p.node.Start(p.address, p.uptime))
+	p.armClaim()
+}
+
+func (p *plugin) armClaim() {
+	if err := sdk.SetTimer(timerClaim, node.ClaimWait, 0); err != nil {
+		sdk.Logf(sdk.LevelWarn, "claim timer: %v", err)
+	}
+}
+
+// busMessage lets the node answer a whole message from the bus.
+func (p *plugin) busMessage(m decode.Message) {
+	if p.node == nil || m.PGN != 60928 && m.PGN != 59904 {
+		return
+	}
+	if m.PGN == 60928 {
+		p.readClock() // a conflict may start a new claim: its wait starts now
+	}
+	out := p.node.Message(m, p.uptime)
+	p.send(out)
+	if st, _ := p.node.State(); st == node.StateClaiming && len(out) > 0 {
+		p.armClaim()
+	}
+}
+
+// send puts messages on the bus, in the frames that carry them.
+func (p *plugin) send(msgs []decode.Message) {
+	for _, m := range msgs {
+		seq := p.seq[m.PGN]
+		p.seq[m.PGN] = seq + 1
+		for _, f := range decode.Frames(m, seq, nil) {
+			if err := sdk.CANSend(sdk.CANFrame{ID: f.ID, Extended: true, Data: f.Data}); err != nil {
+				sdk.Logf(sdk.LevelWarn, "can send: %v", err)
+				return
+			}
+			p.framesOut++
+		}
+	}
+}
+
+func (p *plugin) timer(id uint32) {
+	switch id {
+	case timerClaim:
+		p.readClock()
+		if p.node != nil && p.node.Tick(p.uptime) {
+			a, _ := p.node.Address()
+			sdk.Logf(sdk.LevelInfo, "n2k: address %d claimed", a)
+			p.send(p.node.Heartbeat())
+			if err := sdk.SetTimer(timerHeartbeat, node.HeartbeatEvery, node.HeartbeatEvery); err != nil {
+				sdk.Logf(sdk.LevelWarn, "heartbeat timer: %v", err)
+			}
+		}
+	case timerHeartbeat:
+		if p.node != nil {
+			p.send(p.node.Heartbeat())
+		}
+	default:
+		p.tick()
+	}
+}
+
+const switchPrefix = "electrical.switches.bank."
+
+// put switches one switch of a bank: 127502 with that switch set and the others unchanged.
+func (p *plugin) put(req sdk.PutRequest) sdk.PutResult {
+	rest, _ := strings.CutPrefix(req.Path, switchPrefix)
+	parts := strings.Split(rest, ".")
+	if len(parts) != 3 || parts[2] != "state" {
+		return sdk.Invalid("path must be electrical.switches.bank.<instance>.<switch>.state")
+	}
+	inst, err1 := strconv.Atoi(parts[0])
+	sw, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil || inst < 0 || inst > 252 || sw < 1 || sw > 28 {
+		return sdk.Invalid("instance 0..252 and switch 1..28")
+	}
+	on, isBool := req.Bool()
+	if !isBool {
+		n, isNum := req.Number()
+		if !isNum || n != 0 && n != 1 {
+			return sdk.Invalid("state must be true, false, 1 or 0")
+		}
+		on = n == 1
+	}
+	if p.node == nil || !p.node.Usable() {
+		return sdk.Failure("no address on the bus")
+	}
+	state := 0.0
+	if on {
+		state = 1
+	}
+	data, err := decode.Encode(127502, map[string]any{"instance": float64(inst), "switch" + strconv.Itoa(sw): state})
+	if err != nil {
+		return sdk.Failure(err.Error())
+	}
+	a, _ := p.node.Address()
+	before := p.framesOut
+	p.send([]decode.Message{{Header: decode.Header{Prio: 3, PGN: 127502, Src: a, Dst: 255}, Data: data}})
+	if p.framesOut == before {
+		return sdk.Failure("bus write failed")
+	}
+	return sdk.Success()
+}
+
+func (p *plugin) tick() {
+	p.flushDeltas()
+	p.readClock()
+	st := p.status()
+	if st.State != p.lastState || st.State == "receiving" {
+		if err := sdk.Emit(eventState, st, true); err != nil {
+			sdk.Logf(sdk.LevelWarn, "status event: %v", err)
+		}
+		p.lastState = st.State
+	}
+	silent := st.State == "silent"
+	if silent != p.warned {
+		state, msg := sdk.Normal, ""
+		if silent {
+			state, msg = sdk.Warn, "no frames from "+p.source+" for 10 s"
+		}
+		if err := sdk.ReportHealth(condBus, state, msg); err != nil {
+			sdk.Logf(sdk.LevelWarn, "health: %v", err)
+			return
+		}
+		p.warned = silent
+	}
+}
+
+// deviceView is one device in the status.
+type deviceView struct {
+	Address  uint8   `json:"address"`
+	Name     *string `json:"name"`
+	Product  *string `json:"product"`
+	LastSeen float64 `json:"last_seen_s"`
+}
+
+// status is GET /n2k/status and the n2k event.
+type status struct {
+	State     string            `json:"state"`
+	Source    string            `json:"source"`
+	Address   *int              `json:"address"`
+	Name      *string           `json:"name"`
+	FramesIn  uint64            `json:"frames_in"`
+	FramesOut uint64            `json:"frames_out"`
+	Messages  uint64            `json:"messages"`
+	Deltas    uint64            `json:"deltas"`
+	Errors    map[string]uint64 `json:"errors"`
+	PGNs      map[string]uint64 `json:"pgns"`
+	Devices   []deviceView      `json:"devices"`
+}
+
+func (p *plugin) status() status {
+	s := p.gw.Stats()
+	st := status{Source: p.source, FramesIn: s.FramesIn, FramesOut: p.framesOut, Messages: s.Messages,
+		Deltas: s.Deltas, Errors: s.Errors, PGNs: s.PGNs, Devices: []deviceView{}}
+	switch {
+	case !p.enabled:
+		st.State = "disabled"
+	case s.FramesIn == 0 && p.uptime-p.started < silentFor:
+		st.State = "listening"
+	case s.FramesIn == 0 && p.uptime-p.started >= silentFor, p.uptime-p.lastFrame >= silentFor:
+		st.State = "silent"
+	default:
+		st.State = "receiving"
+	}
+	if p.node != nil {
+		if a, ok := p.node.Address(); ok {
+			addr := int(a)
+			st.Address = &addr
+		}
+		name := strconv.FormatUint(uint64(p.node.Name), 16)
+		st.Name = &name
+	}
+	nowMs := int64(p.uptime / time.Millisecond)
+	for _, d := range p.gw.Devices() {
+		v := deviceView{Address: d.Address, LastSeen: float64(nowMs-d.LastSeen) / 1000}
+		if d.Name != "" {
+			name := d.Name
+			v.Name = &name
+		}
+		if d.Product != "" {
+			prod := d.Product
+			v.Product = &prod
+		}
+		st.Devices = append(st.Devices, v)
+	}
+	return st
+}
+
+func (p *plugin) serve(req *sdk.Request) sdk.Response {
+	if req.Method != "GET" || req.Path != "/n2k/status" {
+		return sdk.ErrorResponse(404, "not_found")
+	}
+	p.flushDeltas() // a reader of the status sees the deltas of every frame it counts
+	p.readClock()
+	return sdk.JSONResponse(200, p.status())
+}

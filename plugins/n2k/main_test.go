@@ -1,0 +1,333 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"devhost/abi"
+	"devhost/plugins/n2k/decode"
+	"devhost/sdk"
+)
+
+func fakeHost(t *testing.T) *sdk.FakeHost {
+	t.Helper()
+	b, err := os.ReadFile("manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := abi.ParseManifest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &sdk.FakeHost{Manifest: m}
+	if err := h.Start(nil); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// frames of a 127250 heading (single frame) and a 129029 GNSS position (fast-packet).
+func testFrames() []sdk.CANFrame {
+	heading := decode.Message{Header: decode.Header{Prio: 2, PGN: 127250, Src: 7, Dst: 255},
+		Data: []byte{0xff, 0x10, 0x3b, 0xff, 0x7f, 0xce, 0xf5, 0xfc}}
+	var out []sdk.CANFrame
+	for _, f := range decode.Frames(heading, 0, nil) {
+		out = append(out, sdk.CANFrame{ID: f.ID, Extended: true, Data: f.Data})
+	}
+	return out
+}
+
+func getStatus(t *testing.T, h *sdk.FakeHost) map[string]any {
+	t.Helper()
+	r, err := h.HTTP("GET", "/n2k/status", "")
+	if err != nil || r.Status != 200 {
+		t.Fatalf("status: %v %+v", err, r)
+	}
+	var st map[string]any
+	if err := json.Unmarshal([]byte(r.Body), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestIdleUntilEnabled(t *testing.T) {
+	h := fakeHost(t)
+	defer h.Stop()
+	if len(h.CANFilters) != 0 {
+		t.Fatalf("filters while disabled: %v", h.CANFilters)
+	}
+	if st := getStatus(t, h); st["state"] != "disabled" || st["address"] != nil {
+		t.Errorf("status %v", st)
+	}
+	if err := h.SetConfig(map[string]any{"enabled": true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.CANFilters) != 1 {
+		t.Fatalf("filters %v", h.CANFilters)
+	}
+	for _, f := range testFrames() {
+		if err := h.CANReceive(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := h.Values()
+	if got := v["navigation.headingTrue"]; got.Num != 1.512 {
+		t.Errorf("headingTrue %+v", got)
+	}
+	if got := v["navigation.magneticVariation"]; got.Num != -0.261 {
+		t.Errorf("magneticVariation %+v", got)
+	}
+	st := getStatus(t, h)
+	if st["state"] != "receiving" || st["frames_in"] != 1.0 || st["pgns"].(map[string]any)["127250"] != 1.0 {
+		t.Errorf("status %v", st)
+	}
+	// Disabled again: the filters go, frames are ignored.
+	if err := h.SetConfig(map[string]any{"enabled": false}); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.CANFilters) != 0 {
+		t.Errorf("filters after disabling: %v", h.CANFilters)
+	}
+}
+
+func TestDeltaEventsAndDeny(t *testing.T) {
+	h := fakeHost(t)
+	defer h.Stop()
+	if err := h.SetConfig(map[string]any{"enabled": true, "deltas": true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range testFrames() {
+		h.CANReceive(f)
+	}
+	countDeltas := func() int {
+		n := 0
+		for _, e := range h.SSE {
+			if e.Event != "n2k_delta" {
+				continue
+			}
+			var ds []struct {
+				Updates []struct {
+					Source map[string]any `json:"source"`
+				} `json:"updates"`
+			}
+			if err := json.Unmarshal(e.Data, &ds); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				n++
+				if s := d.Updates[0].Source; s["src"] != "7" || s["pgn"] != 127250.0 || s["type"] != "NMEA2000" {
+					t.Errorf("source %v", s)
+				}
+			}
+		}
+		return n
+	}
+	// The deltas wait for a status answer (or the next second) and go in one event.
+	for _, f := range testFrames() {
+		h.CANReceive(f)
+	}
+	if n := countDeltas(); n != 0 {
+		t.Fatalf("%d deltas sent before a status answer", n)
+	}
+	getStatus(t, h)
+	if n := countDeltas(); n != 2 {
+		t.Fatalf("%d deltas", n)
+	}
+	events := 0
+	for _, e := range h.SSE {
+		if e.Event == "n2k_delta" {
+			events++
+		}
+	}
+	if events != 1 {
+		t.Errorf("%d n2k_delta events, want the 2 deltas in 1", events)
+	}
+	// Many deltas: events stay under the ABI's 8 KiB.
+	for i := 0; i < 100; i++ {
+		for _, f := range testFrames() {
+			h.CANReceive(f)
+		}
+	}
+	if err := h.Advance(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := countDeltas(); n != 102 {
+		t.Errorf("%d deltas after 100 more", n)
+	}
+	for _, e := range h.SSE {
+		if len(e.Data) > 8000 {
+			t.Errorf("event of %d bytes", len(e.Data))
+		}
+	}
+	if err := h.SetConfig(map[string]any{"enabled": true, "pgn_deny": "127250"}); err != nil {
+		t.Fatal(err)
+	}
+	n := len(h.Published)
+	for _, f := range testFrames() {
+		h.CANReceive(f)
+	}
+	if len(h.Published) != n {
+		t.Errorf("denied PGN published")
+	}
+}
+
+func TestBadFramesAndSilence(t *testing.T) {
+	h := fakeHost(t)
+	defer h.Stop()
+	h.SetConfig(map[string]any{"enabled": true})
+	h.CANReceive(sdk.CANFrame{ID: 0x123, Data: []byte{1}}) // 11-bit: not NMEA 2000
+	st := getStatus(t, h)
+	if st["errors"].(map[string]any)["bad_frame"] != 1.0 {
+		t.Errorf("errors %v", st["errors"])
+	}
+	if err := h.Advance(11 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if c := h.Health["n2k.bus"]; c.State != sdk.Warn {
+		t.Errorf("n2k.bus %+v", c)
+	}
+	for _, f := range testFrames() {
+		h.CANReceive(f)
+	}
+	if err := h.Advance(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if c := h.Health["n2k.bus"]; c.State != sdk.Normal {
+		t.Errorf("n2k.bus after frames %+v", c)
+	}
+	var snap bool
+	for _, e := range h.SSE {
+		snap = snap || e.Event == "n2k" && e.Retain
+	}
+	if !snap {
+		t.Error("no retained n2k event")
+	}
+}
+
+// sent decodes the frames the plugin put on the bus since index from.
+func sent(t *testing.T, h *sdk.FakeHost, from int) []*decode.Decoded {
+	t.Helper()
+	asm := decode.NewAssembler()
+	var out []*decode.Decoded
+	for _, f := range h.CANSent[from:] {
+		if !f.Extended {
+			t.Fatalf("frame %#x not extended", f.ID)
+		}
+		m, err := asm.Add(decode.Frame{ID: f.ID, Data: f.Data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m == nil {
+			continue
+		}
+		d, err := decode.Decode(*m)
+		if err != nil {
+			t.Fatalf("pgn %d: %v", m.PGN, err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func fromBus(h *sdk.FakeHost, m decode.Message) {
+	for _, f := range decode.Frames(m, 0, nil) {
+		h.CANReceive(sdk.CANFrame{ID: f.ID, Extended: true, Data: f.Data})
+	}
+}
+
+func TestAddressClaimAndRequests(t *testing.T) {
+	h := fakeHost(t)
+	defer h.Stop()
+	if err := h.SetConfig(map[string]any{"enabled": true, "address": 100, "unique_number": 1234}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := sent(t, h, 0)
+	if len(msgs) != 1 || msgs[0].PGN != 60928 || msgs[0].Src != 100 || msgs[0].Fields["uniqueNumber"] != 1234.0 {
+		t.Fatalf("claim: %+v", msgs)
+	}
+	if st := getStatus(t, h); st["address"] != nil || st["name"] == nil {
+		t.Errorf("claiming: address %v name %v", st["address"], st["name"])
+	}
+	// The claim stood 250 ms: the address is ours and the first heartbeat goes out.
+	if err := h.Advance(300 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if st := getStatus(t, h); st["address"] != 100.0 {
+		t.Fatalf("address %v", st["address"])
+	}
+	n := len(h.CANSent)
+	if msgs := sent(t, h, 1); len(msgs) != 1 || msgs[0].PGN != 126993 {
+		t.Fatalf("heartbeat: %+v", msgs)
+	}
+	// An ISO request for product information is answered (a fast-packet).
+	fromBus(h, decode.Message{Header: decode.Header{Prio: 6, PGN: 59904, Src: 9, Dst: 100}, Data: []byte{0x14, 0xf0, 0x01}})
+	msgs = sent(t, h, n)
+	if len(msgs) != 1 || msgs[0].PGN != 126996 || msgs[0].Fields["modelId"] != "devhost n2k" {
+		t.Fatalf("product information: %+v", msgs)
+	}
+	// A device with a lower NAME claims 100: the plugin claims 101.
+	n = len(h.CANSent)
+	fromBus(h, decode.Message{Header: decode.Header{Prio: 6, PGN: 60928, Src: 100, Dst: 255}, Data: []byte{1, 0, 0, 0, 0, 0, 0, 0}})
+	msgs = sent(t, h, n)
+	if len(msgs) != 1 || msgs[0].PGN != 60928 || msgs[0].Src != 101 {
+		t.Fatalf("re-claim: %+v", msgs)
+	}
+	if err := h.Advance(300 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if st := getStatus(t, h); st["address"] != 101.0 || st["frames_out"].(float64) < 5 {
+		t.Errorf("after the conflict: %v", st)
+	}
+	// A heartbeat every minute.
+	n = len(h.CANSent)
+	if err := h.Advance(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var beats int
+	for _, m := range sent(t, h, n) {
+		if m.PGN == 126993 {
+			beats++
+		}
+	}
+	if beats != 1 {
+		t.Errorf("%d heartbeats in a minute", beats)
+	}
+}
+
+func TestSwitchPut(t *testing.T) {
+	h := fakeHost(t)
+	defer h.Stop()
+	// Disabled: no address, the PUT fails.
+	if r, err := h.Put("electrical.switches.bank.2.3.state", true); err != nil || r.Result != 2 {
+		t.Fatalf("put while disabled: %+v %v", r, err)
+	}
+	h.SetConfig(map[string]any{"enabled": true, "address": 50})
+	h.Advance(300 * time.Millisecond)
+	n := len(h.CANSent)
+	r, err := h.Put("electrical.switches.bank.2.3.state", true)
+	if err != nil || r.Result != 0 {
+		t.Fatalf("put: %+v %v", r, err)
+	}
+	msgs := sent(t, h, n)
+	if len(msgs) != 1 || msgs[0].PGN != 127502 || msgs[0].Src != 50 || msgs[0].Fields["instance"] != 2.0 ||
+		msgs[0].Fields["switch3"] != "On" || msgs[0].Fields["switch1"] != "Take no action (no change)" {
+		t.Fatalf("127502: %+v", msgs)
+	}
+	for path, v := range map[string]any{"electrical.switches.bank.2.3.state": "on", "electrical.switches.bank.2.29.state": true,
+		"electrical.switches.bank.x.1.state": true, "electrical.switches.bank.2.3.order": 1.0} {
+		if r, err := h.Put(path, v); err != nil || r.Result != 1 {
+			t.Errorf("%s=%v: %+v %v", path, v, r, err)
+		}
+	}
+	// The bank's status (127501) comes back as the state path.
+	status, err := decode.Encode(127501, map[string]any{"instance": 2.0, "indicator3": 1.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromBus(h, decode.Message{Header: decode.Header{Prio: 3, PGN: 127501, Src: 60, Dst: 255}, Data: status})
+	if v := h.Values()["electrical.switches.bank.2.3.state"]; v.Num != 1 {
+		t.Errorf("state %+v", v)
+	}
+}

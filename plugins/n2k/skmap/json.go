@@ -1,0 +1,180 @@
+package skmap
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// AppendJSON appends the delta as JSON, as json.Marshal would write it, without reflection:
+// the plugin encodes one delta per message inside the sandbox, where reflection is slow.
+func (d *Delta) AppendJSON(b []byte) []byte {
+	b = append(b, `{"updates":[`...)
+	for i, u := range d.Updates {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"source":{"label":`...)
+		b = appendString(b, u.Source.Label)
+		b = append(b, `,"type":`...)
+		b = appendString(b, u.Source.Type)
+		b = append(b, `,"pgn":`...)
+		b = strconv.AppendUint(b, uint64(u.Source.PGN), 10)
+		b = append(b, `,"src":`...)
+		b = appendString(b, u.Source.Src)
+		if u.Source.CanName != "" {
+			b = append(b, `,"canName":`...)
+			b = appendString(b, u.Source.CanName)
+		}
+		if u.Source.DeviceInstance != nil {
+			b = append(b, `,"deviceInstance":`...)
+			b = strconv.AppendInt(b, int64(*u.Source.DeviceInstance), 10)
+		}
+		if u.Source.Instance != nil {
+			b = append(b, `,"instance":`...)
+			b = appendString(b, *u.Source.Instance)
+		}
+		b = append(b, `},"timestamp":`...)
+		b = appendString(b, u.Timestamp)
+		b = append(b, `,"values":[`...)
+		for j, v := range u.Values {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"path":`...)
+			b = appendString(b, v.Path)
+			b = append(b, `,"value":`...)
+			b = appendValue(b, v.Value)
+			b = append(b, '}')
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, "]}"...)
+}
+
+func appendValue(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case float64:
+		return appendFloat(b, x)
+	case string:
+		return appendString(b, x)
+	case bool:
+		return strconv.AppendBool(b, x)
+	case Position:
+		b = append(b, `{"longitude":`...)
+		b = appendFloat(b, x.Longitude)
+		b = append(b, `,"latitude":`...)
+		b = appendFloat(b, x.Latitude)
+		return append(b, '}')
+	case Attitude:
+		b = append(b, `{"yaw":`...)
+		b = appendPtr(b, x.Yaw)
+		b = append(b, `,"pitch":`...)
+		b = appendPtr(b, x.Pitch)
+		b = append(b, `,"roll":`...)
+		b = appendPtr(b, x.Roll)
+		return append(b, '}')
+	case Notification:
+		b = append(b, `{"state":`...)
+		b = appendString(b, x.State)
+		b = append(b, `,"method":[`...)
+		for i, m := range x.Method {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, m)
+		}
+		b = append(b, `],"message":`...)
+		b = appendString(b, x.Message)
+		return append(b, '}')
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return append(b, "null"...)
+	}
+	return append(b, out...)
+}
+
+func appendPtr(b []byte, f *float64) []byte {
+	if f == nil {
+		return append(b, "null"...)
+	}
+	return appendFloat(b, *f)
+}
+
+// appendFloat writes a number as encoding/json does; NaN and infinities as null.
+func appendFloat(b []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(b, "null"...)
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9, as encoding/json does
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes a JSON string, escaping as encoding/json does (HTML characters too).
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			if r == utf8.RuneError {
+				b = append(b, `\ufffd`...)
+			} else {
+				b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			}
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,42 @@
+package skmap
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+// AppendJSON writes what json.Marshal writes, for every kind of value the mapping makes.
+func TestAppendJSON(t *testing.T) {
+	one, two := 1, "2"
+	yaw := 0.5
+	d := &Delta{Updates: []Update{{
+		Source:    Source{Label: "", Type: "NMEA2000", PGN: 129029, Src: "7", CanName: "c03c8c0011351024", DeviceInstance: &one, Instance: &two},
+		Timestamp: "2016-02-28T19:57:02.364Z",
+		Values: []Value{
+			{"a", 1.5}, {"b", 0.0000001}, {"c", 1e22}, {"d", -0.261}, {"e", "x\"<>&\n\t\x01é\u2028"}, {"f", nil}, {"g", true},
+			{"h", Position{Longitude: -60.950393, Latitude: 14.0740582}}, {"i", Attitude{Yaw: &yaw}},
+			{"j", Notification{State: "normal", Method: []string{}, Message: "m"}},
+			{"k", SatellitesInView{Count: 1, Satellites: []Satellite{{ID: 29.0, SNR: 38.0}}}},
+			{"l", 53852400000.0}, {"m", 4.79}, {"n", math.NaN()},
+		},
+	}}}
+	want, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.AppendJSON(nil); string(got) != string(want) {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	f.Add("plain")
+	f.Add("x\"<>&\n\t\x01é\u2028\xff")
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendString(nil, s); string(got) != string(want) {
+			t.Fatalf("%q: got %s want %s", s, got, want)
+		}
+	})
+}

@@ -1,0 +1,215 @@
+package skmap
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"devhost/plugins/n2k/decode"
+)
+
+// ctx is one message being mapped.
+type ctx struct {
+	d  *decode.Decoded
+	st *srcState
+	ts string // the delta's timestamp
+}
+
+// rule is one entry of the table. A value comes from field (taken as JavaScript's Number()
+// would take it) or from value; it is emitted when present and not null, or null too when
+// allowNull. A path is fixed, a template whose {name} parts are replaced by field values,
+// or computed by pathFn ("" leaves the value out). multi produces several values at once.
+type rule struct {
+	path      string
+	pathFn    func(*ctx) string
+	field     string
+	value     func(*ctx) (any, bool)
+	when      func(*ctx) bool
+	allowNull bool
+	instance  bool // the $source carries the message's instance
+	multi     func(*ctx, *[]Value)
+}
+
+func (r rule) apply(c *ctx, out *[]Value) {
+	if r.when != nil && !r.when(c) {
+		return
+	}
+	if r.multi != nil {
+		r.multi(c, out)
+		return
+	}
+	var v any
+	var ok bool
+	if r.field != "" {
+		v, ok = number(c.d.Fields[r.field])
+	} else if r.value != nil {
+		v, ok = r.value(c)
+	}
+	if !ok || v == nil && !r.allowNull {
+		return
+	}
+	path := r.path
+	if r.pathFn != nil {
+		path = r.pathFn(c)
+	} else if strings.Contains(path, "{") {
+		path = expand(path, c.d)
+	}
+	if path == "" {
+		return
+	}
+	*out = append(*out, Value{Path: path, Value: v})
+}
+
+// number takes a field value as n2k-signalk does: absent is no value, a numeric string
+// becomes a number, other strings stay.
+func number(v any) (any, bool) {
+	switch x := v.(type) {
+	case nil:
+		return nil, false
+	case float64:
+		return x, true
+	case string:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+			return f, true
+		}
+		if strings.TrimSpace(x) == "" {
+			return 0.0, true
+		}
+		return x, true
+	}
+	return v, true
+}
+
+// num answers a field as a number; NaN when absent or not numeric (JavaScript's Number()).
+func num(c *ctx, id string) float64 {
+	switch x := c.d.Fields[id].(type) {
+	case float64:
+		return x
+	case string:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+			return f
+		}
+	}
+	return math.NaN()
+}
+
+func has(id string) func(*ctx) bool {
+	return func(c *ctx) bool { _, ok := c.d.Fields[id]; return ok }
+}
+
+func eq(id, want string) func(*ctx) bool {
+	return func(c *ctx) bool { s, _ := c.d.Fields[id].(string); return s == want }
+}
+
+// truthy is JavaScript truthiness of a field: present, not 0, not "".
+func truthy(id string) func(*ctx) bool {
+	return func(c *ctx) bool {
+		switch x := c.d.Fields[id].(type) {
+		case float64:
+			return x != 0 && !math.IsNaN(x)
+		case string:
+			return x != ""
+		case nil:
+			return false
+		}
+		return true
+	}
+}
+
+func all(fs ...func(*ctx) bool) func(*ctx) bool {
+	return func(c *ctx) bool {
+		for _, f := range fs {
+			if !f(c) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// expand replaces {field} by the field's value as JavaScript would concatenate it.
+func expand(t string, d *decode.Decoded) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(t, '{')
+		if i < 0 {
+			b.WriteString(t)
+			return b.String()
+		}
+		j := strings.IndexByte(t[i:], '}')
+		if j < 0 {
+			b.WriteString(t)
+			return b.String()
+		}
+		b.WriteString(t[:i])
+		if v, ok := d.Fields[t[i+1:i+j]]; ok {
+			b.WriteString(jsString(v))
+		} else {
+			b.WriteString("undefined")
+		}
+		t = t[i+j+1:]
+	}
+}
+
+// scaled takes a numeric field times k (NaN when absent, as the reference computes it).
+func scaled(id string, k float64) func(*ctx) (any, bool) {
+	return func(c *ctx) (any, bool) { return num(c, id) * k, true }
+}
+
+// nanNull is scaled but null instead of NaN.
+func nanNull(id string, k float64) func(*ctx) (any, bool) {
+	return func(c *ctx) (any, bool) {
+		v := num(c, id)
+		if math.IsNaN(v) {
+			return nil, true
+		}
+		return v * k, true
+	}
+}
+
+func dateTime(c *ctx) (any, bool) {
+	date, _ := c.d.Fields["date"].(string)
+	tm, _ := c.d.Fields["time"].(string)
+	return strings.ReplaceAll(date, ".", "-") + "T" + tm + "Z", true
+}
+
+func position(c *ctx) (any, bool) {
+	return Position{Longitude: num(c, "longitude"), Latitude: num(c, "latitude")}, true
+}
+
+// timeToSeconds reads H:MM:SS as seconds; null otherwise.
+func timeToSeconds(v any) (any, bool) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, true
+	}
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 {
+		return nil, true
+	}
+	total := 0.0
+	for i, k := range []float64{3600, 60, 1} {
+		f, err := strconv.ParseFloat(parts[i], 64)
+		if err != nil {
+			f = math.NaN()
+		}
+		total += f * k
+	}
+	return total, true
+}
+
+// mapped returns the table's name for a lookup value, or the value itself.
+func mapped(id string, table map[string]string) func(*ctx) (any, bool) {
+	return func(c *ctx) (any, bool) {
+		v, ok := c.d.Fields[id]
+		if !ok {
+			return nil, false
+		}
+		if s, isStr := v.(string); isStr {
+			if m, ok := table[s]; ok {
+				return m, true
+			}
+		}
+		return v, true
+	}
+}

@@ -1,0 +1,193 @@
+// Package skmap maps decoded NMEA 2000 messages to Signal K deltas the way signalk-server's
+// @signalk/n2k-signalk does: the same paths, SI units and values, and the same $source
+// ({label, type "NMEA2000", pgn, src}, with canName and deviceInstance once the sender's
+// address claim was seen). The mapping is a table (rules.go): per PGN, rules naming a path
+// template, the field it takes, a condition and, where a unit changes, a conversion; the
+// few composite values (position, attitude, satellites, notifications) are functions.
+package skmap
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+
+	"devhost/plugins/n2k/decode"
+)
+
+// Source is a delta's $source.
+type Source struct {
+	Label          string  `json:"label"`
+	Type           string  `json:"type"`
+	PGN            uint32  `json:"pgn"`
+	Src            string  `json:"src"`
+	CanName        string  `json:"canName,omitempty"`
+	DeviceInstance *int    `json:"deviceInstance,omitempty"`
+	Instance       *string `json:"instance,omitempty"`
+}
+
+// Value is one path and its value: float64, string, bool, nil (JSON null) or a struct
+// below. A NaN number is written as null, as JSON has no NaN.
+type Value struct {
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// MarshalJSON writes NaN as null.
+func (v Value) MarshalJSON() ([]byte, error) {
+	type plain Value
+	if f, ok := v.Value.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		v.Value = nil
+	}
+	return json.Marshal(plain(v))
+}
+
+// Update is one update of a delta.
+type Update struct {
+	Source    Source  `json:"source"`
+	Timestamp string  `json:"timestamp"`
+	Values    []Value `json:"values"`
+}
+
+// Delta is what n2k-signalk emits for one message.
+type Delta struct {
+	Updates []Update `json:"updates"`
+}
+
+// Position, Attitude, SatellitesInView and Notification are the composite values.
+type Position struct {
+	Longitude float64 `json:"longitude"`
+	Latitude  float64 `json:"latitude"`
+}
+
+// Attitude has null members where the message had no value.
+type Attitude struct {
+	Yaw   *float64 `json:"yaw"`
+	Pitch *float64 `json:"pitch"`
+	Roll  *float64 `json:"roll"`
+}
+
+// Satellite is one satellite in view.
+type Satellite struct {
+	ID        any `json:"id,omitempty"`
+	Elevation any `json:"elevation,omitempty"`
+	Azimuth   any `json:"azimuth,omitempty"`
+	SNR       any `json:"SNR,omitempty"`
+}
+
+// SatellitesInView is navigation.gnss.satellitesInView.
+type SatellitesInView struct {
+	Count      int         `json:"count"`
+	Satellites []Satellite `json:"satellites"`
+}
+
+// Notification is a notifications.* value.
+type Notification struct {
+	State   string   `json:"state"`
+	Method  []string `json:"method"`
+	Message string   `json:"message"`
+}
+
+// srcState is what the mapper remembers of a source address.
+type srcState struct {
+	canName        string
+	deviceInstance *int
+	powerFactor    map[string]float64 // by path prefix, for the apparent power of 65xxx
+	courseType     string             // Rhumbline or GreatCircle, from the last 129284
+}
+
+// Mapper keeps per-source state (address claims) between messages. Not safe for
+// concurrent use.
+type Mapper struct {
+	state map[uint8]*srcState
+}
+
+// New answers an empty Mapper.
+func New() *Mapper { return &Mapper{state: map[uint8]*srcState{}} }
+
+// Maps reports whether the mapper has rules for pgn (or learns from it).
+func Maps(pgn uint32) bool { _, ok := rules[pgn]; return ok || pgn == 60928 }
+
+// PGNs lists the PGNs with a mapping.
+func PGNs() []uint32 {
+	out := make([]uint32, 0, len(rules))
+	for p := range rules {
+		out = append(out, p)
+	}
+	return out
+}
+
+// Map answers the delta for d, or nil when it maps to nothing. raw is the message's data,
+// needed for the NAME of an address claim (60928).
+func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
+	st := m.state[d.Src]
+	if st == nil {
+		st = &srcState{}
+		m.state[d.Src] = st
+	}
+	if d.PGN == 60928 {
+		m.claim(st, d, raw)
+		return nil
+	}
+	rs, ok := rules[d.PGN]
+	if !ok {
+		return nil
+	}
+	ts := d.Time
+	if ts == "" {
+		ts = now
+	}
+	if len(ts) > 10 {
+		ts = ts[:10] + "T" + ts[11:]
+	}
+	u := Update{Source: Source{Label: "", Type: "NMEA2000", PGN: d.PGN, Src: strconv.Itoa(int(d.Src))}, Timestamp: ts}
+	if st.canName != "" {
+		u.Source.CanName = st.canName
+		u.Source.DeviceInstance = st.deviceInstance
+	}
+	c := &ctx{d: d, st: st, ts: ts}
+	for _, r := range rs {
+		r.apply(c, &u.Values)
+	}
+	if len(rs) == 1 && rs[0].instance {
+		s := "null"
+		if n, ok := d.Fields["instance"]; ok {
+			s = jsString(n)
+		}
+		u.Source.Instance = &s
+	}
+	if len(u.Values) == 0 {
+		return nil
+	}
+	return &Delta{Updates: []Update{u}}
+}
+
+// claim records a source's NAME and device instance from its address claim: the NAME is the
+// 64-bit little-endian data in hex, the instance the upper and lower fields together.
+func (m *Mapper) claim(st *srcState, d *decode.Decoded, raw []byte) {
+	if len(raw) < 8 {
+		return
+	}
+	var name uint64
+	for i := 7; i >= 0; i-- {
+		name = name<<8 | uint64(raw[i])
+	}
+	upper, _ := d.Number("deviceInstanceUpper")
+	lower, _ := d.Number("deviceInstanceLower")
+	inst := int(upper)<<3 | int(lower)
+	canName := strconv.FormatUint(name, 16)
+	if st.canName != "" && st.canName != canName {
+		*st = srcState{}
+	}
+	st.canName, st.deviceInstance = canName, &inst
+}
+
+// jsString renders a field value as JavaScript's String() would.
+func jsString(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case string:
+		return x
+	}
+	return ""
+}

@@ -1,0 +1,106 @@
+package skmap
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Trip fuel, chargers, converters, direction data and navigation to a waypoint, as
+// n2k-signalk 4.6.0 maps them.
+func init() {
+	trip := func(leaf, field string) rule {
+		return rule{pathFn: enginePath("trip." + leaf), value: scaled(field, 0.001), when: has(field)}
+	}
+	rules[127497] = []rule{trip("fuelUsed", "tripFuelUsed"), trip("fuelRate.average", "fuelRateAverage"),
+		trip("fuelRate.economy", "fuelRateEconomy"), trip("fuelRate.instantaneousEconomy", "instantaneousFuelEconomy")}
+
+	charger := func(c *ctx) string { return "electrical.chargers." + fieldText(c, "instance") }
+	rules[127507] = []rule{
+		lowerState(charger, ".operatingState", "operatingState"),
+		lowerState(charger, ".chargeMode", "chargeMode"),
+		onState(charger, ".enabled", "enabled"),
+		onState(charger, ".equalizationPending", "equalizationPending"),
+		{pathFn: func(c *ctx) string { return charger(c) + ".equalizationTimeRemaining" }, allowNull: true,
+			value: func(c *ctx) (any, bool) { return timeToSeconds(c.d.Fields["equalizationTimeRemaining"]) }},
+	}
+
+	converter := func(c *ctx) string {
+		return "electrical.converter." + strconv.Itoa(int(c.d.Src)) + "." + fieldText(c, "connectionNumber")
+	}
+	rules[127750] = []rule{
+		lowerState(converter, ".operatingState", "operatingState"),
+		lowerState(converter, ".temperatureState", "temperatureState"),
+		lowerState(converter, ".overloadState", "overloadState"),
+		lowerState(converter, ".lowDCVoltageState", "lowDcVoltageState"),
+		lowerState(converter, ".rippleState", "rippleState"),
+	}
+
+	rules[130577] = []rule{
+		{path: "navigation.courseOverGroundTrue", field: "cog", when: eq("cogReference", "True")},
+		{path: "navigation.speedOverGround", field: "sog", when: truthy("sog")},
+		{path: "environment.current", when: all(truthy("drift"), truthy("set")), value: func(c *ctx) (any, bool) {
+			if c.d.Fields["cogReference"] == "True" || c.d.Fields["setReference"] == "Magnetic" {
+				return Current{SetTrue: num(c, "set"), Drift: num(c, "drift")}, true
+			}
+			return nil, false
+		}},
+	}
+
+	course := func(c *ctx) string {
+		kind := "Rhumbline"
+		if c.d.Fields["calculationType"] == "Great Circle" {
+			kind = "GreatCircle"
+		}
+		c.st.courseType = kind // 129283 names its path after the last calculation seen
+		return "navigation.course" + kind
+	}
+	rules[129284] = []rule{
+		{pathFn: func(c *ctx) string { return course(c) + ".bearingTrack" + fieldText(c, "courseBearingReference") },
+			field: "bearingOriginToDestinationWaypoint"},
+		{pathFn: func(c *ctx) string { return course(c) + ".nextPoint.distance" }, field: "distanceToWaypoint"},
+		{pathFn: func(c *ctx) string { return course(c) + ".nextPoint.velocityMadeGood" }, field: "waypointClosingVelocity"},
+		{pathFn: func(c *ctx) string { return course(c) + ".nextPoint.bearing" + fieldText(c, "courseBearingReference") },
+			field: "bearingPositionToDestinationWaypoint"},
+		{pathFn: func(c *ctx) string { return course(c) + ".nextPoint.position" }, allowNull: true,
+			value: func(c *ctx) (any, bool) {
+				return Position{Longitude: num(c, "destinationLongitude"), Latitude: num(c, "destinationLatitude")}, true
+			}},
+		{pathFn: func(c *ctx) string { return course(c) + ".nextPoint.timeToGo" }, when: all(truthy("etaDate"), truthy("etaTime")),
+			value: timeToGo},
+	}
+	rules[129283] = []rule{{
+		pathFn: func(c *ctx) string { return "navigation.course" + c.st.courseType + ".crossTrackError" },
+		field:  "xte",
+		when: func(c *ctx) bool {
+			return c.d.Fields["navigationTerminated"] == "No" && has("xte")(c) && c.st.courseType != ""
+		},
+	}}
+}
+
+func lowerState(prefix func(*ctx) string, leaf, field string) rule {
+	return rule{pathFn: func(c *ctx) string { return prefix(c) + leaf },
+		when: func(c *ctx) bool { _, ok := c.d.Fields[field].(string); return ok },
+		value: func(c *ctx) (any, bool) {
+			s, _ := c.d.Fields[field].(string)
+			return strings.ToLower(s), true
+		}}
+}
+
+func onState(prefix func(*ctx) string, leaf, field string) rule {
+	return rule{pathFn: func(c *ctx) string { return prefix(c) + leaf },
+		when:  func(c *ctx) bool { _, ok := c.d.Fields[field].(string); return ok },
+		value: func(c *ctx) (any, bool) { return c.d.Fields[field] == "On", true }}
+}
+
+// timeToGo is the ETA less the message's time, in seconds.
+func timeToGo(c *ctx) (any, bool) {
+	date, _ := c.d.Fields["etaDate"].(string)
+	tm, _ := c.d.Fields["etaTime"].(string)
+	eta, err1 := time.Parse(time.RFC3339Nano, strings.ReplaceAll(date, ".", "-")+"T"+tm+"Z")
+	now, err2 := time.Parse(time.RFC3339Nano, c.ts)
+	if err1 != nil || err2 != nil {
+		return nil, true
+	}
+	return eta.Sub(now).Seconds(), true
+}
