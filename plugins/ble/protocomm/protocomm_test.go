@@ -54,7 +54,11 @@ func (f *fakeDevice) Reset() error {
 }
 func (f *fakeDevice) Reprov() error { return ErrState }
 
-func (f *fakeDevice) stored() (string, string) { f.mu.Lock(); defer f.mu.Unlock(); return f.ssid, f.psk }
+func (f *fakeDevice) stored() (string, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ssid, f.psk
+}
 
 // direct is a transport that calls the handler on one session, as one connection does.
 func direct(h *Handler, s *Session) Exchange {
