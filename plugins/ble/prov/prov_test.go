@@ -25,7 +25,12 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	r := &rig{t: t, clk: clockwork.NewFakeClock()}
 	r.flow = New(Options{Clock: r.clk, Scheme: SchemeSoftAP, ServiceName: "PROV_A1B2C3", PoP: "pop12345", Security: protocomm.Sec1,
-		Store:   func(ssid, psk string) error { r.mu.Lock(); defer r.mu.Unlock(); r.slot0 = [2]string{ssid, psk}; return nil },
+		Store: func(ssid, psk string) error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.slot0 = [2]string{ssid, psk}
+			return nil
+		},
 		Station: func() Station { r.mu.Lock(); defer r.mu.Unlock(); return r.sta },
 		Changed: func(d Doc) { r.mu.Lock(); defer r.mu.Unlock(); r.docs = append(r.docs, d) }})
 	h := r.flow.Handler()
