@@ -81,6 +81,7 @@ const usage = `usage:
   devctl logs --url http://HOST:PORT [--key KEY] [--follow] [--limit N]
   devctl events --url http://HOST:PORT [--key KEY] [--raw]
   devctl plugin keygen|pack|sign|install|list|start|stop|remove|keys ... (devctl plugin help)
+  devctl prov --data DIR --transport ble|softap [--url URL] --pop POP --ssid S [--passphrase P] [--security 0|1|2]
 `
 
 // usageError is a command line that makes no sense; it exits 2 with the usage text.
@@ -125,6 +126,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.events(ctx, args[1:])
 	case "plugin":
 		return a.plugin(ctx, args[1:])
+	case "prov":
+		return a.prov(ctx, args[1:])
 	case "help", "-h", "--help", "-help":
 		return flag.ErrHelp
 	default:

@@ -19,7 +19,7 @@ func (d *Device) wifiStation(portal wifi.PortalLink) *wifi.Manager {
 	hw := d.sim.Hardware()
 	m := wifi.New(wifi.Options{Clock: d.clk, Logger: d.ring.Logger("wifi"), Radio: d.sim, Settings: d.wifiSettings,
 		ID: hw.DeviceID(), Hostname: func() string { return d.cfg.String("net", "hostname") },
-		Portal: portal, PortalIP: hw.PortalIP, Net: d.net.Report, Publish: d.hub.Publish})
+		Portal: portal, PortalIP: hw.PortalIP, Net: d.net.Report, Publish: d.wifiPublish})
 	d.hub.OnConnect(func() []events.Event { name, st := m.OnConnect(); return []events.Event{{Name: name, Data: st}} })
 	d.cfg.OnChange(func(ns, _ string) {
 		if ns == "wifi" {

@@ -234,3 +234,16 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestIdentity(t *testing.T) {
+	if n, err := ServiceName("24:0a:c4:a1:b2:c3"); err != nil || n != "PROV_A1B2C3" {
+		t.Fatalf("ServiceName = %q, %v", n, err)
+	}
+	if _, err := ServiceName("24:0a:c4"); err == nil {
+		t.Fatal("short MAC accepted")
+	}
+	a, b := PoPFromSecret([]byte("device one")), PoPFromSecret([]byte("device two"))
+	if len(a) != 8 || a == b || a != PoPFromSecret([]byte("device one")) {
+		t.Fatalf("PoPs %q %q", a, b)
+	}
+}

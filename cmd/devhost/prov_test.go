@@ -1,0 +1,77 @@
+package main_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Provisioning end to end as a phone app does it: the device boots with no network
+// configured, provisioning runs over the setup portal, devctl prov (playing the app) opens a
+// security-1 session with the PoP from the device label and sends the credentials; the
+// station joins the board's access point.
+func TestProvisionSoftAP(t *testing.T) {
+	var ip string
+	d := newDev(t, withPortalBoard(&ip))
+	portal := fmt.Sprintf("http://%s:%d", ip, d.port)
+	waitPortal(t, portal, true)
+	d.devctlBoard("wifi", "ap", "add", "--ssid", "boat", "--psk", "password1")
+
+	doc := d.call("GET", "/api/v1/prov", "").json(t)
+	if doc["active"] != true || doc["got_credentials"] != false || doc["scheme"] != "softap" {
+		t.Fatalf("GET /prov at boot: %v", doc)
+	}
+	if ok, _ := regexp.MatchString(`^PROV_[0-9A-F]{6}$`, fmt.Sprint(doc["service_name"])); !ok {
+		t.Fatalf("service_name %v", doc["service_name"])
+	}
+	label, err := os.ReadFile(filepath.Join(d.data, "flash", "device-label.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pop := fmt.Sprint(doc["pop"])
+	if !strings.Contains(string(label), "pop: "+pop+"\n") || !strings.Contains(string(label), fmt.Sprint(doc["service_name"])) {
+		t.Fatalf("label %q does not carry the PoP %q", label, pop)
+	}
+
+	// The endpoints are absent on the station side.
+	if r := portalCall(t, d.base, "POST", "/prov-session", "x", "Content-Type", "application/x-www-form-urlencoded"); r.status == 200 {
+		t.Fatalf("prov-session answered on the station side: %d", r.status)
+	}
+
+	prov := func(pop string) (string, error) {
+		out, err := exec.Command(devctl, "prov", "--data", filepath.Join(d.data, "flash"), "--transport", "softap",
+			"--url", portal, "--pop", pop, "--ssid", "boat", "--passphrase", "password1").CombinedOutput()
+		return string(out), err
+	}
+	// A wrong PoP is refused and nothing is stored.
+	if out, err := prov("wrong-pop"); err == nil {
+		t.Fatalf("devctl prov with a wrong PoP succeeded:\n%s", out)
+	}
+	if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["got_credentials"] != false || doc["active"] != true {
+		t.Fatalf("after a wrong PoP: %v", doc)
+	}
+	if st := d.call("GET", "/api/v1/wifi/status", "").json(t); st["state"] != "unconfigured" {
+		t.Fatalf("station after a wrong PoP: %v", st["state"])
+	}
+
+	out, err := prov(pop)
+	if err != nil {
+		t.Fatalf("devctl prov: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "connected:") {
+		t.Fatalf("devctl prov output:\n%s", out)
+	}
+	t.Logf("devctl prov:\n%s", out)
+	d.waitWiFi("joined the provisioned network", 30*time.Second, func(st map[string]any) bool {
+		return st["state"] == "connected" && st["ssid"] == "boat"
+	})
+	doc = d.call("GET", "/api/v1/prov", "").json(t)
+	if doc["got_credentials"] != true {
+		t.Fatalf("GET /prov after provisioning: %v", doc)
+	}
+}
