@@ -132,9 +132,16 @@ func (d *Device) wifiPublish(name string, data any) {
 	}
 }
 
-// provHoldsPortal reports whether provisioning keeps the portal up (the station manager
-// takes it down once connected; the app still reads the outcome through it).
-func (d *Device) provHoldsPortal() bool { return d.prov != nil && d.prov.flow.Active() }
+// provHoldsPortal reports whether provisioning keeps the portal up: once the credentials
+// arrived, the station manager takes the portal down as the station connects, and the app
+// still has to read the outcome through it. Before that the manager's decision stands.
+func (d *Device) provHoldsPortal() bool {
+	if d.prov == nil {
+		return false
+	}
+	doc := d.prov.flow.Doc()
+	return doc.Active && doc.GotCredentials
+}
 
 // provStopped takes the portal down if the station manager wanted it down meanwhile.
 func (d *Device) provStopped() {
