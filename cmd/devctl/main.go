@@ -81,6 +81,8 @@ const usage = `usage:
   devctl logs --url http://HOST:PORT [--key KEY] [--follow] [--limit N]
   devctl events --url http://HOST:PORT [--key KEY] [--raw]
   devctl plugin keygen|pack|sign|install|list|start|stop|remove|keys ... (devctl plugin help)
+  devctl board --data DIR ble advert --addr AA:BB:CC:DD:EE:FF --data HEX [--rssi DBM]
+  devctl board --data DIR ble adverts
   devctl prov --data DIR --transport ble|softap [--url URL] --pop POP --ssid S [--passphrase P] [--security 0|1|2]
 `
 
