@@ -40,7 +40,9 @@ type ATTError struct {
 	Handle uint16
 }
 
-func (e *ATTError) Error() string { return fmt.Sprintf("ATT error %#02x on handle %d", e.Code, e.Handle) }
+func (e *ATTError) Error() string {
+	return fmt.Sprintf("ATT error %#02x on handle %d", e.Code, e.Handle)
+}
 
 // ErrNoPeripheral is a central operation while the device serves no GATT table.
 var ErrNoPeripheral = errors.New("board: the device is not a connectable peripheral")
