@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"devhost/host/board"
+	"devhost/plugins/ble/gattprov"
 	"devhost/plugins/ble/protocomm"
 	pb "devhost/plugins/ble/provpb"
 	"devhost/plugins/ble/softap"
@@ -63,7 +64,12 @@ func (a *app) prov(ctx context.Context, args []string) error {
 		}
 		x = softap.Exchange(&http.Client{Jar: jar, Timeout: 30 * time.Second}, base)
 	case "ble":
-		return errors.New("prov: the BLE transport is not available on this device build; use --transport softap")
+		bx, disconnect, err := bleExchange(ctx, board.Dial(filepath.Join(*data, "board.sock")))
+		if err != nil {
+			return fmt.Errorf("prov: %w", err)
+		}
+		defer disconnect()
+		x = bx
 	default:
 		return usagef("prov: --transport must be ble or softap")
 	}
@@ -102,4 +108,78 @@ func (a *app) prov(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(a.stdout, "connected: %s %s\n", pb.WifiStationState_Connected, st.GetConnected().GetIp4Addr())
 	return nil
+}
+
+// bleExchange connects the board's simulated central to the device, as the app does: MTU
+// exchange, discovery, the endpoints found by their user descriptions.
+func bleExchange(ctx context.Context, c *board.Client) (protocomm.Exchange, func(), error) {
+	res, err := c.Central(ctx, board.CentralOp{Op: "connect"})
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect (is the device provisioning over BLE?): %w", err)
+	}
+	central := bleCentral{ctx: ctx, c: c, conn: res.Conn}
+	disconnect := func() {
+		_, _ = c.Central(context.WithoutCancel(ctx), board.CentralOp{Op: "disconnect", Conn: central.conn})
+	}
+	fail := func(err error) (protocomm.Exchange, func(), error) { disconnect(); return nil, nil, err }
+	res, err = c.Central(ctx, board.CentralOp{Op: "mtu", Conn: central.conn, MTU: 512})
+	if err != nil {
+		return fail(fmt.Errorf("mtu: %w", err))
+	}
+	mtu := res.MTU
+	res, err = c.Central(ctx, board.CentralOp{Op: "discover", Conn: central.conn})
+	if err != nil {
+		return fail(fmt.Errorf("discover: %w", err))
+	}
+	handles := map[string]uint16{}
+	for _, svc := range res.Services {
+		if svc.UUID != gattprov.ServiceUUID {
+			continue
+		}
+		for _, ch := range svc.Chars {
+			d, err := central.Read(ch.DescHandle, 0)
+			if err != nil {
+				return fail(fmt.Errorf("user description: %w", err))
+			}
+			handles[string(d)] = ch.Handle
+		}
+	}
+	if len(handles) == 0 {
+		return fail(errors.New("the device serves no provisioning service"))
+	}
+	return gattprov.Exchange(central, handles, mtu), disconnect, nil
+}
+
+// bleCentral is one connection of the board's simulated central.
+type bleCentral struct {
+	ctx  context.Context
+	c    *board.Client
+	conn int
+}
+
+func (b bleCentral) op(op board.CentralOp) (board.CentralResult, error) {
+	op.Conn = b.conn
+	res, err := b.c.Central(b.ctx, op)
+	if err != nil {
+		return res, err
+	}
+	if res.ATTError != 0 {
+		return res, fmt.Errorf("ATT error %#02x", res.ATTError)
+	}
+	return res, nil
+}
+
+func (b bleCentral) Write(h uint16, off int, v []byte, prepare bool) error {
+	_, err := b.op(board.CentralOp{Op: "write", Handle: h, Offset: off, Data: v, Prepare: prepare})
+	return err
+}
+
+func (b bleCentral) Execute() error {
+	_, err := b.op(board.CentralOp{Op: "execute", Commit: true})
+	return err
+}
+
+func (b bleCentral) Read(h uint16, off int) ([]byte, error) {
+	res, err := b.op(board.CentralOp{Op: "read", Handle: h, Offset: off})
+	return res.Value, err
 }

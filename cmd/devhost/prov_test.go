@@ -22,6 +22,12 @@ func TestProvisionSoftAP(t *testing.T) {
 	waitPortal(t, portal, true)
 	d.devctlBoard("wifi", "ap", "add", "--ssid", "boat", "--psk", "password1")
 
+	if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["active"] != true || doc["scheme"] != "ble" {
+		t.Fatalf("GET /prov at boot: %v", doc)
+	}
+	if r := d.call("PUT", "/api/v1/config", `{"f_ble":{"prov_scheme":"softap"}}`); r.status != 200 {
+		t.Fatalf("prov_scheme softap: %d %s", r.status, r.body)
+	}
 	doc := d.call("GET", "/api/v1/prov", "").json(t)
 	if doc["active"] != true || doc["got_credentials"] != false || doc["scheme"] != "softap" {
 		t.Fatalf("GET /prov at boot: %v", doc)
@@ -72,6 +78,44 @@ func TestProvisionSoftAP(t *testing.T) {
 	})
 	doc = d.call("GET", "/api/v1/prov", "").json(t)
 	if doc["got_credentials"] != true {
+		t.Fatalf("GET /prov after provisioning: %v", doc)
+	}
+}
+
+// The same over BLE: the device advertises its service name, devctl prov connects the
+// board's simulated central and provisions through GATT.
+func TestProvisionBLE(t *testing.T) {
+	d := newDev(t)
+	d.devctlBoard("wifi", "ap", "add", "--ssid", "boat", "--psk", "password1")
+	flash := filepath.Join(d.data, "flash")
+	doc := d.call("GET", "/api/v1/prov", "").json(t)
+	if doc["active"] != true || doc["scheme"] != "ble" {
+		t.Fatalf("GET /prov at boot: %v", doc)
+	}
+	out, err := exec.Command(devctl, "board", "--data", flash, "ble", "adverts").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf(`"name": %q`, doc["service_name"])) {
+		t.Fatalf("ble adverts: %v\n%s", err, out)
+	}
+	prov := func(pop string) (string, error) {
+		out, err := exec.Command(devctl, "prov", "--data", flash, "--transport", "ble", "--pop", pop,
+			"--ssid", "boat", "--passphrase", "password1").CombinedOutput()
+		return string(out), err
+	}
+	if out, err := prov("wrong-pop"); err == nil {
+		t.Fatalf("wrong PoP accepted:\n%s", out)
+	}
+	if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["got_credentials"] != false {
+		t.Fatalf("after a wrong PoP: %v", doc)
+	}
+	out2, err := prov(fmt.Sprint(doc["pop"]))
+	if err != nil || !strings.Contains(out2, "connected:") {
+		t.Fatalf("devctl prov --transport ble: %v\n%s", err, out2)
+	}
+	t.Logf("devctl prov --transport ble:\n%s", out2)
+	d.waitWiFi("joined the provisioned network", 30*time.Second, func(st map[string]any) bool {
+		return st["state"] == "connected" && st["ssid"] == "boat"
+	})
+	if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["got_credentials"] != true {
 		t.Fatalf("GET /prov after provisioning: %v", doc)
 	}
 }

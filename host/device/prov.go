@@ -5,23 +5,28 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"devhost/host/api"
 	"devhost/host/board"
+	"devhost/host/config"
 	"devhost/host/wifi"
+	"devhost/plugins/ble/gattprov"
 	"devhost/plugins/ble/protocomm"
 	"devhost/plugins/ble/prov"
 	pb "devhost/plugins/ble/provpb"
 	"devhost/plugins/ble/softap"
 )
 
-// Provisioning's wiring: the flow (plugins/ble/prov) over the SoftAP transport
-// (plugins/ble/softap) at the root of the setup portal's listener, the credentials into
-// WiFi slot 0, GET /prov. The BLE GATT transport is not built, so the scheme that runs is
-// softap whatever f_ble.prov_scheme asks.
+// Provisioning's wiring: the flow (plugins/ble/prov) over the transport f_ble.prov_scheme
+// names: BLE GATT (plugins/ble/gattprov) on the board's peripheral role, advertising the
+// service name, or SoftAP (plugins/ble/softap) at the root of the setup portal's listener;
+// the credentials into WiFi slot 0; GET /prov. The f_ble namespace (prov, prov_scheme) is
+// registered here while the BLE plugin that will own it is not bundled.
 
 // Files in the data directory: the device secret the PoP derives from (made on first boot)
 // and the device label printed on the simulated board's case.
@@ -33,6 +38,19 @@ const (
 type provisioning struct {
 	flow *prov.Flow
 	sap  *softap.Server
+	gatt *gattprov.Transport
+
+	mu     sync.Mutex
+	served bool // the GATT table and the advertisement are up
+}
+
+// bleNamespace is f_ble as far as provisioning reads it.
+func bleNamespace() config.Namespace {
+	return config.Namespace{Name: "f_ble", Version: 1, Title: "Bluetooth", Keys: []config.Key{
+		{Name: "prov", Type: config.TypeBool, Default: true, Title: "Provisioning when no WiFi network is configured"},
+		{Name: "prov_scheme", Type: config.TypeString, Default: prov.SchemeBLE, Enum: []string{prov.SchemeBLE, prov.SchemeSoftAP},
+			Title: "Provisioning transport"},
+	}}
 }
 
 // newProv builds the flow; it runs when started (no network configured, a button press).
@@ -51,8 +69,12 @@ func (d *Device) newProv() error {
 	if err := os.WriteFile(filepath.Join(d.opts.DataDir, labelFile), []byte(label), 0o600); err != nil {
 		return fmt.Errorf("device label: %w", err)
 	}
+	if err := d.cfg.Register(bleNamespace()); err != nil {
+		return fmt.Errorf("register f_ble: %w", err)
+	}
 	log := d.ring.Logger("prov")
-	flow := prov.New(prov.Options{Clock: d.clk, Scheme: prov.SchemeSoftAP, ServiceName: name, PoP: pop, Security: protocomm.Sec1,
+	flow := prov.New(prov.Options{Clock: d.clk, ServiceName: name, PoP: pop, Security: protocomm.Sec1,
+		SchemeOf: func() string { return d.cfg.String("f_ble", "prov_scheme") },
 		Store: func(ssid, psk string) error {
 			// The password first: the station reacts to each change, and the new SSID with
 			// the old password would be a wasted attempt.
@@ -68,27 +90,69 @@ func (d *Device) newProv() error {
 		Station: func() prov.Station { return stationOf(d.wifi.Status()) },
 		Changed: func(doc prov.Doc) {
 			log.Info("provisioning", "active", doc.Active, "got_credentials", doc.GotCredentials, "scheme", doc.Scheme)
-			if !doc.Active {
-				d.provStopped()
-			}
+			d.provTransport(doc, name, log)
 		}})
-	d.prov = &provisioning{flow: flow, sap: &softap.Server{Handler: func() *protocomm.Handler {
-		if !flow.Active() {
-			return nil
+	running := func(scheme string) func() *protocomm.Handler {
+		return func() *protocomm.Handler {
+			if doc := flow.Doc(); !doc.Active || doc.Scheme != scheme {
+				return nil
+			}
+			return flow.Handler()
 		}
-		return flow.Handler()
-	}}}
+	}
+	d.prov = &provisioning{flow: flow, sap: &softap.Server{Handler: running(prov.SchemeSoftAP)},
+		gatt: &gattprov.Transport{Handler: running(prov.SchemeBLE), Gone: flow.ClientGone}}
+	d.cfg.OnChange(func(ns, key string) {
+		if ns != "f_ble" || !flow.Active() {
+			return
+		}
+		// A new scheme restarts provisioning on it; prov off ends it.
+		flow.Stop()
+		if d.provWanted() {
+			flow.Start()
+		}
+	})
 	return nil
 }
 
-// provWanted is f_ble.prov (default true while no plugin registered the namespace).
-func (d *Device) provWanted() bool {
-	v, err := d.cfg.Get("f_ble", "prov")
-	if b, ok := v.(bool); err == nil && ok {
-		return b
+// provTransport brings the running scheme's transport up or down with provisioning.
+func (d *Device) provTransport(doc prov.Doc, name string, log *slog.Logger) {
+	p := d.prov
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	want := doc.Active && doc.Scheme == prov.SchemeBLE
+	if want == p.served {
+		// A change within one provisioning (credentials arrived) keeps the connections.
+		if !doc.Active {
+			d.provStopped()
+		}
+		return
 	}
-	return true
+	p.served = want
+	if want {
+		svc := &board.GATTService{UUID: gattprov.ServiceUUID, Disconnected: d.prov.gatt.Disconnected}
+		for _, ep := range protocomm.Endpoints {
+			svc.Chars = append(svc.Chars, board.GATTChar{UUID: gattprov.CharUUID(ep), Description: ep,
+				Read:  func(conn int) ([]byte, error) { return d.prov.gatt.Read(conn, ep) },
+				Write: func(conn int, v []byte) error { return d.prov.gatt.Write(conn, ep, v) }})
+		}
+		d.sim.GATTServe(svc)
+		if err := d.sim.BLEAdvertise(gattprov.AdvertData(name)); err != nil {
+			log.Warn("advertise", "err", err)
+		}
+		return
+	}
+	d.sim.GATTServe(nil)
+	if err := d.sim.BLEStopAdvertising(); err != nil {
+		log.Warn("stop advertising", "err", err)
+	}
+	if !doc.Active {
+		d.provStopped()
+	}
 }
+
+// provWanted is f_ble.prov.
+func (d *Device) provWanted() bool { return d.cfg.Bool("f_ble", "prov") }
 
 // startProvIfUnconfigured starts provisioning at boot when no WiFi network is configured.
 func (d *Device) startProvIfUnconfigured() {
@@ -107,7 +171,7 @@ func (d *Device) startProvIfUnconfigured() {
 // everything else goes to next.
 func (d *Device) provRoot(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if d.prov != nil && softap.IsEndpoint(r.URL.Path) && d.ap.FromPortal(r) {
+		if d.prov != nil && softap.IsEndpoint(r.URL.Path) && d.ap.FromPortal(r) && d.prov.flow.Doc().Scheme == prov.SchemeSoftAP {
 			d.prov.sap.ServeHTTP(w, r)
 			return
 		}

@@ -70,8 +70,10 @@ type Doc struct {
 
 // Options wire the flow to the device.
 type Options struct {
-	Clock       clockwork.Clock
+	Clock clockwork.Clock
+	// Scheme is the transport; SchemeOf, when set, is asked at each Start instead.
 	Scheme      string
+	SchemeOf    func() string
 	ServiceName string
 	PoP         string
 	Security    int // protocomm.Sec0 or Sec1
@@ -94,6 +96,7 @@ type Flow struct {
 	handler *protocomm.Handler
 
 	mu          sync.Mutex
+	scheme      string // the scheme of the running (or last) provisioning
 	active      bool
 	gotCreds    bool
 	pending     *creds // set, not applied yet
@@ -125,7 +128,7 @@ func New(opts Options) *Flow {
 	if opts.Scheme == "" {
 		opts.Scheme = SchemeBLE
 	}
-	f := &Flow{opts: opts}
+	f := &Flow{opts: opts, scheme: opts.Scheme}
 	var pop []byte
 	if opts.Security == protocomm.Sec1 {
 		pop = []byte(opts.PoP)
@@ -145,7 +148,7 @@ func (f *Flow) Doc() Doc {
 }
 
 func (f *Flow) docLocked() Doc {
-	return Doc{Active: f.active, GotCredentials: f.gotCreds, ServiceName: f.opts.ServiceName, PoP: f.opts.PoP, Scheme: f.opts.Scheme}
+	return Doc{Active: f.active, GotCredentials: f.gotCreds, ServiceName: f.opts.ServiceName, PoP: f.opts.PoP, Scheme: f.scheme}
 }
 
 // Active reports whether provisioning runs.
@@ -162,6 +165,9 @@ func (f *Flow) Start() {
 	if f.active {
 		f.mu.Unlock()
 		return
+	}
+	if f.opts.SchemeOf != nil {
+		f.scheme = f.opts.SchemeOf()
 	}
 	f.active, f.gotCreds, f.pending, f.applied, f.sawAttempt = true, false, nil, false, false
 	f.connectedAt, f.finalRead, f.clientGone = time.Time{}, false, false
