@@ -6,8 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"devhost/plugins/ble/prov"
 	"devhost/plugins/ble/protocomm"
+	"devhost/plugins/ble/prov"
 )
 
 // BenchmarkHandshakeSec1 is the provisioning handshake as an app sees it over the SoftAP
