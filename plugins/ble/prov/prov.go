@@ -319,14 +319,18 @@ func (d device) ApplyConfig() error {
 	}
 	c := *f.pending
 	f.pending = nil
-	f.mu.Unlock()
-	if err := f.opts.Store(c.ssid, c.psk); err != nil {
-		return fmt.Errorf("prov: store credentials: %w", err)
-	}
-	f.mu.Lock()
+	// Marked before the store: the station may join (and the portal be asked down) before
+	// Store returns, and the app must still read the outcome.
+	wasGot := f.gotCreds
 	f.gotCreds, f.applied, f.sawAttempt, f.connectedAt, f.finalRead = true, true, false, time.Time{}, false
 	d2 := f.docLocked()
 	f.mu.Unlock()
+	if err := f.opts.Store(c.ssid, c.psk); err != nil {
+		f.mu.Lock()
+		f.gotCreds, f.applied = wasGot, false
+		f.mu.Unlock()
+		return fmt.Errorf("prov: store credentials: %w", err)
+	}
 	f.changed(d2)
 	return nil
 }
