@@ -16,7 +16,8 @@ import (
 //
 //	POST /ble/central  CentralOp → CentralResult
 //
-// op is connect, mtu, discover, read, write, execute or disconnect. An ATT error is an
+// op is connect, mtu, discover, read, write, execute, subscribe (enable: commit),
+// notifications or disconnect. An ATT error is an
 // outcome of the operation (200 with att_error), not a failure of the control channel; an
 // unknown connection is 404, no peripheral 409, a malformed op 400.
 const CentralPath = "/ble/central"
@@ -35,11 +36,12 @@ type CentralOp struct {
 
 // CentralResult is its answer.
 type CentralResult struct {
-	Conn     int           `json:"conn,omitempty"`
-	MTU      int           `json:"mtu,omitempty"`
-	Services []ServiceInfo `json:"services,omitempty"`
-	Value    []byte        `json:"value,omitempty"`
-	ATTError int           `json:"att_error,omitempty"`
+	Conn     int            `json:"conn,omitempty"`
+	MTU      int            `json:"mtu,omitempty"`
+	Services []ServiceInfo  `json:"services,omitempty"`
+	Value    []byte         `json:"value,omitempty"`
+	Notes    []Notification `json:"notifications,omitempty"`
+	ATTError int            `json:"att_error,omitempty"`
 }
 
 // Central runs one operation.
@@ -59,6 +61,10 @@ func (s *Sim) Central(op CentralOp) (CentralResult, error) {
 		err = s.CentralWrite(op.Conn, op.Handle, op.Offset, op.Data, op.Prepare)
 	case "execute":
 		err = s.CentralExecute(op.Conn, op.Commit)
+	case "subscribe":
+		err = s.CentralSubscribe(op.Conn, op.Handle, op.Commit)
+	case "notifications":
+		res.Notes, err = s.CentralNotifications(op.Conn)
 	case "disconnect":
 		err = s.CentralDisconnect(op.Conn)
 	default:

@@ -57,6 +57,7 @@ type GATTChar struct {
 	Description string // user description (0x2901)
 	Read        func(conn int) ([]byte, error)
 	Write       func(conn int, value []byte) error
+	Notify      bool // the device notifies values (gatt_notify.go)
 }
 
 // GATTService is the device's service table.
@@ -88,6 +89,9 @@ type gattConn struct {
 	queue   map[uint16][]byte // prepared writes per value handle
 	queued  int
 	reading map[uint16][]byte // the value a long read is paging through
+
+	subscribed map[uint16]bool // notifications enabled per value handle
+	notes      []Notification  // notified, not yet collected
 }
 
 type gattState struct {
@@ -186,6 +190,9 @@ func (s *Sim) CentralDiscover(id int) ([]ServiceInfo, error) {
 		}
 		if ch.Write != nil {
 			props = append(props, "write")
+		}
+		if ch.Notify {
+			props = append(props, "notify")
 		}
 		vh := valueHandle(i)
 		svc.Chars = append(svc.Chars, CharInfo{UUID: ch.UUID, Handle: vh, Properties: props, Description: ch.Description, DescHandle: vh + 1})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -234,5 +235,58 @@ func TestCentralOverControlChannel(t *testing.T) {
 	sim.Handler().ServeHTTP(rec, httptest.NewRequest("GET", CentralPath, nil))
 	if rec.Code != 405 {
 		t.Fatalf("GET %s: %d", CentralPath, rec.Code)
+	}
+}
+
+func TestGATTNotifications(t *testing.T) {
+	sim, err := NewSim(DefaultFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.GATTServe(&GATTService{UUID: "0000180f-0000-1000-8000-00805f9b34fb", Chars: []GATTChar{
+		{UUID: "00002a19-0000-1000-8000-00805f9b34fb", Description: "level", Notify: true,
+			Read: func(int) ([]byte, error) { return []byte{80}, nil }},
+		{UUID: "00002a1a-0000-1000-8000-00805f9b34fb", Description: "quiet", Read: func(int) ([]byte, error) { return nil, nil }},
+	}})
+	a, _ := sim.CentralConnect()
+	b, _ := sim.CentralConnect()
+	svcs, _ := sim.CentralDiscover(a)
+	level, quiet := svcs[0].Chars[0], svcs[0].Chars[1]
+	if !slices.Contains(level.Properties, "notify") || slices.Contains(quiet.Properties, "notify") {
+		t.Fatalf("properties %v %v", level.Properties, quiet.Properties)
+	}
+	if err := sim.CentralSubscribe(a, quiet.Handle, true); attCode(err) != ATTWriteNotPermit {
+		t.Fatalf("subscribe to a silent char: %v", err)
+	}
+	if err := sim.CentralSubscribe(a, level.Handle, true); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sim.GATTNotify(level.Handle, make([]byte, 40)); err != nil || n != 1 {
+		t.Fatalf("notify reached %d, %v", n, err)
+	}
+	notes, err := sim.CentralNotifications(a)
+	if err != nil || len(notes) != 1 || len(notes[0].Value) != DefaultMTU-3 {
+		t.Fatalf("a got %+v %v", notes, err)
+	}
+	if notes, _ := sim.CentralNotifications(b); len(notes) != 0 {
+		t.Fatalf("unsubscribed b got %+v", notes)
+	}
+	for i := 0; i < MaxNotifications+10; i++ {
+		if _, err := sim.GATTNotify(level.Handle, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notes, _ = sim.CentralNotifications(a)
+	if len(notes) != MaxNotifications || notes[0].Value[0] != 10 {
+		t.Fatalf("kept %d, oldest %v", len(notes), notes[0].Value)
+	}
+	if err := sim.CentralSubscribe(a, level.Handle, false); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := sim.GATTNotify(level.Handle, []byte{1}); n != 0 {
+		t.Fatalf("notify after unsubscribe reached %d", n)
+	}
+	if _, err := sim.GATTNotify(quiet.Handle, []byte{1}); err == nil {
+		t.Fatal("notify on a silent char accepted")
 	}
 }
