@@ -119,3 +119,35 @@ func TestProvisionBLE(t *testing.T) {
 		t.Fatalf("GET /prov after provisioning: %v", doc)
 	}
 }
+
+// The gateway lists what the scanner hears once f_ble.gateway is on; without the sensor
+// decoders linked in, a configured sensor's advert is heard, counted, and not decoded.
+func TestBLEGatewayListsAdverts(t *testing.T) {
+	d := newDev(t)
+	flash := filepath.Join(d.data, "flash")
+	st := d.call("GET", "/api/v1/ble/status", "").json(t)
+	if st["scanning"] != false || st["prov"].(map[string]any)["active"] != true {
+		t.Fatalf("GET /ble/status at boot: %v", st)
+	}
+	if r := d.call("PUT", "/api/v1/config", `{"f_ble":{"gateway":true,"sensors":"[{\"address\":\"AA:BB:CC:DD:EE:01\",\"kind\":\"bthome\",\"key\":\"\",\"prefix\":\"environment.cabin\"}]"}}`); r.status != 200 {
+		t.Fatalf("gateway on: %d %s", r.status, r.body)
+	}
+	for _, addr := range []string{"11:22:33:44:55:66", "aa:bb:cc:dd:ee:01"} {
+		out, err := exec.Command(devctl, "board", "--data", flash, "ble", "advert", "--addr", addr, "--data", "0201060716d2fc4002c409", "--rssi", "-65").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ble advert: %v\n%s", err, out)
+		}
+	}
+	st = d.call("GET", "/api/v1/ble/status", "").json(t)
+	devs, _ := st["devices"].([]any)
+	if st["scanning"] != true || len(devs) != 2 {
+		t.Fatalf("GET /ble/status: %v", st)
+	}
+	newest := devs[0].(map[string]any)
+	if newest["address"] != "AA:BB:CC:DD:EE:01" || newest["rssi"] != float64(-65) || newest["decoded"] != false {
+		t.Fatalf("newest device %v", newest)
+	}
+	if stats := st["stats"].(map[string]any); stats["heard"] != float64(2) || stats["refused"] != float64(1) {
+		t.Fatalf("stats %v", stats)
+	}
+}

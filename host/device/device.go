@@ -98,6 +98,7 @@ type Device struct {
 	srv   *httpd.Server
 	ap    *portal.Portal // the setup portal's network side
 	prov  *provisioning  // provisioning over the setup portal (prov.go)
+	bleGW *bleGateway    // the BLE sensor gateway (blegw.go)
 
 	portalMu       sync.Mutex
 	portalDownHeld bool // the station manager took the portal down while provisioning held it
@@ -226,6 +227,7 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	if err := d.newProv(); err != nil {
 		return ExitShutdown, fmt.Errorf("provisioning: %w", err)
 	}
+	d.newBLEGateway()
 	d.ui = ui.New(filepath.Join(opts.DataDir, "ui"), d.ring.Logger("ui"))
 	d.rtns = runtimens.New(d.cfg, healthReporter{d.hlth})
 	d.sys = system.New(system.Options{Clock: d.clk, Logger: d.ring.Logger("system"), Board: d.sim,
@@ -250,7 +252,7 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.provRoot(d.probeAliases(d.ui)),
 		AllowedHosts: func() []string { return d.hostNames(hw.DeviceID()) }, AnyHost: d.auth.OnPortal})
 	for _, rs := range [][]api.Route{d.sys.Routes(), d.cfg.Routes(), d.auth.Routes(), d.ring.Routes(),
-		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes(), d.wifi.Routes(), d.ap.Routes(), d.provRoutes()} {
+		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes(), d.wifi.Routes(), d.ap.Routes(), d.provRoutes(), d.bleRoutes()} {
 		if err := d.srv.HandleAll(rs); err != nil {
 			return ExitShutdown, fmt.Errorf("routes: %w", err)
 		}
@@ -304,7 +306,7 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	})
 	g.Go(func() error { d.boardEvents(gctx); return nil })
 	runWiFi(gctx, g, d.wifi)
-	d.startProvIfUnconfigured()
+	d.startBLE()
 	g.Go(func() error { d.compactStore(gctx); return nil })
 	runErr := g.Wait()
 

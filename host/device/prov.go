@@ -50,6 +50,9 @@ func bleNamespace() config.Namespace {
 		{Name: "prov", Type: config.TypeBool, Default: true, Title: "Provisioning when no WiFi network is configured"},
 		{Name: "prov_scheme", Type: config.TypeString, Default: prov.SchemeBLE, Enum: []string{prov.SchemeBLE, prov.SchemeSoftAP},
 			Title: "Provisioning transport"},
+		{Name: "gateway", Type: config.TypeBool, Default: false, Title: "BLE sensor gateway"},
+		{Name: "sensors", Type: config.TypeString, Default: "[]", Title: "BLE sensors",
+			X: &config.X{Format: config.FormatTable, Columns: []string{"address", "kind", "key", "prefix"}}},
 	}}
 }
 
@@ -91,6 +94,9 @@ func (d *Device) newProv() error {
 		Changed: func(doc prov.Doc) {
 			log.Info("provisioning", "active", doc.Active, "got_credentials", doc.GotCredentials, "scheme", doc.Scheme)
 			d.provTransport(doc, name, log)
+			if d.bleGW != nil {
+				d.hub.Publish("ble", d.bleStatus())
+			}
 		}})
 	running := func(scheme string) func() *protocomm.Handler {
 		return func() *protocomm.Handler {
