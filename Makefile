@@ -63,8 +63,8 @@ bench: build
 	go test -run '^$$' -bench . -count 1 ./host/plugin/
 	@echo; echo "Signal K delta stream (host/skstream benchmarks):"
 	go test -run '^$$' -bench . -count 1 ./host/skstream/
-	@echo; echo "provisioning handshake, security 1 over the SoftAP transport (plugins/ble/softap):"
-	go test -run '^$$' -bench . -count 1 ./plugins/ble/softap/
+	@echo; echo "provisioning handshake, security 1 over SoftAP and over the board's BLE GATT (plugins/ble):"
+	go test -run '^$$' -bench . -count 1 ./plugins/ble/softap/ ./plugins/ble/gattprov/
 
 clean:
 	rm -rf $(BIN) $(DATA)

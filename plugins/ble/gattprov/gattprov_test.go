@@ -45,7 +45,7 @@ type rig struct {
 	gone  atomic.Int32
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	sim, err := board.NewSim(board.DefaultFile())
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func newRig(t *testing.T) *rig {
 }
 
 // connect plays the app's connection: connect, MTU, discovery by user description.
-func (r *rig) connect(t *testing.T, mtu int) (*protocomm.Client, int) {
+func (r *rig) connect(t testing.TB, mtu int) (*protocomm.Client, int) {
 	id, err := r.sim.CentralConnect()
 	if err != nil {
 		t.Fatal(err)
