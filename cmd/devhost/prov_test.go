@@ -139,6 +139,9 @@ func TestBLEGatewayListsAdverts(t *testing.T) {
 		}
 	}
 	st = d.call("GET", "/api/v1/ble/status", "").json(t)
+	if prov := st["prov"].(map[string]any); prov["active"] != true || prov["scheme"] != "ble" {
+		t.Fatalf("provisioning after the gateway keys changed: %v", prov)
+	}
 	devs, _ := st["devices"].([]any)
 	if st["scanning"] != true || len(devs) != 2 {
 		t.Fatalf("GET /ble/status: %v", st)

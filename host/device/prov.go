@@ -109,7 +109,7 @@ func (d *Device) newProv() error {
 	d.prov = &provisioning{flow: flow, sap: &softap.Server{Handler: running(prov.SchemeSoftAP)},
 		gatt: &gattprov.Transport{Handler: running(prov.SchemeBLE), Gone: flow.ClientGone}}
 	d.cfg.OnChange(func(ns, key string) {
-		if ns != "f_ble" || !flow.Active() {
+		if ns != "f_ble" || (key != "prov" && key != "prov_scheme") || !flow.Active() {
 			return
 		}
 		// A new scheme restarts provisioning on it; prov off ends it.
