@@ -166,8 +166,16 @@ func TestRefusalsAreATTErrors(t *testing.T) {
 			sess = ch.Handle
 		}
 	}
-	// Garbage on the session endpoint: the write is refused with an ATT error.
+	// Garbage on every endpoint but proto-ver (which answers anything): an ATT error.
 	var ae *board.ATTError
+	for _, ch := range svcs[0].Chars {
+		if ch.Description == protocomm.EPVersion {
+			continue
+		}
+		if err := r.sim.CentralWrite(id, ch.Handle, 0, []byte{0xff, 0xff, 0xff}, false); !errors.As(err, &ae) {
+			t.Fatalf("garbage write on %s: %v", ch.Description, err)
+		}
+	}
 	if err := r.sim.CentralWrite(id, sess, 0, []byte{0xff, 0xff, 0xff}, false); !errors.As(err, &ae) {
 		t.Fatalf("garbage write: %v", err)
 	}
