@@ -154,3 +154,28 @@ func TestBLEGatewayListsAdverts(t *testing.T) {
 		t.Fatalf("stats %v", stats)
 	}
 }
+
+// A device with a network configured does not provision at boot; a button press starts it.
+func TestProvisionButton(t *testing.T) {
+	d := newDev(t)
+	if r := d.call("PUT", "/api/v1/config", `{"wifi":{"ssid0":"boat","psk0":"password1"}}`); r.status != 200 {
+		t.Fatalf("configure: %d %s", r.status, r.body)
+	}
+	d.powerCut()
+	d.powerOn()
+	if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["active"] != false {
+		t.Fatalf("provisioning at boot with a network configured: %v", doc)
+	}
+	d.devctlBoard("button")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		doc := d.call("GET", "/api/v1/prov", "").json(t)
+		if doc["active"] == true && doc["got_credentials"] == false {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("button press did not start provisioning: %v", doc)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
