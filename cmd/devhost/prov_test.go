@@ -179,3 +179,32 @@ func TestProvisionButton(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A wrong passphrase and a network out of range reach the app as ConnectionFailed with
+// AuthError and NetworkNotFound; provisioning stays up for the next try.
+func TestProvisionFailureReasons(t *testing.T) {
+	d := newDev(t)
+	d.devctlBoard("wifi", "ap", "add", "--ssid", "boat", "--psk", "password1")
+	flash := filepath.Join(d.data, "flash")
+	pop := fmt.Sprint(d.call("GET", "/api/v1/prov", "").json(t)["pop"])
+	for _, c := range []struct{ ssid, pass, want string }{
+		{"boat", "not-the-password", "AuthError"},
+		{"elsewhere", "password1", "NetworkNotFound"},
+		{"boat", "password1", ""},
+	} {
+		out, err := exec.Command(devctl, "prov", "--data", flash, "--transport", "ble", "--pop", pop,
+			"--ssid", c.ssid, "--passphrase", c.pass).CombinedOutput()
+		if c.want == "" {
+			if err != nil || !strings.Contains(string(out), "connected:") {
+				t.Fatalf("retry with the right credentials: %v\n%s", err, out)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Fatalf("%s/%s: want %s, got %v\n%s", c.ssid, c.pass, c.want, err, out)
+		}
+		if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["active"] != true {
+			t.Fatalf("provisioning stopped after a failure: %v", doc)
+		}
+	}
+}
