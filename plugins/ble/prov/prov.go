@@ -92,11 +92,11 @@ type Options struct {
 
 // Flow is one device's provisioning. Its methods are safe for concurrent use.
 type Flow struct {
-	opts    Options
-	handler *protocomm.Handler
+	opts Options
 
 	mu          sync.Mutex
-	scheme      string // the scheme of the running (or last) provisioning
+	scheme      string             // the scheme of the running (or last) provisioning
+	handler     *protocomm.Handler // new at each Start: the transports drop older sessions
 	active      bool
 	gotCreds    bool
 	pending     *creds // set, not applied yet
@@ -129,16 +129,25 @@ func New(opts Options) *Flow {
 		opts.Scheme = SchemeBLE
 	}
 	f := &Flow{opts: opts, scheme: opts.Scheme}
-	var pop []byte
-	if opts.Security == protocomm.Sec1 {
-		pop = []byte(opts.PoP)
-	}
-	f.handler = &protocomm.Handler{Security: opts.Security, PoP: pop, Device: device{f}}
+	f.handler = f.newHandler()
 	return f
 }
 
-// Handler is the protocomm handler the transports serve.
-func (f *Flow) Handler() *protocomm.Handler { return f.handler }
+func (f *Flow) newHandler() *protocomm.Handler {
+	var pop []byte
+	if f.opts.Security == protocomm.Sec1 {
+		pop = []byte(f.opts.PoP)
+	}
+	return &protocomm.Handler{Security: f.opts.Security, PoP: pop, Device: device{f}}
+}
+
+// Handler is the protocomm handler the transports serve: a new one for each provisioning
+// run, so a session of an earlier run (the transports key sessions by handler) is over.
+func (f *Flow) Handler() *protocomm.Handler {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.handler
+}
 
 // Doc is the GET /prov document now.
 func (f *Flow) Doc() Doc {
@@ -169,6 +178,7 @@ func (f *Flow) Start() {
 	if f.opts.SchemeOf != nil {
 		f.scheme = f.opts.SchemeOf()
 	}
+	f.handler = f.newHandler()
 	f.active, f.gotCreds, f.pending, f.applied, f.sawAttempt = true, false, nil, false, false
 	f.connectedAt, f.finalRead, f.clientGone = time.Time{}, false, false
 	f.timeout = f.opts.Clock.AfterFunc(f.opts.Timeout, f.Stop)

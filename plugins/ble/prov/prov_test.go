@@ -33,9 +33,9 @@ func newRig(t *testing.T) *rig {
 		},
 		Station: func() Station { r.mu.Lock(); defer r.mu.Unlock(); return r.sta },
 		Changed: func(d Doc) { r.mu.Lock(); defer r.mu.Unlock(); r.docs = append(r.docs, d) }})
-	h := r.flow.Handler()
-	s := h.NewSession()
-	r.c = &protocomm.Client{X: func(ep string, b []byte) ([]byte, error) { return h.Handle(s, ep, b) }, Sec: protocomm.Sec1, PoP: []byte("pop12345")}
+	s := r.flow.Handler().NewSession()
+	r.c = &protocomm.Client{X: func(ep string, b []byte) ([]byte, error) { return r.flow.Handler().Handle(s, ep, b) },
+		Sec: protocomm.Sec1, PoP: []byte("pop12345")}
 	return r
 }
 
@@ -245,5 +245,21 @@ func TestIdentity(t *testing.T) {
 	a, b := PoPFromSecret([]byte("device one")), PoPFromSecret([]byte("device two"))
 	if len(a) != 8 || a == b || a != PoPFromSecret([]byte("device one")) {
 		t.Fatalf("PoPs %q %q", a, b)
+	}
+}
+
+func TestRestartEndsSessions(t *testing.T) {
+	r := newRig(t)
+	r.flow.Start()
+	h1 := r.flow.Handler()
+	s := h1.NewSession()
+	c := &protocomm.Client{X: func(ep string, b []byte) ([]byte, error) { return r.flow.Handler().Handle(s, ep, b) }, Sec: protocomm.Sec1, PoP: []byte("pop12345")}
+	if err := c.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	r.flow.Stop()
+	r.flow.Start()
+	if r.flow.Handler() == h1 {
+		t.Fatal("a restarted provisioning serves the old handler")
 	}
 }
