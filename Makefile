@@ -130,6 +130,8 @@ bench: build
 	@echo; echo "NMEA 2000 decode: the n2k plugin in the sandbox beside canboatjs + n2k-signalk (frames per CPU second):"
 	$(MAKE) n2k-reference
 	go test -run '^$$' -bench N2KDecode -benchtime 3x -count 1 ./cmd/devctl/
+	@echo; echo "provisioning handshake, security 1 over SoftAP and over the board's BLE GATT (plugins/ble):"
+	go test -run '^$$' -bench . -count 1 ./plugins/ble/softap/ ./plugins/ble/gattprov/
 
 # What the build made: the binaries, the run's flash, a root-level devbench, and plugin modules
 # and bundles built in the tree (fixtures under testdata are kept). The Signal K test server

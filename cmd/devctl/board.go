@@ -45,6 +45,9 @@ func (a *app) board(ctx context.Context, args []string) error {
 		return usagef("board: no subcommand (state, mem, wifi, eth, thread, net, route, button)")
 	}
 	sub, rest := rest[0], rest[1:]
+	if sub == "ble" {
+		return a.boardBLE(ctx, tgt, rest)
+	}
 	sfs := newFlags("board " + sub)
 	// The same flags after the subcommand; registering them on tgt would reset its values.
 	var late boardTarget

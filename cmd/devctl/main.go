@@ -86,6 +86,9 @@ const usage = `usage:
   devctl board [--data DIR | --socket PATH] can capture [--count N] [--timeout S]
   devctl n2k decode [--format auto|candump|analyzer|actisense|ydraw|ikonvert] [--module WASM] FILE
   devctl ota pack|manifest|push ... (devctl ota help)
+  devctl board --data DIR ble advert --addr AA:BB:CC:DD:EE:FF --data HEX [--rssi DBM]
+  devctl board --data DIR ble adverts
+  devctl prov --data DIR --transport ble|softap [--url URL] --pop POP --ssid S [--passphrase P] [--security 0|1|2]
 
 The device is --url, else $DEVCTL_URL, else ` + defaultURL + `; the API key is
 --key, else $DEVCTL_KEY.
@@ -154,6 +157,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.ota(ctx, args[1:])
 	case "n2k":
 		return a.n2k(ctx, args[1:])
+	case "prov":
+		return a.prov(ctx, args[1:])
 	case "help", "-h", "--help", "-help":
 		return flag.ErrHelp
 	default:

@@ -121,6 +121,7 @@ func removeStaleSocket(path string) error {
 //	PUT  /gpio        PinUpdate {"pin": N, "high"?: bool, "fault"?: bool}
 //	POST /can         CANFrame {"id", "ext"?, "rtr"?, "data": base64}: a frame from the bus
 //	POST /ble/advert  BLEAdvert {"addr", "rssi", "data": base64}: an advert on the air
+//	POST /ble/central CentralOp: the simulated BLE central (central.go; answers CentralResult)
 //
 // Every answer is the State document after the change, or the device's JSON error body
 // (400 `validation` for bad input, 404 `not_found`, 405 `method_not_allowed`).
@@ -147,6 +148,10 @@ func (s *Sim) Handler() http.Handler {
 		"/ble/advert":     {http.MethodPost, s.postAdvert},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == CentralPath {
+			s.serveCentral(w, r) // the simulated BLE central answers results, not the state (central.go)
+			return
+		}
 		rt, ok := routes[r.URL.Path]
 		if !ok {
 			api.WriteErr(w, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no control endpoint %s", r.URL.Path))

@@ -69,6 +69,7 @@ type Sim struct {
 
 	gpio  gpio
 	radio radios
+	gatt  gattState // the BLE peripheral role (gatt.go)
 }
 
 var _ Board = (*Sim)(nil)

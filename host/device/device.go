@@ -111,6 +111,11 @@ type Device struct {
 	sys   *system.System
 	srv   *httpd.Server
 	ap    *portal.Portal // the setup portal's network side
+	prov  *provisioning  // provisioning over the setup portal (prov.go)
+	bleGW *bleGateway    // the BLE sensor gateway (blegw.go)
+
+	portalMu       sync.Mutex
+	portalDownHeld bool // the station manager took the portal down while provisioning held it
 
 	exitOnce sync.Once
 	exit     Exit
@@ -242,6 +247,10 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	d.hub.OnConnect(func() []events.Event { name, st := d.net.OnConnect(); return []events.Event{{Name: name, Data: st}} })
 	d.newPortal()
 	d.wifi = d.wifiStation(announcedPortal{d})
+	if err := d.newProv(); err != nil {
+		return ExitShutdown, fmt.Errorf("provisioning: %w", err)
+	}
+	d.newBLEGateway()
 	d.ui = ui.New(filepath.Join(opts.DataDir, "ui"), d.ring.Logger("ui"))
 	if wrote, err := d.ui.InstallBundled(); err != nil {
 		d.ring.Logger("ui").Warn("ui partition not written", "err", err)
@@ -268,10 +277,10 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		Restart:       func(factory bool) { d.restart(ExitReboot, factory) },
 		Crash:         opts.DebugCrash,
 	})
-	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.probeAliases(d.ui),
+	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.provRoot(d.probeAliases(d.ui)),
 		AllowedHosts: func() []string { return d.hostNames(hw.DeviceID()) }, AnyHost: d.auth.OnPortal})
 	for _, rs := range [][]api.Route{d.sys.Routes(), d.cfg.Routes(), d.auth.Routes(), d.ring.Routes(),
-		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes(), d.wifi.Routes(), d.ap.Routes()} {
+		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes(), d.wifi.Routes(), d.ap.Routes(), d.provRoutes(), d.bleRoutes()} {
 		if err := d.srv.HandleAll(rs); err != nil {
 			return ExitShutdown, fmt.Errorf("routes: %w", err)
 		}
@@ -335,6 +344,7 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	})
 	g.Go(func() error { d.boardEvents(gctx); return nil })
 	runWiFi(gctx, g, d.wifi)
+	d.startBLE()
 	g.Go(func() error { d.compactStore(gctx); return nil })
 	runErr := g.Wait()
 
@@ -394,6 +404,7 @@ func (d *Device) takeResetRecord() any {
 
 func (d *Device) boardEvents(ctx context.Context) {
 	for ev := range d.sim.Subscribe(ctx) {
+		d.provButton(ev)
 		switch {
 		case ev.Presence > 0:
 			d.log.Warn("presence button: recovery window opened", "seconds", ev.Presence)

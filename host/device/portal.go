@@ -47,6 +47,9 @@ func (d *Device) probeAliases(ui http.Handler) http.Handler {
 type announcedPortal struct{ d *Device }
 
 func (p announcedPortal) Up(ssid, psk string) error {
+	p.d.portalMu.Lock()
+	p.d.portalDownHeld = false
+	p.d.portalMu.Unlock()
 	was := p.d.ap.IP() != ""
 	if err := p.d.ap.Up(ssid, psk); err != nil {
 		return err
@@ -57,5 +60,16 @@ func (p announcedPortal) Up(ssid, psk string) error {
 	return nil
 }
 
-func (p announcedPortal) Down()        { p.d.ap.Down() }
+// Down is held while provisioning runs: the app reads the outcome through the portal after
+// the station connected (prov.go takes it down when provisioning stops).
+func (p announcedPortal) Down() {
+	p.d.portalMu.Lock()
+	hold := p.d.provHoldsPortal()
+	p.d.portalDownHeld = hold
+	p.d.portalMu.Unlock()
+	if !hold {
+		p.d.ap.Down()
+	}
+}
+
 func (p announcedPortal) Clients() int { return p.d.ap.Clients() }

@@ -50,11 +50,19 @@ func (d *Device) wifiSettings() wifi.Settings {
 		ConnectTimeout: secs("connect_tmo_s"), DHCPTimeout: secs("dhcp_tmo_s")}
 }
 
-// wifiPublish publishes the station's events, and tells the firmware updater when the station
-// has connected: a pending image marks itself valid then (spec "OTA image lifecycle").
+// wifiPublish is the station manager's Publish: the `wifi` event also feeds provisioning,
+// and tells the firmware updater when the station has connected (a pending image marks
+// itself valid then: spec "OTA image lifecycle").
 func (d *Device) wifiPublish(name string, data any) {
 	d.hub.Publish(name, data)
-	if st, ok := data.(wifi.Status); ok && name == "wifi" && st.State == wifi.StateConnected && d.ota != nil {
+	st, ok := data.(wifi.Status)
+	if !ok || name != "wifi" {
+		return
+	}
+	if d.prov != nil {
+		d.prov.flow.StationChanged(stationOf(st))
+	}
+	if st.State == wifi.StateConnected && d.ota != nil {
 		d.ota.StationConnected()
 	}
 }

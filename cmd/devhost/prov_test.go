@@ -1,0 +1,210 @@
+package main_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Provisioning end to end as a phone app does it: the device boots with no network
+// configured, provisioning runs over the setup portal, devctl prov (playing the app) opens a
+// security-1 session with the PoP from the device label and sends the credentials; the
+// station joins the board's access point.
+func TestProvisionSoftAP(t *testing.T) {
+	var ip string
+	d := newDev(t, withPortalBoard(&ip))
+	portal := fmt.Sprintf("http://%s:%d", ip, d.port)
+	waitPortal(t, portal, true)
+	d.devctlBoard("wifi", "ap", "add", "--ssid", "boat", "--psk", "password1")
+
+	if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["active"] != true || doc["scheme"] != "ble" {
+		t.Fatalf("GET /prov at boot: %v", doc)
+	}
+	if r := d.call("PUT", "/api/v1/config", `{"f_ble":{"prov_scheme":"softap"}}`); r.status != 200 {
+		t.Fatalf("prov_scheme softap: %d %s", r.status, r.body)
+	}
+	doc := d.call("GET", "/api/v1/prov", "").json(t)
+	if doc["active"] != true || doc["got_credentials"] != false || doc["scheme"] != "softap" {
+		t.Fatalf("GET /prov at boot: %v", doc)
+	}
+	if ok, _ := regexp.MatchString(`^PROV_[0-9A-F]{6}$`, fmt.Sprint(doc["service_name"])); !ok {
+		t.Fatalf("service_name %v", doc["service_name"])
+	}
+	label, err := os.ReadFile(filepath.Join(d.data, "flash", "device-label.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pop := fmt.Sprint(doc["pop"])
+	if !strings.Contains(string(label), "pop: "+pop+"\n") || !strings.Contains(string(label), fmt.Sprint(doc["service_name"])) {
+		t.Fatalf("label %q does not carry the PoP %q", label, pop)
+	}
+
+	// The endpoints are absent on the station side.
+	if r := portalCall(t, d.base, "POST", "/prov-session", "x", "Content-Type", "application/x-www-form-urlencoded"); r.status == 200 {
+		t.Fatalf("prov-session answered on the station side: %d", r.status)
+	}
+
+	prov := func(pop string) (string, error) {
+		out, err := exec.Command(devctl, "prov", "--data", filepath.Join(d.data, "flash"), "--transport", "softap",
+			"--url", portal, "--pop", pop, "--ssid", "boat", "--passphrase", "password1").CombinedOutput()
+		return string(out), err
+	}
+	// A wrong PoP is refused and nothing is stored.
+	if out, err := prov("wrong-pop"); err == nil {
+		t.Fatalf("devctl prov with a wrong PoP succeeded:\n%s", out)
+	}
+	if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["got_credentials"] != false || doc["active"] != true {
+		t.Fatalf("after a wrong PoP: %v", doc)
+	}
+	if st := d.call("GET", "/api/v1/wifi/status", "").json(t); st["state"] != "unconfigured" {
+		t.Fatalf("station after a wrong PoP: %v", st["state"])
+	}
+
+	out, err := prov(pop)
+	if err != nil {
+		t.Fatalf("devctl prov: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "connected:") {
+		t.Fatalf("devctl prov output:\n%s", out)
+	}
+	t.Logf("devctl prov:\n%s", out)
+	d.waitWiFi("joined the provisioned network", 30*time.Second, func(st map[string]any) bool {
+		return st["state"] == "connected" && st["ssid"] == "boat"
+	})
+	doc = d.call("GET", "/api/v1/prov", "").json(t)
+	if doc["got_credentials"] != true {
+		t.Fatalf("GET /prov after provisioning: %v", doc)
+	}
+}
+
+// The same over BLE: the device advertises its service name, devctl prov connects the
+// board's simulated central and provisions through GATT.
+func TestProvisionBLE(t *testing.T) {
+	d := newDev(t)
+	d.devctlBoard("wifi", "ap", "add", "--ssid", "boat", "--psk", "password1")
+	flash := filepath.Join(d.data, "flash")
+	doc := d.call("GET", "/api/v1/prov", "").json(t)
+	if doc["active"] != true || doc["scheme"] != "ble" {
+		t.Fatalf("GET /prov at boot: %v", doc)
+	}
+	out, err := exec.Command(devctl, "board", "--data", flash, "ble", "adverts").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf(`"name": %q`, doc["service_name"])) {
+		t.Fatalf("ble adverts: %v\n%s", err, out)
+	}
+	prov := func(pop string) (string, error) {
+		out, err := exec.Command(devctl, "prov", "--data", flash, "--transport", "ble", "--pop", pop,
+			"--ssid", "boat", "--passphrase", "password1").CombinedOutput()
+		return string(out), err
+	}
+	if out, err := prov("wrong-pop"); err == nil {
+		t.Fatalf("wrong PoP accepted:\n%s", out)
+	}
+	if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["got_credentials"] != false {
+		t.Fatalf("after a wrong PoP: %v", doc)
+	}
+	out2, err := prov(fmt.Sprint(doc["pop"]))
+	if err != nil || !strings.Contains(out2, "connected:") {
+		t.Fatalf("devctl prov --transport ble: %v\n%s", err, out2)
+	}
+	t.Logf("devctl prov --transport ble:\n%s", out2)
+	d.waitWiFi("joined the provisioned network", 30*time.Second, func(st map[string]any) bool {
+		return st["state"] == "connected" && st["ssid"] == "boat"
+	})
+	if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["got_credentials"] != true {
+		t.Fatalf("GET /prov after provisioning: %v", doc)
+	}
+}
+
+// The gateway lists what the scanner hears once f_ble.gateway is on; without the sensor
+// decoders linked in, a configured sensor's advert is heard, counted, and not decoded.
+func TestBLEGatewayListsAdverts(t *testing.T) {
+	d := newDev(t)
+	flash := filepath.Join(d.data, "flash")
+	st := d.call("GET", "/api/v1/ble/status", "").json(t)
+	if st["scanning"] != false || st["prov"].(map[string]any)["active"] != true {
+		t.Fatalf("GET /ble/status at boot: %v", st)
+	}
+	if r := d.call("PUT", "/api/v1/config", `{"f_ble":{"gateway":true,"sensors":"[{\"address\":\"AA:BB:CC:DD:EE:01\",\"kind\":\"bthome\",\"key\":\"\",\"prefix\":\"environment.cabin\"}]"}}`); r.status != 200 {
+		t.Fatalf("gateway on: %d %s", r.status, r.body)
+	}
+	for _, addr := range []string{"11:22:33:44:55:66", "aa:bb:cc:dd:ee:01"} {
+		out, err := exec.Command(devctl, "board", "--data", flash, "ble", "advert", "--addr", addr, "--data", "0201060716d2fc4002c409", "--rssi", "-65").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ble advert: %v\n%s", err, out)
+		}
+	}
+	st = d.call("GET", "/api/v1/ble/status", "").json(t)
+	if prov := st["prov"].(map[string]any); prov["active"] != true || prov["scheme"] != "ble" {
+		t.Fatalf("provisioning after the gateway keys changed: %v", prov)
+	}
+	devs, _ := st["devices"].([]any)
+	if st["scanning"] != true || len(devs) != 2 {
+		t.Fatalf("GET /ble/status: %v", st)
+	}
+	newest := devs[0].(map[string]any)
+	if newest["address"] != "AA:BB:CC:DD:EE:01" || newest["rssi"] != float64(-65) || newest["decoded"] != false {
+		t.Fatalf("newest device %v", newest)
+	}
+	if stats := st["stats"].(map[string]any); stats["heard"] != float64(2) || stats["refused"] != float64(1) {
+		t.Fatalf("stats %v", stats)
+	}
+}
+
+// A device with a network configured does not provision at boot; a button press starts it.
+func TestProvisionButton(t *testing.T) {
+	d := newDev(t)
+	if r := d.call("PUT", "/api/v1/config", `{"wifi":{"ssid0":"boat","psk0":"password1"}}`); r.status != 200 {
+		t.Fatalf("configure: %d %s", r.status, r.body)
+	}
+	d.powerCut()
+	d.powerOn()
+	if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["active"] != false {
+		t.Fatalf("provisioning at boot with a network configured: %v", doc)
+	}
+	d.devctlBoard("button")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		doc := d.call("GET", "/api/v1/prov", "").json(t)
+		if doc["active"] == true && doc["got_credentials"] == false {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("button press did not start provisioning: %v", doc)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A wrong passphrase and a network out of range reach the app as ConnectionFailed with
+// AuthError and NetworkNotFound; provisioning stays up for the next try.
+func TestProvisionFailureReasons(t *testing.T) {
+	d := newDev(t)
+	d.devctlBoard("wifi", "ap", "add", "--ssid", "boat", "--psk", "password1")
+	flash := filepath.Join(d.data, "flash")
+	pop := fmt.Sprint(d.call("GET", "/api/v1/prov", "").json(t)["pop"])
+	for _, c := range []struct{ ssid, pass, want string }{
+		{"boat", "not-the-password", "AuthError"},
+		{"elsewhere", "password1", "NetworkNotFound"},
+		{"boat", "password1", ""},
+	} {
+		out, err := exec.Command(devctl, "prov", "--data", flash, "--transport", "ble", "--pop", pop,
+			"--ssid", c.ssid, "--passphrase", c.pass).CombinedOutput()
+		if c.want == "" {
+			if err != nil || !strings.Contains(string(out), "connected:") {
+				t.Fatalf("retry with the right credentials: %v\n%s", err, out)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Fatalf("%s/%s: want %s, got %v\n%s", c.ssid, c.pass, c.want, err, out)
+		}
+		if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["active"] != true {
+			t.Fatalf("provisioning stopped after a failure: %v", doc)
+		}
+	}
+}

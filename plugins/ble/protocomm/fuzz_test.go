@@ -1,0 +1,41 @@
+package protocomm
+
+import (
+	"bytes"
+	"testing"
+)
+
+// FuzzSession drives one security-1 session through a handshake and then hands the fuzzer's
+// bytes to every endpoint: nothing may panic, a refusal must end the session, and nothing
+// may reach the device unless the session was established.
+func FuzzSession(f *testing.F) {
+	for _, seed := range [][]byte{nil, {0x10, 0x01, 0x5a, 0x00}, {0x08, 0x02, 0xb2, 0x01, 0x00}, bytes.Repeat([]byte{0x55}, 40)} {
+		f.Add(uint8(0), seed)
+		f.Add(uint8(1), seed)
+	}
+	f.Fuzz(func(t *testing.T, ep uint8, body []byte) {
+		for _, handshake := range []bool{false, true} {
+			dev := &fakeDevice{}
+			h := &Handler{Security: Sec1, PoP: []byte("pop"), Device: dev}
+			s := h.NewSession()
+			if handshake {
+				c := &Client{X: direct(h, s), Sec: Sec1, PoP: []byte("pop")}
+				if err := c.Handshake(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			all := append([]string{"bogus"}, Endpoints...)
+			name := all[int(ep)%len(all)]
+			_, err := h.Handle(s, name, body)
+			if err != nil && s.Established() && name != EPVersion && name != "bogus" {
+				t.Fatalf("%s refused (%v) but the session lives on", name, err)
+			}
+			if !handshake && name != EPSession && name != EPVersion && err == nil {
+				t.Fatalf("%s answered without a session", name)
+			}
+			if ssid, _ := dev.stored(); ssid != "" && !handshake {
+				t.Fatal("credentials stored without a session")
+			}
+		}
+	})
+}
