@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -11,10 +12,16 @@ import (
 // up front (address space only), so growing never copies and the host's view of the memory
 // stays valid; only pages the plugin touches cost RAM. Reallocate beyond the cap fails, which
 // the plugin sees as a failed memory.grow.
+//
+// Free gives the pages back at once but keeps the reservation mapped: a call still running
+// on another goroutine when its instance is closed (a stop or a time limit wins while the
+// plugin executes) may touch the memory until it unwinds, and must read zeros, not fault.
+// The mapping itself is released by a cleanup once nothing references the memory any more,
+// which is after the last such call has returned.
 type linearMem struct {
 	buf  []byte // len = current size, cap = reservation
 	size atomic.Uint64
-	free func([]byte)
+	drop func([]byte) // gives the pages back, keeping the mapping
 }
 
 func (m *linearMem) Reallocate(size uint64) []byte {
@@ -27,10 +34,9 @@ func (m *linearMem) Reallocate(size uint64) []byte {
 }
 
 func (m *linearMem) Free() {
-	if m.buf != nil {
-		m.free(m.buf[:cap(m.buf)])
-		m.buf = nil
-		m.size.Store(0)
+	if m.size.Swap(0) != 0 || len(m.buf) != 0 {
+		m.drop(m.buf[:cap(m.buf)])
+		m.buf = m.buf[:0]
 	}
 }
 
@@ -52,8 +58,9 @@ func (a *allocator) Allocate(capBytes, maxBytes uint64) experimental.LinearMemor
 	if reserve < capBytes {
 		reserve = capBytes
 	}
-	buf, free := reserveMemory(reserve)
-	m := &linearMem{buf: buf[:0], free: free}
+	buf, drop, unmap := reserveMemory(reserve)
+	m := &linearMem{buf: buf[:0], drop: drop}
+	runtime.AddCleanup(m, unmap, buf)
 	a.mu.Lock()
 	a.mems = append(a.mems, m)
 	a.mu.Unlock()

@@ -2,7 +2,8 @@
 
 package plugin
 
-// reserveMemory allocates n zeroed bytes on the Go heap.
-func reserveMemory(n uint64) ([]byte, func([]byte)) {
-	return make([]byte, n), func([]byte) {}
+// reserveMemory allocates n zeroed bytes on the Go heap; dropping zeroes them, and the
+// garbage collector releases them.
+func reserveMemory(n uint64) (buf []byte, drop, unmap func([]byte)) {
+	return make([]byte, n), func(b []byte) { clear(b) }, func([]byte) {}
 }
