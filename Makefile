@@ -162,7 +162,8 @@ web-deps: $(UI_STAMP)
 	@test -x /usr/bin/chromium || (apt-get update && apt-get install -y chromium)
 
 # The plugin bundle the browser tests install, signed with a throwaway key in .cache/web/keys,
-# and the helper that runs the real signalk-server for the Signal K page's test.
+# the helper that runs the real signalk-server for the Signal K page's test, and a firmware
+# image of bin/devhost signed with the firmware key `make build` compiled into it.
 WEB_CACHE := .cache/web
 web-fixtures: build
 	@mkdir -p $(WEB_CACHE)/keys
@@ -170,13 +171,15 @@ web-fixtures: build
 	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o $(WEB_CACHE)/app.wasm ./plugins/app
 	DEVHOST_KEYS=$(CURDIR)/$(WEB_CACHE)/keys $(BIN)/devctl plugin pack --manifest plugins/app/manifest.json \
 		--wasm $(WEB_CACHE)/app.wasm --out $(WEB_CACHE)/app.devplug
+	$(BIN)/devctl ota pack --image $(BIN)/devhost --out $(WEB_CACHE)/fw.img
 
 # Unit tests of the schema-to-form logic (node's test runner), then the browser tests: each
 # starts bin/devhost with a throwaway data directory on a free loopback port.
 web-test: web-deps web-fixtures signalk-server
 	cd web && npm run --silent test:unit
 	cd web && DEVHOST_BIN=$(CURDIR)/$(BIN)/devhost DEVHOST_KEYS=$(CURDIR)/$(WEB_CACHE)/keys \
-		WEB_BUNDLE=$(CURDIR)/$(WEB_CACHE)/app.devplug npm run --silent test:browser
+		WEB_BUNDLE=$(CURDIR)/$(WEB_CACHE)/app.devplug WEB_FIRMWARE=$(CURDIR)/$(WEB_CACHE)/fw.img \
+		npm run --silent test:browser
 
 web-bench: web-deps build
 	cd web && DEVHOST_BIN=$(CURDIR)/$(BIN)/devhost npm run --silent bench

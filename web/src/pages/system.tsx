@@ -1,8 +1,10 @@
 // System: info, reboot, factory reset behind a typed confirmation, the core dump summary and
-// download, the API key (set, change, clear), and the power manager's decision (a 404 from
-// GET /power means the device has no power management and the card says so).
+// download, the API key (set, change, clear), and the power manager's decision from GET /power
+// (a 404 means the device has no power management and the card says so). The decision moves
+// with the uptime and the update state and has no event of its own, so the card reads it again
+// every few seconds while the page is shown, and at once on a configuration or `ota` event.
 
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { BASE, del, get, holdSession, missing, post, put } from '../api';
 import { useRefresh } from '../live';
 import { Card, KV, Problem, bytes, download, duration, useAction } from '../ui';
@@ -14,15 +16,25 @@ interface Power {
   mode: string;
   decision: string;
   why: string;
+  timer_wake?: boolean;
   wake_count?: number;
-  last_awake_ms?: number;
+  last_awake_ms?: number | null;
   interval_s?: number;
+  uptime_ms?: number;
+  deadline_ms?: number | null;
+  holds?: { total: number; by?: Record<string, number> };
 }
+
+const POWER_READ_MS = 5000;
 
 export function SystemPage() {
   const [info, err] = useRefresh(() => get<Info>('/system/info'), ['config']);
   const [dump, dumpErr, reloadDump] = useRefresh(() => get<Record<string, unknown>>('/system/coredump'), []);
-  const [power, powerErr] = useRefresh(() => get<Power>('/power'), ['config']);
+  const [power, powerErr, reloadPower] = useRefresh(() => get<Power>('/power'), ['config', 'ota']);
+  useEffect(() => {
+    const t = setInterval(reloadPower, POWER_READ_MS);
+    return () => clearInterval(t);
+  }, []);
   const [auth, , reloadAuth] = useRefresh(() => get<{ configured: boolean }>('/auth/status'), []);
   const [typed, setTyped] = useState('');
   const [key, setKey] = useState('');
@@ -101,8 +113,11 @@ export function SystemPage() {
               ['Mode', power.mode],
               ['Decision', `${power.decision} (${power.why})`],
               ['Sleeps every', power.interval_s != null ? `${power.interval_s} s` : undefined],
+              ['This boot', power.timer_wake ? 'a timer wake from deep sleep' : 'not a timer wake'],
               ['Wakes', power.wake_count],
               ['Last wake', power.last_awake_ms != null ? `${power.last_awake_ms} ms awake` : undefined],
+              ['Awake until', power.deadline_ms != null ? `uptime ${duration(Math.round(power.deadline_ms / 1000))}` : undefined],
+              ['Holds', power.holds ? (power.holds.total ? Object.entries(power.holds.by ?? {}).map(([k, n]) => `${k}: ${n}`).join(', ') : 'none') : undefined],
             ]}
           />
         ) : null}

@@ -36,11 +36,13 @@ export function UpdatesPage() {
     <div class="grid">
       <Card title="Firmware">
         <KV
+          testid="ota"
           rows={[
             ['State', s.state && <Badge state={s.state} />],
-            ['Running', r.version && `${r.version} (slot ${r.slot ?? '?'}${r.confirmed === false ? ', not yet confirmed' : ''})`],
+            ['Running', r.version && `${r.version} (slot ${r.slot ?? '?'}, ${r.confirmed === false ? 'not yet confirmed' : 'confirmed'})`],
             ['Other slot', s.other_version ? `${s.other_version}${s.other_state ? ` (${s.other_state})` : ''}` : 'empty'],
             ['Rolled back', r.rolled_back ? 'yes: the other slot holds an image that failed' : undefined],
+            ['Image from', s.source || undefined],
             ['Last check', s.last_check ? new Date(s.last_check).toISOString() : undefined],
             ['Problem', s.error ?? undefined],
           ]}

@@ -1,6 +1,5 @@
 // The other pages against a real device: the dashboard following the event stream, the log
-// tail, a drill appearing and clearing, updates and power saying the device lacks them (their
-// endpoints answer 404 on this build), Signal K and System, the keyboard, the night theme,
+// tail, a drill appearing and clearing, Signal K and System, the keyboard, the night theme,
 // and every page at 360 px wide without sideways scrolling. The device joins the simulated
 // board's access point from its factory settings.
 import assert from 'node:assert/strict';
@@ -89,20 +88,6 @@ test('health: a drill appears and clears by itself', async () => {
   await shot(page, 'pages', 'health-drill');
   // The drill expires at a policy tick after 3 s; the page follows without a reload.
   await row.getByText('normal').waitFor({ timeout: 30000 });
-  await ctx.close();
-});
-
-test('updates and power say the device lacks them while their endpoints answer 404', async () => {
-  assert.equal((await dev.api('GET', '/ota/status')).status, 404);
-  assert.equal((await dev.api('GET', '/power')).status, 404);
-  const { page, errors, ctx } = await session(browser, dev, undefined, { skipSetup: true, hash: '#/updates' });
-  await page.getByTestId('lacks').getByText('does not have firmware updates').waitFor();
-  await shot(page, 'pages', 'updates');
-  await page.goto(dev.url + '/#/dashboard');
-  await page.getByRole('region', { name: 'Updates' }).getByTestId('lacks').getByText('does not have firmware updates').waitFor();
-  await page.goto(dev.url + '/#/system');
-  await page.getByRole('region', { name: 'Power' }).getByTestId('lacks').getByText('does not have power management').waitFor();
-  assert.deepEqual(errors, []);
   await ctx.close();
 });
 
