@@ -34,7 +34,15 @@
 //     (HTTPD_RECOVERY_WINDOW_S).
 //   - The portal address must be an IPv4 loopback address: the simulated portal listens there.
 //     Without one in the board file it is 127.4.<MAC byte 5>.<MAC byte 6> (the device id),
-//     so several simulated devices run side by side.
+//     so several simulated devices run side by side. `portal_iface` puts the portal on a real
+//     interface instead: portal_ip (default 192.168.4.1, the spec's) is then any unicast IPv4
+//     address, assigned to that interface by whoever owns it (not by the board); a missing
+//     interface shows when the portal comes up, as a failed bind.
+//   - DHCP leases offer an NTP server (option 42) as the board file says: `wifi.ntp_server`
+//     with the station's lease from any access point, `eth.ntp_server` with Ethernet's (the
+//     simulated Ethernet's address counts as a DHCP lease). NTPServer reports the one of the
+//     interface carrying the default route (Ethernet over the station); a station with a
+//     static address, Thread (no DHCP) or no route offer none.
 //   - The control channel is a unix socket (mode 0600) in the data directory; only the local
 //     operator can reach it, so the presence button cannot be pressed from the network.
 package board
@@ -60,6 +68,8 @@ type Hardware struct {
 	Board            string   `json:"board,omitempty"`
 	// PortalIP is the setup access point's address; on the simulated board a loopback address.
 	PortalIP string `json:"portal_ip"`
+	// PortalIface is the real interface carrying PortalIP; "" is the loopback portal.
+	PortalIface string `json:"portal_iface,omitempty"`
 }
 
 // Memory is a snapshot of the heap figures in bytes. Free values are live; the minima are

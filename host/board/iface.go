@@ -37,6 +37,9 @@ type FileIface struct {
 	IP      string `json:"ip"`
 	Netmask string `json:"netmask"`
 	Gateway string `json:"gateway"`
+	// NTPServer is the NTP server the interface's DHCP lease offers ("" none); only
+	// Ethernet has a DHCP lease (see Sim.NTPServer).
+	NTPServer string `json:"ntp_server,omitempty"`
 }
 
 // checkAddress checks an IPv4 address, netmask and optional gateway, naming the member.
@@ -60,7 +63,10 @@ func checkAddress(ip, mask, gw string) error {
 }
 
 func (f FileIface) check() error {
-	return checkAddress(f.IP, f.Netmask, f.Gateway)
+	if err := checkAddress(f.IP, f.Netmask, f.Gateway); err != nil {
+		return err
+	}
+	return checkNTPServer(f.NTPServer)
 }
 
 // Eth is the Ethernet interface.

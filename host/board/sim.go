@@ -62,6 +62,7 @@ type Sim struct {
 	mu     sync.Mutex
 	mem    Memory
 	eth    IfState
+	ethNTP string // the NTP server Ethernet's DHCP lease offers
 	thread IfState
 	wifi   FileWiFi
 	sta    station
@@ -89,12 +90,16 @@ type File struct {
 	RAMInternalBytes int64    `json:"ram_internal_bytes"`
 	RAMPSRAMBytes    int64    `json:"ram_psram_bytes"`
 	Features         []string `json:"features"`
-	// PortalIP is the setup access point's address; empty derives 127.4.<id> from the MAC.
-	PortalIP string     `json:"portal_ip"`
-	Memory   FileMemory `json:"memory"`
-	Eth      FileIface  `json:"eth"`
-	Thread   FileIface  `json:"thread"`
-	WiFi     FileWiFi   `json:"wifi"`
+	// PortalIP is the setup access point's address; empty derives 127.4.<id> from the MAC,
+	// or is 192.168.4.1 with PortalIface.
+	PortalIP string `json:"portal_ip"`
+	// PortalIface is a real network interface carrying PortalIP; empty is the simulated
+	// loopback portal.
+	PortalIface string     `json:"portal_iface,omitempty"`
+	Memory      FileMemory `json:"memory"`
+	Eth         FileIface  `json:"eth"`
+	Thread      FileIface  `json:"thread"`
+	WiFi        FileWiFi   `json:"wifi"`
 }
 
 // FileMemory is the board file's initial heap figures.
@@ -208,12 +213,8 @@ func (f *File) check() error {
 			return fmt.Errorf("features[%d] %q: listed twice", i, ft)
 		}
 	}
-	if f.PortalIP == "" {
-		f.PortalIP = DerivedPortalIP(mac)
-	}
-	ip := net.ParseIP(f.PortalIP)
-	if ip == nil || ip.To4() == nil || !ip.IsLoopback() {
-		return fmt.Errorf("portal_ip %q: the simulated portal needs an IPv4 loopback address (127.x.y.z)", f.PortalIP)
+	if err := f.checkPortal(mac); err != nil {
+		return err
 	}
 	mem := Memory{FreeHeap: f.Memory.FreeHeap, FreeInternal: f.Memory.FreeInternal, LargestBlock: f.Memory.LargestBlock}
 	if err := checkMemory(mem, f.RAMInternalBytes+f.RAMPSRAMBytes); err != nil {
@@ -224,6 +225,9 @@ func (f *File) check() error {
 	}
 	if err := f.Thread.check(); err != nil {
 		return fmt.Errorf("thread.%w", err)
+	}
+	if f.Thread.NTPServer != "" {
+		return errors.New("thread.ntp_server: Thread takes its addresses from the border router, not from a DHCP lease: no NTP server is offered")
 	}
 	if err := f.WiFi.check(); err != nil {
 		return fmt.Errorf("wifi.%w", err)
@@ -243,12 +247,14 @@ func NewSim(f File) (*Sim, error) {
 			MAC: f.MAC, Chip: f.Chip, ChipRevision: f.ChipRevision, Cores: f.Cores, CPUMHz: f.CPUMHz,
 			FlashBytes: f.FlashBytes, RAMInternalBytes: f.RAMInternalBytes, RAMPSRAMBytes: f.RAMPSRAMBytes,
 			Features: slices.Clone(f.Features), Board: f.Board, PortalIP: f.PortalIP,
+			PortalIface: f.PortalIface,
 		},
 		mem:    mem,
 		eth:    IfState{Name: IfaceEth, Up: f.Eth.Up, IP: f.Eth.IP, Netmask: f.Eth.Netmask, Gateway: f.Eth.Gateway},
+		ethNTP: f.Eth.NTPServer,
 		thread: IfState{Name: IfaceThread, Up: f.Thread.Up, IP: f.Thread.IP, Netmask: f.Thread.Netmask, Gateway: f.Thread.Gateway},
 		wifi: FileWiFi{StationIP: f.WiFi.StationIP, Netmask: f.WiFi.Netmask, Gateway: f.WiFi.Gateway,
-			ScanBusy: f.WiFi.ScanBusy, APs: slices.Clone(f.WiFi.APs)},
+			NTPServer: f.WiFi.NTPServer, ScanBusy: f.WiFi.ScanBusy, APs: slices.Clone(f.WiFi.APs)},
 		sta:  station{state: "idle"},
 		subs: map[*subscriber]struct{}{},
 	}, nil

@@ -121,6 +121,26 @@ func TestParseFile(t *testing.T) {
 		{"AP listed twice", `{"wifi":{"aps":[{"ssid":"a"},{"ssid":"a"}]}}`, "wifi.aps[1].bssid", nil},
 		{"AP unknown member", `{"wifi":{"aps":[{"ssid":"a","power":1}]}}`, `unknown field "power"`, nil},
 		{"wrong type", `{"cores":"two"}`, "malformed JSON", nil},
+		{"ntp servers offered", `{"eth":{"ntp_server":"192.168.1.5:123"},"wifi":{"ntp_server":"time.marina.example"}}`, "", func(f File) bool {
+			return f.Eth.NTPServer == "192.168.1.5:123" && f.WiFi.NTPServer == "time.marina.example"
+		}},
+		{"ntp server ipv6 with port", `{"wifi":{"ntp_server":"[fd00::1]:123"}}`, "", func(f File) bool { return f.WiFi.NTPServer == "[fd00::1]:123" }},
+		{"wifi ntp server not a name", `{"wifi":{"ntp_server":"time server"}}`, `wifi.ntp_server "time server"`, nil},
+		{"eth ntp server bad port", `{"eth":{"ntp_server":"127.0.0.1:0"}}`, "eth.ntp_server", nil},
+		{"eth ntp server bad label", `{"eth":{"ntp_server":"-pool.example"}}`, "eth.ntp_server", nil},
+		{"thread offers no ntp server", `{"thread":{"ntp_server":"127.0.0.1"}}`, "thread.ntp_server", nil},
+		{"portal on an interface", `{"portal_iface":"wlan0","portal_ip":"192.168.4.1"}`, "", func(f File) bool {
+			return f.PortalIface == "wlan0" && f.PortalIP == "192.168.4.1"
+		}},
+		{"portal interface defaults to the spec address", `{"portal_iface":"veth-ap"}`, "", func(f File) bool { return f.PortalIP == RealPortalIP }},
+		{"portal interface on loopback", `{"portal_iface":"lo","portal_ip":"127.9.9.9"}`, "", func(f File) bool { return f.PortalIP == "127.9.9.9" }},
+		{"portal interface name too long", `{"portal_iface":"` + strings.Repeat("i", 16) + `"}`, "portal_iface", nil},
+		{"portal interface name with slash", `{"portal_iface":"wl/an0"}`, "portal_iface", nil},
+		{"portal interface name with space", `{"portal_iface":"wl an0"}`, "portal_iface", nil},
+		{"portal interface with broadcast address", `{"portal_iface":"wlan0","portal_ip":"255.255.255.255"}`, "portal_ip", nil},
+		{"portal interface with ipv6 address", `{"portal_iface":"wlan0","portal_ip":"fd00::1"}`, "portal_ip", nil},
+		{"portal interface with no address", `{"portal_iface":"wlan0","portal_ip":"ap"}`, "portal_ip", nil},
+		{"portal interface not a string", `{"portal_iface":1}`, "malformed JSON", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -105,6 +105,9 @@ type FileWiFi struct {
 	StationIP string `json:"station_ip"`
 	Netmask   string `json:"netmask"`
 	Gateway   string `json:"gateway"`
+	// NTPServer is the NTP server the access points' DHCP offers with the station's lease
+	// ("" none); a station with a static address gets none (see Sim.NTPServer).
+	NTPServer string `json:"ntp_server,omitempty"`
 	ScanBusy  bool   `json:"scan_busy"`
 	APs       []AP   `json:"aps"`
 }
@@ -125,6 +128,7 @@ type WiFiState struct {
 	StationIP string     `json:"station_ip"`
 	Netmask   string     `json:"netmask"`
 	Gateway   string     `json:"gateway"`
+	NTPServer string     `json:"ntp_server,omitempty"`
 	ScanBusy  bool       `json:"scan_busy"`
 	APs       []AP       `json:"aps"`
 	Station   StaSummary `json:"station"`
@@ -208,6 +212,9 @@ func (w *FileWiFi) check() error {
 		}
 		return err
 	}
+	if err := checkNTPServer(w.NTPServer); err != nil {
+		return err
+	}
 	if ip := net.ParseIP(w.StationIP); !ip.IsLoopback() {
 		return fmt.Errorf("station_ip %q: the simulated station needs a loopback address", w.StationIP)
 	}
@@ -236,7 +243,7 @@ func (s *Sim) WiFi() WiFiState {
 
 func (s *Sim) wifiLocked() WiFiState {
 	w := WiFiState{StationIP: s.wifi.StationIP, Netmask: s.wifi.Netmask, Gateway: s.wifi.Gateway,
-		ScanBusy: s.wifi.ScanBusy, APs: slices.Clone(s.wifi.APs), Station: StaSummary{State: s.sta.state}}
+		NTPServer: s.wifi.NTPServer, ScanBusy: s.wifi.ScanBusy, APs: slices.Clone(s.wifi.APs), Station: StaSummary{State: s.sta.state}}
 	if s.sta.state != "idle" {
 		w.Station.SSID = s.sta.req.SSID
 		w.Station.BSSID = s.sta.bssid

@@ -13,7 +13,8 @@ import (
 // and drives it through its PortalLink (Up, Down, Clients); host/portal is that link's network
 // side: the listener on the portal address, DNS, DHCP and the captive-portal probes.
 
-// newPortal builds the portal on the board's portal address. Call before the HTTP server takes
+// newPortal builds the portal on the board's portal address (on its portal_iface when the
+// board file names a real interface). Call before the HTTP server takes
 // its routes: the captive-portal probes are among them.
 func (d *Device) newPortal() {
 	hw := d.sim.Hardware()
@@ -24,7 +25,7 @@ func (d *Device) newPortal() {
 		// server (auth tells them apart by the local address while the portal is up).
 		serve = nil
 	}
-	d.ap = portal.New(portal.Options{Clock: d.clk, Logger: d.ring.Logger("portal"), IP: hw.PortalIP,
+	d.ap = portal.New(portal.Options{Clock: d.clk, Logger: d.ring.Logger("portal"), IP: hw.PortalIP, Iface: hw.PortalIface,
 		HTTPPort: func() int { return d.cfg.Int("httpd", "port") }, Serve: serve,
 		Auth: authCheck{d.auth}, Health: healthReporter{d.hlth}})
 }
