@@ -38,15 +38,16 @@ func TestPortFlagForOneRun(t *testing.T) {
 	}
 }
 
-// withFullableFlash puts the flash on a small tmpfs of its own; it skips the test where
-// mounting is not allowed (it needs root).
+// withFullableFlash puts the flash on a tmpfs of its own, large enough for the app image the
+// first boot flashes into ota_0 (a race-detector build); it skips the test where mounting is
+// not allowed (it needs root).
 func withFullableFlash(t *testing.T) devOpt {
 	return func(d *dev) {
 		flash := filepath.Join(d.data, "flash")
 		if err := os.MkdirAll(flash, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := syscall.Mount("tmpfs", flash, "tmpfs", 0, "size=2m"); err != nil {
+		if err := syscall.Mount("tmpfs", flash, "tmpfs", 0, "size=256m"); err != nil {
 			t.Skipf("cannot mount a tmpfs here: %v", err)
 		}
 		t.Cleanup(func() {

@@ -169,9 +169,12 @@ func newDev(t *testing.T, opts ...devOpt) *dev {
 	d.args = append([]string{"--data", filepath.Join(d.data, "flash"), "--factory", factory, "--listen", "127.0.0.1"}, d.args...)
 	if !slices.Contains(d.args, "--board") {
 		// The default board has no network until WiFi is configured; the flows that need a
-		// network from boot get Ethernet up on loopback.
+		// network from boot get Ethernet up on loopback. Each device gets a setup-portal
+		// address of its own (derived from its port), so devices running side by side never
+		// share the portal's DNS and DHCP sockets.
 		board := filepath.Join(d.data, "..", fmt.Sprintf("board-%d.json", d.port))
-		if err := os.WriteFile(board, []byte(`{"eth":{"up":true,"ip":"127.0.0.1"}}`), 0o644); err != nil {
+		portal := fmt.Sprintf("127.6.%d.%d", d.port>>8&0xff, d.port&0xff|1)
+		if err := os.WriteFile(board, []byte(fmt.Sprintf(`{"eth":{"up":true,"ip":"127.0.0.1"},"portal_ip":%q}`, portal)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		d.args = append(d.args, "--board", board)

@@ -147,10 +147,14 @@ func TestBLEGatewayListsAdverts(t *testing.T) {
 		t.Fatalf("GET /ble/status: %v", st)
 	}
 	newest := devs[0].(map[string]any)
-	if newest["address"] != "AA:BB:CC:DD:EE:01" || newest["rssi"] != float64(-65) || newest["decoded"] != false {
+	// A configured BTHome sensor (temperature 25.00 °C) decodes; the other is only listed.
+	if newest["address"] != "AA:BB:CC:DD:EE:01" || newest["rssi"] != float64(-65) || newest["decoded"] != true || newest["kind"] != "bthome" {
 		t.Fatalf("newest device %v", newest)
 	}
-	if stats := st["stats"].(map[string]any); stats["heard"] != float64(2) || stats["refused"] != float64(1) {
+	if other := devs[1].(map[string]any); other["decoded"] != false {
+		t.Fatalf("unconfigured device %v", other)
+	}
+	if stats := st["stats"].(map[string]any); stats["heard"] != float64(2) || stats["decoded"] != float64(1) || stats["refused"] != float64(0) {
 		t.Fatalf("stats %v", stats)
 	}
 }

@@ -55,6 +55,9 @@ func TestLiteralKeysExist(t *testing.T) {
 			return err
 		}
 		for _, lp := range literalPairs(f) {
+			if strings.HasPrefix(lp.ns, "f_") {
+				continue // a run-time namespace: its own descriptor, registered at run time, owns its keys
+			}
 			checked++
 			if keys, ok := known[lp.ns]; !ok {
 				t.Errorf("%s: namespace %q is not a built-in namespace", fset.Position(lp.pos), lp.ns)

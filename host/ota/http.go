@@ -22,11 +22,21 @@ import (
 // for a body or URL that is not an http(s) URL.
 func (u *Updater) Routes() []api.Route {
 	return []api.Route{
-		{Method: http.MethodGet, Path: "/ota/status", Handler: u.handleStatus},
-		{Method: http.MethodPost, Path: "/ota/check", Handler: u.handleCheck, NoBody: true},
-		{Method: http.MethodPost, Path: "/ota", Handler: u.handleInstall, NoBody: true},
-		{Method: http.MethodPost, Path: "/ota/confirm", Handler: u.handleConfirm, NoBody: true},
-		{Method: http.MethodPost, Path: "/ota/rollback", Handler: u.handleRollback, NoBody: true},
+		{Method: http.MethodGet, Path: "/ota/status", Handler: u.handleStatus, Doc: &api.Doc{Summary: "Firmware update status",
+			Description: "The running image (version, slot, confirmed, rolled_back), the other slot's version, the update state, progress 0-100 (null when idle), the last error and the newer build available, if any.",
+			Response:    "{running: {version, slot, confirmed, rolled_back}, other_version, state, progress, error, available, ...}"}},
+		{Method: http.MethodPost, Path: "/ota/check", Handler: u.handleCheck, NoBody: true, Doc: &api.Doc{Summary: "Check for a newer build",
+			Description: "Fetches the manifest (ota.manifest_src: a URL or a path on the Signal K server) now. 409 busy while a check or install runs; 409 conflict while the running image is unconfirmed.",
+			Status:      http.StatusAccepted, Response: "{status: checking}"}},
+		{Method: http.MethodPost, Path: "/ota", Handler: u.handleInstall, NoBody: true, Doc: &api.Doc{Summary: "Install a firmware image",
+			Description: "With a url, downloads that signed image into the other slot, verifies it and reboots into it; without one, checks the manifest and installs its newer build. 400 validation for a URL that is not http(s); 409 busy or conflict as for a check.",
+			Request:     "{url?: string}", Status: http.StatusAccepted, Response: "{status: downloading | checking}"}},
+		{Method: http.MethodPost, Path: "/ota/confirm", Handler: u.handleConfirm, NoBody: true, Doc: &api.Doc{Summary: "Confirm the running image",
+			Description: "Marks the running image valid so no reset rolls it back; a no-op on a confirmed image.",
+			Response:    "{status: confirmed}"}},
+		{Method: http.MethodPost, Path: "/ota/rollback", Handler: u.handleRollback, NoBody: true, Doc: &api.Doc{Summary: "Roll back to the other slot",
+			Description: "Reboots into the image in the other slot. 409 conflict when it holds nothing valid to roll back to.",
+			Status:      http.StatusAccepted, Response: "{status: rolling_back}"}},
 	}
 }
 

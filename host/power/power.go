@@ -364,5 +364,7 @@ func (c *Cycle) goToSleep(ctx context.Context, why string) {
 func (c *Cycle) Routes() []api.Route {
 	return []api.Route{{Method: http.MethodGet, Path: "/power", Handler: func(w http.ResponseWriter, _ *http.Request) {
 		api.WriteJSON(w, http.StatusOK, c.Status())
-	}}}
+	}, Doc: &api.Doc{Summary: "Power duty cycle",
+		Description: "The duty cycle's mode, whether the device is awake and why, the rule that decided, the deadline, the application holds and the wake counters (README \"Power duty cycle\").",
+		Response:    "The power document."}}}
 }
