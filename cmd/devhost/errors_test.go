@@ -7,12 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -334,7 +332,7 @@ func TestErrorsTable(t *testing.T) {
 	// 500 write_failed: a validated PUT /config whose write meets a full flash (a tmpfs;
 	// skipped where mounting is not allowed).
 	p.run(t, "500 write_failed config write on a full flash", 500, "write_failed", func(t *testing.T) {
-		d := newDev(t, withRoomyFullableFlash(t))
+		d := newDev(t, withFullableFlash(t))
 		if r := d.call("PUT", "/api/v1/config", `{"sk":{"batch_ms":150}}`); r.status != 200 {
 			t.Fatalf("PUT /config before the store is full: %d %s", r.status, r.body)
 		}
@@ -360,31 +358,6 @@ func TestErrorsTable(t *testing.T) {
 			t.Errorf("sk.batch_ms %v after the failed write, want %d (the last value stored)", got, last)
 		}
 	})
-}
-
-// withRoomyFullableFlash puts the flash on a tmpfs of its own with room for the executable
-// (the bootloader copies it into ota_0) and a few MiB more, so that a test can fill it. It
-// skips the test where mounting is not allowed (it needs root).
-func withRoomyFullableFlash(t *testing.T) devOpt {
-	return func(d *dev) {
-		exe, err := os.Stat(binary)
-		if err != nil {
-			t.Fatal(err)
-		}
-		flash := filepath.Join(d.data, "flash")
-		if err := os.MkdirAll(flash, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		size := fmt.Sprintf("size=%dk", exe.Size()/1024+8<<10)
-		if err := syscall.Mount("tmpfs", flash, "tmpfs", 0, size); err != nil {
-			t.Skipf("cannot mount a tmpfs here: %v", err)
-		}
-		t.Cleanup(func() {
-			if err := syscall.Unmount(flash, syscall.MNT_DETACH); err != nil {
-				t.Errorf("unmount %s: %v", flash, err)
-			}
-		})
-	}
 }
 
 // login opens a session and returns its cookie pair.
