@@ -3,13 +3,18 @@ package main_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"devhost/host/sntp/sntptest"
 )
 
 // rawCall sends bytes as written on a fresh connection to the device and reads one response.
@@ -42,11 +47,86 @@ type errorRow struct {
 	send   func() reply // the request that produces it
 }
 
+// specRows is the spec's Errors table ("Errors"), one entry a row, as status and error code
+// ("" for the rows without a body). TestErrorsTable must produce each of them over the wire.
+var specRows = []string{
+	"304 ", "400 bad_request", "400 validation", "401 unauthorized", "403 forbidden",
+	"403 auth_unconfigured", "404 not_found", "404 unknown_namespace", "405 method_not_allowed",
+	"408 timeout", "409 auth_open", "409 busy", "409 outranked", "411 length_required",
+	"413 too_large", "414 uri_too_long", "415 unsupported_media_type", "429 too_many_attempts",
+	"431 headers_too_large", "500 internal", "500 write_failed", "503 restarting",
+	"507 insufficient_storage",
+}
+
+// unreachable names the spec rows no request from outside can produce, and why.
+var unreachable = map[string]string{
+	"500 internal": "it answers the device's own faults (a handler panic, a plugin endpoint left unanswered for 30 s, otadata unwritable on POST /ota/confirm of an unconfirmed image), none of which a request provokes in a test's time",
+}
+
+// produced records which spec rows a test produced over the wire, and which it had to skip.
+type produced struct {
+	mu      sync.Mutex
+	seen    map[string]bool
+	skipped map[string]string
+}
+
+func newProduced() *produced {
+	return &produced{seen: map[string]bool{}, skipped: map[string]string{}}
+}
+
+func (p *produced) add(status int, code string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen[strconv.Itoa(status)+" "+code] = true
+}
+
+// run runs a subtest that produces the row status code; the row counts once the subtest passes.
+func (p *produced) run(t *testing.T, name string, status int, code string, f func(t *testing.T)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		f(t)
+		key := strconv.Itoa(status) + " " + code
+		if t.Skipped() {
+			p.mu.Lock()
+			p.skipped[key] = name
+			p.mu.Unlock()
+			return
+		}
+		if !t.Failed() {
+			p.add(status, code)
+		}
+	})
+}
+
+// check fails for every spec row neither produced nor named unreachable; a row whose only
+// test was skipped (no mount here, no chronyd) is logged, not failed.
+func (p *produced) check(t *testing.T) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, row := range specRows {
+		switch {
+		case p.seen[row]:
+		case unreachable[row] != "":
+			t.Logf("spec row %q not produced over the wire: %s", row, unreachable[row])
+		case p.skipped[row] != "":
+			t.Logf("spec row %q not produced: %q was skipped", row, p.skipped[row])
+		default:
+			t.Errorf("spec row %q was not produced over the wire", row)
+		}
+	}
+}
+
 // checkRows runs rows in order: each must answer its status with the JSON `{error}` body.
-func checkRows(t *testing.T, rows []errorRow) {
+func checkRows(t *testing.T, p *produced, rows []errorRow) {
 	t.Helper()
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
+			defer func() {
+				if !t.Failed() {
+					p.add(row.status, row.code)
+				}
+			}()
 			r := row.send()
 			if r.status != row.status {
 				t.Fatalf("status %d, want %d: %s", r.status, row.status, r.body)
@@ -74,10 +154,12 @@ const rawHead = "Host: 127.0.0.1\r\nContent-Type: application/json\r\n"
 
 // TestErrorsTable walks the spec's Errors table row by row against the real device, plus the
 // answers the issue's probing found outside it (net/http's own, duplicates, invalid UTF-8,
-// the Host check). Rows it cannot reach from outside are produced where they are decided:
-// 409 `outranked` in host/clock (an SNTP-held clock), 409 `busy` by the WiFi scan, 500
-// `internal` (a handler panic) and 500 `write_failed` in host/httpd and host/config.
+// the Host check), and fails when a row of the spec (specRows) was not produced over the
+// wire. 500 `internal` is the one row no outside request reaches (see unreachable); host/httpd
+// produces it from a handler panic.
 func TestErrorsTable(t *testing.T) {
+	p := newProduced()
+	defer p.check(t)
 	d := newDev(t)
 	put := func(path, body string, hdr ...string) func() reply {
 		return func() reply { return d.call("PUT", path, body, hdr...) }
@@ -95,7 +177,7 @@ func TestErrorsTable(t *testing.T) {
 		t.Fatal("schema without ETag")
 	}
 	// Open mode: every row that needs no key.
-	checkRows(t, []errorRow{
+	checkRows(t, p, []errorRow{
 		{"304 schema ETag matches", 304, "", get("/api/v1/config/schema", "If-None-Match", etag)},
 		{"400 bad_request garbage", 400, "bad_request", raw("GARBAGE\r\n\r\n")},
 		{"400 bad_request malformed header line", 400, "bad_request", raw("GET /api/v1/time HTTP/1.1\r\nHost: 127.0.0.1\r\nNoColon\r\n\r\n")},
@@ -120,6 +202,11 @@ func TestErrorsTable(t *testing.T) {
 		{"405 method_not_allowed", 405, "method_not_allowed", func() reply { return d.call("DELETE", "/api/v1/time", "") }},
 		{"408 timeout body did not arrive", 408, "timeout", raw("PUT /api/v1/config HTTP/1.1\r\n" + rawHead + "Content-Length: 20\r\n\r\n{")},
 		{"409 auth_open login without a key", 409, "auth_open", post("/api/v1/auth/login", `{"key":"whatever-key"}`)},
+		{"409 busy WiFi scan while the radio cannot scan", 409, "busy", func() reply {
+			d.devctlBoard("wifi", "scan-busy", "on")
+			defer d.devctlBoard("wifi", "scan-busy", "off")
+			return d.call("POST", "/api/v1/wifi/scan", "")
+		}},
 		{"411 length_required chunked", 411, "length_required", raw("PUT /api/v1/config HTTP/1.1\r\n" + rawHead + "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")},
 		{"411 length_required neither length nor body", 411, "length_required", raw("PUT /api/v1/time HTTP/1.1\r\n" + rawHead + "\r\n")},
 		{"413 too_large", 413, "too_large", put("/api/v1/config", `{"net":{"hostname":"`+strings.Repeat("a", 17<<10)+`"}}`)},
@@ -132,7 +219,7 @@ func TestErrorsTable(t *testing.T) {
 	})
 
 	// 507: drill keys keep their slot for the boot, so distinct keys fill the table.
-	t.Run("507 insufficient_storage condition table full", func(t *testing.T) {
+	p.run(t, "507 insufficient_storage condition table full", 507, "insufficient_storage", func(t *testing.T) {
 		for i := range 40 {
 			r := d.call("POST", "/api/v1/health/test", `{"key":"test.fill`+strconv.Itoa(i)+`","state":"warn"}`)
 			if r.status == 507 {
@@ -155,7 +242,7 @@ func TestErrorsTable(t *testing.T) {
 	d.key = "boat-key-42"
 	sid := d.login(t, "boat-key-42")
 	origin := "http://" + strings.TrimPrefix(d.base, "http://")
-	checkRows(t, []errorRow{
+	checkRows(t, p, []errorRow{
 		{"401 unauthorized no credential", 401, "unauthorized", func() reply {
 			r := d.call("GET", "/api/v1/time", "", "Authorization", "")
 			if !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer realm=") {
@@ -192,7 +279,7 @@ func TestErrorsTable(t *testing.T) {
 	})
 
 	sid = d.login(t, "boat-key-43")
-	t.Run("429 too_many_attempts", func(t *testing.T) {
+	p.run(t, "429 too_many_attempts", 429, "too_many_attempts", func(t *testing.T) {
 		for i := range 5 {
 			d.call("GET", "/api/v1/time", "", "Authorization", "Bearer wrong-"+strconv.Itoa(i))
 		}
@@ -202,7 +289,7 @@ func TestErrorsTable(t *testing.T) {
 		}
 	})
 	// A live cookie still works during the lockout: it arms the reboot.
-	t.Run("503 restarting", func(t *testing.T) {
+	p.run(t, "503 restarting", 503, "restarting", func(t *testing.T) {
 		if r := d.call("POST", "/api/v1/system/reboot", "", "Authorization", "", "Cookie", sid, "Origin", origin); r.status != 202 {
 			t.Fatalf("reboot: %d %s", r.status, r.body)
 		}
@@ -215,7 +302,61 @@ func TestErrorsTable(t *testing.T) {
 
 	t.Run("403 auth_unconfigured", func(t *testing.T) {
 		d := newDev(t, withArgs("--auth-required"))
-		checkRows(t, []errorRow{{"GET /time with no key set", 403, "auth_unconfigured", func() reply { return d.call("GET", "/api/v1/time", "") }}})
+		checkRows(t, p, []errorRow{{"GET /time with no key set", 403, "auth_unconfigured", func() reply { return d.call("GET", "/api/v1/time", "") }}})
+	})
+
+	// 409 outranked: a real NTP server (chronyd on loopback) gives the clock to SNTP, the
+	// highest-ranked source, which a manual PUT /time cannot override.
+	p.run(t, "409 outranked manual time over an SNTP-held clock", 409, "outranked", func(t *testing.T) {
+		ntpd := sntptest.Chrony(t, true)
+		if r := d.call("PUT", "/api/v1/config", fmt.Sprintf(`{"time":{"server0":%q}}`, ntpd.Addr)); r.status != 200 {
+			t.Fatalf("time.server0: %d %s", r.status, r.body)
+		}
+		// The SNTP keys take effect at the next boot.
+		if r := d.call("POST", "/api/v1/system/reboot", ""); r.status != 202 {
+			t.Fatalf("reboot: %d %s", r.status, r.body)
+		}
+		d.waitBoot()
+		for end := time.Now().Add(hangGuard); ; time.Sleep(50 * time.Millisecond) {
+			doc := d.call("GET", "/api/v1/time", "").json(t)
+			if doc["source"] == "sntp" {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("the clock never went to SNTP: %v", doc)
+			}
+		}
+		checkRows(t, p, []errorRow{{"PUT /time now", 409, "outranked", func() reply { return d.call("PUT", "/api/v1/time", `{"now":1795000000000}`) }}})
+	})
+
+	// 500 write_failed: a validated PUT /config whose write meets a full flash (a tmpfs;
+	// skipped where mounting is not allowed).
+	p.run(t, "500 write_failed config write on a full flash", 500, "write_failed", func(t *testing.T) {
+		d := newDev(t, withFullableFlash(t))
+		if r := d.call("PUT", "/api/v1/config", `{"sk":{"batch_ms":150}}`); r.status != 200 {
+			t.Fatalf("PUT /config before the store is full: %d %s", r.status, r.body)
+		}
+		fill(t, filepath.Join(d.data, "flash"))
+		// The store's file may still have room in its last page: write until a record no
+		// longer fits, then that write must be 500 write_failed and leave the value as it was.
+		last := 150
+		checkRows(t, p, []errorRow{{"PUT /config", 500, "write_failed", func() reply {
+			for v := 151; v < 151+5000; v++ {
+				r := d.call("PUT", "/api/v1/config", fmt.Sprintf(`{"sk":{"batch_ms":%d}}`, 100+v%900))
+				if r.status != 200 {
+					if strings.Contains(string(r.body), d.data) {
+						t.Errorf("the answer shows a file path: %s", r.body)
+					}
+					return r
+				}
+				last = 100 + v%900
+			}
+			t.Fatal("5000 writes on a full flash all succeeded")
+			return reply{}
+		}}})
+		if got := d.call("GET", "/api/v1/config?ns=sk", "").json(t)["sk"].(map[string]any)["batch_ms"]; got != float64(last) {
+			t.Errorf("sk.batch_ms %v after the failed write, want %d (the last value stored)", got, last)
+		}
 	})
 }
 

@@ -38,16 +38,21 @@ func TestPortFlagForOneRun(t *testing.T) {
 	}
 }
 
-// withFullableFlash puts the flash on a tmpfs of its own, large enough for the app image the
-// first boot flashes into ota_0 (a race-detector build); it skips the test where mounting is
-// not allowed (it needs root).
+// withFullableFlash puts the flash on a tmpfs of its own with room for the executable (the
+// bootloader copies it into ota_0) and 8 MiB more, so that a test can fill it; it skips the
+// test where mounting is not allowed (it needs root).
 func withFullableFlash(t *testing.T) devOpt {
 	return func(d *dev) {
+		exe, err := os.Stat(binary)
+		if err != nil {
+			t.Fatal(err)
+		}
 		flash := filepath.Join(d.data, "flash")
 		if err := os.MkdirAll(flash, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := syscall.Mount("tmpfs", flash, "tmpfs", 0, "size=256m"); err != nil {
+		size := fmt.Sprintf("size=%dk", exe.Size()/1024+8<<10)
+		if err := syscall.Mount("tmpfs", flash, "tmpfs", 0, size); err != nil {
 			t.Skipf("cannot mount a tmpfs here: %v", err)
 		}
 		t.Cleanup(func() {
