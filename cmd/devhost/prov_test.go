@@ -120,12 +120,18 @@ func TestProvisionBLE(t *testing.T) {
 	}
 }
 
-// The gateway lists what the scanner hears once f_ble.gateway is on; without the sensor
-// decoders linked in, a configured sensor's advert is heard, counted, and not decoded.
+// The gateway lists what the scanner hears once f_ble.gateway is on; a configured sensor's
+// advert is decoded, another is listed undecoded.
 func TestBLEGatewayListsAdverts(t *testing.T) {
 	d := newDev(t)
 	flash := filepath.Join(d.data, "flash")
+	// Provisioning starts once the device is up (no network is configured); wait for it.
+	deadline := time.Now().Add(hangGuard)
 	st := d.call("GET", "/api/v1/ble/status", "").json(t)
+	for st["prov"].(map[string]any)["active"] != true && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		st = d.call("GET", "/api/v1/ble/status", "").json(t)
+	}
 	if st["scanning"] != false || st["prov"].(map[string]any)["active"] != true {
 		t.Fatalf("GET /ble/status at boot: %v", st)
 	}
