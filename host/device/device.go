@@ -327,6 +327,9 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		ctl.Close()
 		return fail(fmt.Errorf("listen on port %d: %w", port, err))
 	}
+	// Provisioning starts before the device says it listens, so the first request already
+	// sees it running on a device with no network configured.
+	d.startBLE()
 	fmt.Fprintf(opts.Stdout, "devhost: listening on http://%s\n", displayAddr(ln.Addr()))
 	d.sayWidened(ln.Addr())
 	d.log.Info("listening", "addr", ln.Addr().String())
@@ -344,7 +347,6 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	})
 	g.Go(func() error { d.boardEvents(gctx); return nil })
 	runWiFi(gctx, g, d.wifi)
-	d.startBLE()
 	g.Go(func() error { d.compactStore(gctx); return nil })
 	runErr := g.Wait()
 
