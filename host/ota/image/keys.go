@@ -2,12 +2,8 @@ package image
 
 import (
 	"crypto/rsa"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
-	"devhost/abi"
 	"devhost/host/plugin/trust"
 )
 
@@ -24,64 +20,9 @@ const (
 )
 
 // LoadOrCreateDevKey returns the development firmware key in dir, generating it when none
-// exists; created says so. Two racing tools end up with one key: the private key is linked
-// into place and the loser reads the winner's.
+// exists; created says so (the same create-once rule as the plugin development key).
 func LoadOrCreateDevKey(dir string) (k *rsa.PrivateKey, created bool, err error) {
-	priv := filepath.Join(dir, DevPrivateFile)
-	b, err := os.ReadFile(priv)
-	if err == nil {
-		k, err := abi.ParsePrivateKey(b)
-		if err != nil {
-			return nil, false, fmt.Errorf("firmware key %s: %w", priv, err)
-		}
-		return k, false, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, false, fmt.Errorf("firmware key: %w", err)
-	}
-	if k, err = abi.GenerateKey(); err != nil {
-		return nil, false, err
-	}
-	pemPriv, err := abi.MarshalPrivateKey(k)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, false, fmt.Errorf("firmware key directory: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".firmware.key.tmp*")
-	if err != nil {
-		return nil, false, fmt.Errorf("firmware key: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err = tmp.Chmod(0o600); err == nil {
-		if _, err = tmp.Write(pemPriv); err == nil {
-			err = tmp.Sync()
-		}
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("firmware key: %w", err)
-	}
-	if err := os.Link(tmp.Name(), priv); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return LoadOrCreateDevKey(dir)
-		}
-		return nil, false, fmt.Errorf("firmware key: %w", err)
-	}
-	if err := trust.SyncDir(dir); err != nil {
-		return nil, false, err
-	}
-	pemPub, err := abi.MarshalPublicKey(&k.PublicKey)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := trust.WriteFileAtomic(filepath.Join(dir, DevPublicFile), pemPub, 0o644); err != nil {
-		return nil, false, err
-	}
-	return k, true, nil
+	return trust.LoadOrCreateKey(dir, DevPrivateFile, DevPublicFile)
 }
 
 // DeviceKey is the key this build verifies images with: the compiled-in key, else the

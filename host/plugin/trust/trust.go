@@ -95,7 +95,16 @@ const (
 // LoadOrCreateDevKey returns the development key pair in dir, generating it (and dir) when
 // none exists; created says so.
 func LoadOrCreateDevKey(dir string) (k *rsa.PrivateKey, created bool, err error) {
-	priv := filepath.Join(dir, DevPrivateFile)
+	return LoadOrCreateKey(dir, DevPrivateFile, DevPublicFile)
+}
+
+// LoadOrCreateKey returns the key pair whose private half is the file privName in dir,
+// generating it (and dir) when none exists; created says so. The private key is linked into
+// place, which fails when another process got there first; that process's key is then the
+// one, so two racing tools never end up with two keys. pubName receives a copy of the
+// public half for operators to hand to devices; the private key is the truth.
+func LoadOrCreateKey(dir, privName, pubName string) (k *rsa.PrivateKey, created bool, err error) {
+	priv := filepath.Join(dir, privName)
 	b, err := os.ReadFile(priv)
 	if err == nil {
 		k, err := abi.ParsePrivateKey(b)
@@ -105,10 +114,9 @@ func LoadOrCreateDevKey(dir string) (k *rsa.PrivateKey, created bool, err error)
 		return k, false, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return nil, false, fmt.Errorf("trust: development key: %w", err)
+		return nil, false, fmt.Errorf("trust: key %s: %w", privName, err)
 	}
-	k, err = abi.GenerateKey()
-	if err != nil {
+	if k, err = abi.GenerateKey(); err != nil {
 		return nil, false, err
 	}
 	pemPriv, err := abi.MarshalPrivateKey(k)
@@ -116,13 +124,11 @@ func LoadOrCreateDevKey(dir string) (k *rsa.PrivateKey, created bool, err error)
 		return nil, false, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, false, fmt.Errorf("trust: development key directory: %w", err)
+		return nil, false, fmt.Errorf("trust: key directory: %w", err)
 	}
-	// The private key is linked into place, which fails when another process got there first;
-	// that process's key is then the one, so two racing tools never end up with two keys.
-	tmp, err := os.CreateTemp(dir, ".dev.key.tmp*")
+	tmp, err := os.CreateTemp(dir, "."+privName+".tmp*")
 	if err != nil {
-		return nil, false, fmt.Errorf("trust: development key: %w", err)
+		return nil, false, fmt.Errorf("trust: key %s: %w", privName, err)
 	}
 	defer os.Remove(tmp.Name())
 	if err = tmp.Chmod(0o600); err == nil {
@@ -134,23 +140,22 @@ func LoadOrCreateDevKey(dir string) (k *rsa.PrivateKey, created bool, err error)
 		err = cerr
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("trust: development key: %w", err)
+		return nil, false, fmt.Errorf("trust: key %s: %w", privName, err)
 	}
 	if err := os.Link(tmp.Name(), priv); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return LoadOrCreateDevKey(dir)
+			return LoadOrCreateKey(dir, privName, pubName)
 		}
-		return nil, false, fmt.Errorf("trust: development key: %w", err)
+		return nil, false, fmt.Errorf("trust: key %s: %w", privName, err)
 	}
 	if err := SyncDir(dir); err != nil {
 		return nil, false, err
 	}
-	// The public half is a copy for operators to hand to devices; the private key is the truth.
 	pemPub, err := abi.MarshalPublicKey(&k.PublicKey)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, DevPublicFile), pemPub, 0o644); err != nil {
+	if err := WriteFileAtomic(filepath.Join(dir, pubName), pemPub, 0o644); err != nil {
 		return nil, false, err
 	}
 	return k, true, nil
