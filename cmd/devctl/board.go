@@ -21,6 +21,18 @@ func (t *boardTarget) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.socket, "socket", "", "the control socket itself")
 }
 
+// pathWith is the control socket with the flags given after the subcommand (late) taking
+// precedence over those given before it.
+func (t boardTarget) pathWith(late boardTarget) (string, error) {
+	if late.data != "" {
+		t.data = late.data
+	}
+	if late.socket != "" {
+		t.socket = late.socket
+	}
+	return t.path()
+}
+
 func (t *boardTarget) path() (string, error) {
 	switch {
 	case t.socket != "" && t.data != "":
@@ -155,13 +167,7 @@ func (a *app) board(ctx context.Context, args []string) error {
 	default:
 		return usagef("board: unknown subcommand %q (state, mem, wifi, eth, thread, net, route, button)", sub)
 	}
-	if late.data != "" {
-		tgt.data = late.data
-	}
-	if late.socket != "" {
-		tgt.socket = late.socket
-	}
-	sock, err := tgt.path()
+	sock, err := tgt.pathWith(late)
 	if err != nil {
 		return err
 	}

@@ -429,13 +429,7 @@ func (a *app) boardCAN(ctx context.Context, tgt boardTarget, args []string) erro
 	if *speed <= 0 || setFlags(fs)["speed"] && *fastest {
 		return usagef("board can replay: --speed must be positive, and not given with --max")
 	}
-	if late.data != "" {
-		tgt.data = late.data
-	}
-	if late.socket != "" {
-		tgt.socket = late.socket
-	}
-	sock, err := tgt.path()
+	sock, err := tgt.pathWith(late)
 	if err != nil {
 		return err
 	}
@@ -496,13 +490,7 @@ func (a *app) boardCANCapture(ctx context.Context, tgt boardTarget, args []strin
 	if *count < 0 || *timeout < 0 {
 		return usagef("board can capture: --count and --timeout must not be negative")
 	}
-	if late.data != "" {
-		tgt.data = late.data
-	}
-	if late.socket != "" {
-		tgt.socket = late.socket
-	}
-	sock, err := tgt.path()
+	sock, err := tgt.pathWith(late)
 	if err != nil {
 		return err
 	}
