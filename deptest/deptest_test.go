@@ -18,7 +18,11 @@ import (
 // (and everything below it) is a capability, cmd/... a command, plugins/... a plugin. New
 // capability packages need no entry.
 var (
-	// leaves import no devhost package at all: shared conventions and self-contained libraries.
+	// vocab is the host's one Signal K vocabulary (values, deltas, PUT requests, results,
+	// handlers and answers): standard library only, importable by every host package.
+	vocab = set("host/sk")
+	// leaves import no devhost package but the vocabulary: shared conventions and
+	// self-contained libraries.
 	leaves = set("host/api", "host/build", "host/store", "host/mdns", "host/skstream")
 	// foundation is what every capability may use: the board, the services the device runs
 	// on (configuration, events, health, logs, clock, network state, web server, boot, the
@@ -101,8 +105,12 @@ func allowed(from, to string) (bool, string) {
 		return false, "the device never imports the SDK, plugins or commands"
 	case from == "host/device":
 		return true, ""
+	case vocab[from]:
+		return false, "the vocabulary is standard library only"
+	case vocab[to]:
+		return true, ""
 	case leaves[from]:
-		return false, "a leaf imports no devhost package"
+		return false, "a leaf imports no devhost package but the vocabulary"
 	case testHelper(from):
 		return testHelper(to) || leaves[to], "a test helper imports leaves and other helpers only"
 	case leaves[to] || to == "abi":
@@ -187,8 +195,8 @@ func TestLayers(t *testing.T) {
 		for _, imp := range p.Imports {
 			to, ok := strings.CutPrefix(imp, "devhost/")
 			if !ok {
-				if (from == "abi" || from == "sdk") && strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
-					bad = append(bad, from+" imports "+imp+": the contract and the SDK use the standard library only")
+				if (from == "abi" || from == "sdk" || vocab[from]) && strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
+					bad = append(bad, from+" imports "+imp+": the contract, the SDK and the vocabulary use the standard library only")
 				}
 				continue
 			}
@@ -243,6 +251,13 @@ func TestAllowed(t *testing.T) {
 		"host/plugin → sdk":                               false,
 		"cmd/devbench → host/signalk/sktest":              true,
 		"host/system → cmd/devctl":                        false,
+		"host/sk → host/api":                              false,
+		"host/skstream → host/sk":                         true,
+		"host/skstream → host/api":                        false,
+		"host/plugin → host/sk":                           true,
+		"host/signalk/skplugin → host/sk":                 true,
+		"abi → host/sk":                                   false,
+		"sdk → host/sk":                                   false,
 	} {
 		from, to, _ := strings.Cut(edge, " → ")
 		if ok, why := allowed(from, to); ok != want {

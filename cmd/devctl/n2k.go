@@ -37,6 +37,7 @@ import (
 	"devhost/host/api"
 	"devhost/host/board"
 	"devhost/host/plugin"
+	"devhost/host/sk"
 	"devhost/plugins"
 	"devhost/plugins/n2k/decode"
 	"devhost/plugins/n2k/input"
@@ -385,13 +386,13 @@ func (r *captureRouter) handler(method, path string) http.HandlerFunc {
 // discardSK is a Signal K client that takes the values and forgets them.
 type discardSK struct{}
 
-func (discardSK) Publish(...plugin.SKValue) error                           { return nil }
-func (discardSK) DeclareMeta(string, json.RawMessage) error                 { return nil }
-func (discardSK) Put(string, json.RawMessage, func(plugin.PutAnswer)) error { return nil }
-func (discardSK) Subscribe(string, func(plugin.Delta)) (func(), error) {
+func (discardSK) Publish(...sk.Value) error                             { return nil }
+func (discardSK) DeclareMeta(string, json.RawMessage) error             { return nil }
+func (discardSK) Put(string, json.RawMessage, func(sk.PutAnswer)) error { return nil }
+func (discardSK) Subscribe(string, func(sk.Delta)) (func(), error) {
 	return func() {}, nil
 }
-func (discardSK) HandlePut(string, plugin.PutHandler) (func(), error) { return func() {}, nil }
+func (discardSK) HandlePut(string, sk.PutHandler) (func(), error) { return func() {}, nil }
 
 // fixedConfig is the plugin's namespace with fixed values.
 type fixedConfig struct{ values json.RawMessage }

@@ -9,7 +9,7 @@ import (
 	"devhost/host/api"
 	"devhost/host/board"
 	"devhost/host/events"
-	"devhost/host/signalk"
+	"devhost/host/sk"
 	"devhost/plugins/ble/gateway"
 	"devhost/plugins/ble/prov"
 )
@@ -48,7 +48,7 @@ func (d *Device) newBLEGateway() {
 			if d.sk == nil {
 				return nil
 			}
-			return d.sk.Publish(signalk.Value{Path: path, Value: skValue(v)})
+			return d.sk.Publish(sk.Value{Path: path, Value: skValue(v)})
 		},
 		Meta: func(path, units string) error {
 			if d.sk == nil {

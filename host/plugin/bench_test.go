@@ -23,6 +23,7 @@ import (
 
 	"devhost/abi"
 	"devhost/host/httpd"
+	"devhost/host/sk"
 )
 
 // The benchmarks drive one plugin instance directly (no supervisor goroutine in between), so
@@ -73,7 +74,7 @@ type countingSK struct {
 	n atomic.Int64
 }
 
-func (c *countingSK) Publish(vs ...SKValue) error { c.n.Add(int64(len(vs))); return nil }
+func (c *countingSK) Publish(vs ...sk.Value) error { c.n.Add(int64(len(vs))); return nil }
 
 func benchManager(b *testing.B, sk SignalK) *Manager {
 	b.Helper()

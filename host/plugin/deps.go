@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"devhost/host/api"
+	"devhost/host/sk"
 )
 
 // The host reaches the device through these interfaces; the device wiring implements them.
@@ -93,76 +94,19 @@ type BLE interface {
 	Scan(fn func(BLEAdvert)) (cancel func(), err error)
 }
 
-// SKValue is one Signal K value for vessels.self. Value is a float64, string, bool,
-// json.RawMessage (any other JSON value) or nil (JSON null).
-type SKValue struct {
-	Path  string
-	Value any
-}
-
-// Delta is one value received from the Signal K server for a subscription.
-type Delta struct {
-	Path      string          `json:"path"`
-	Value     json.RawMessage `json:"value"`
-	Timestamp string          `json:"timestamp,omitempty"`
-}
-
-// PutResult is a handler's answer to an inbound PUT (the spec's handler-result table).
-type PutResult int
-
-// The four handler results.
-const (
-	PutSuccess  PutResult = iota // COMPLETED 200
-	PutInvalid                   // COMPLETED 400
-	PutFailure                   // COMPLETED 502
-	PutDeferred                  // PENDING 202, completed later
-)
-
-func (r PutResult) String() string {
-	switch r {
-	case PutSuccess:
-		return "success"
-	case PutInvalid:
-		return "invalid"
-	case PutFailure:
-		return "failure"
-	case PutDeferred:
-		return "deferred"
-	}
-	return "unknown"
-}
-
-// PutRequest is an inbound PUT from the Signal K server.
-type PutRequest struct {
-	Path  string
-	Value json.RawMessage
-}
-
-// PutHandler handles an inbound PUT. It answers through reply: once with success, invalid or
-// failure; or first with deferred and later once more with the final result. It must not
-// block.
-type PutHandler func(req PutRequest, reply func(result PutResult, message string))
-
-// PutAnswer is the server's answer to an outbound PUT.
-type PutAnswer struct {
-	State      string `json:"state"` // COMPLETED, FAILED or TIMEOUT
-	StatusCode int    `json:"statusCode"`
-	Message    string `json:"message,omitempty"`
-}
-
 // SignalK is the Signal K client as plugins use it.
 type SignalK interface {
 	// Publish queues values for vessels.self; it never blocks.
-	Publish(values ...SKValue) error
+	Publish(values ...sk.Value) error
 	// DeclareMeta declares the metadata of a non-standard path.
 	DeclareMeta(path string, meta json.RawMessage) error
 	// Subscribe delivers deltas for an exact path or a family (`prefix.*`, `prefix*`, `*`).
 	// A full subscription table (48) wraps abi.ErrLimit.
-	Subscribe(pattern string, deliver func(Delta)) (cancel func(), err error)
+	Subscribe(pattern string, deliver func(sk.Delta)) (cancel func(), err error)
 	// HandlePut routes inbound PUTs for paths matching pattern to h.
-	HandlePut(pattern string, h PutHandler) (remove func(), err error)
+	HandlePut(pattern string, h sk.PutHandler) (remove func(), err error)
 	// Put sends an outbound PUT; answer is called once with the server's answer (or TIMEOUT).
 	// An error means nothing was sent: abi.ErrBusy with 8 in flight, otherwise invalid state
 	// (the stream is down).
-	Put(path string, value json.RawMessage, answer func(PutAnswer)) error
+	Put(path string, value json.RawMessage, answer func(sk.PutAnswer)) error
 }

@@ -25,6 +25,7 @@ import (
 	"devhost/host/config"
 	"devhost/host/health"
 	"devhost/host/httpd"
+	"devhost/host/sk"
 	"devhost/host/store"
 	runtimens "devhost/runtime-ns"
 )
@@ -478,20 +479,20 @@ func decode[T any](t testing.TB, b []byte) T {
 // fakeSK records what plugins do with Signal K.
 type fakeSK struct {
 	mu      sync.Mutex
-	values  []SKValue
+	values  []sk.Value
 	metas   map[string]string
-	subs    map[string]func(Delta)
-	puts    map[string]PutHandler
-	sent    []SKValue
-	answers []func(PutAnswer)
+	subs    map[string]func(sk.Delta)
+	puts    map[string]sk.PutHandler
+	sent    []sk.Value
+	answers []func(sk.PutAnswer)
 	down    bool
 }
 
 func newFakeSK() *fakeSK {
-	return &fakeSK{metas: map[string]string{}, subs: map[string]func(Delta){}, puts: map[string]PutHandler{}}
+	return &fakeSK{metas: map[string]string{}, subs: map[string]func(sk.Delta){}, puts: map[string]sk.PutHandler{}}
 }
 
-func (f *fakeSK) Publish(vs ...SKValue) error {
+func (f *fakeSK) Publish(vs ...sk.Value) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.values = append(f.values, vs...)
@@ -505,7 +506,7 @@ func (f *fakeSK) DeclareMeta(path string, meta json.RawMessage) error {
 	return nil
 }
 
-func (f *fakeSK) Subscribe(p string, d func(Delta)) (func(), error) {
+func (f *fakeSK) Subscribe(p string, d func(sk.Delta)) (func(), error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.subs[p] = d
@@ -516,7 +517,7 @@ func (f *fakeSK) Subscribe(p string, d func(Delta)) (func(), error) {
 	}, nil
 }
 
-func (f *fakeSK) HandlePut(p string, h PutHandler) (func(), error) {
+func (f *fakeSK) HandlePut(p string, h sk.PutHandler) (func(), error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.puts[p] = h
@@ -527,18 +528,18 @@ func (f *fakeSK) HandlePut(p string, h PutHandler) (func(), error) {
 	}, nil
 }
 
-func (f *fakeSK) Put(path string, v json.RawMessage, answer func(PutAnswer)) error {
+func (f *fakeSK) Put(path string, v json.RawMessage, answer func(sk.PutAnswer)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down {
 		return fmt.Errorf("stream down")
 	}
-	f.sent = append(f.sent, SKValue{Path: path, Value: v})
+	f.sent = append(f.sent, sk.Value{Path: path, Value: v})
 	f.answers = append(f.answers, answer)
 	return nil
 }
 
-func (f *fakeSK) deliver(pattern string, d Delta) bool {
+func (f *fakeSK) deliver(pattern string, d sk.Delta) bool {
 	f.mu.Lock()
 	fn := f.subs[pattern]
 	f.mu.Unlock()
@@ -549,16 +550,16 @@ func (f *fakeSK) deliver(pattern string, d Delta) bool {
 	return true
 }
 
-func (f *fakeSK) handler(pattern string) PutHandler {
+func (f *fakeSK) handler(pattern string) sk.PutHandler {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.puts[pattern]
 }
 
-func (f *fakeSK) published() []SKValue {
+func (f *fakeSK) published() []sk.Value {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]SKValue(nil), f.values...)
+	return append([]sk.Value(nil), f.values...)
 }
 
 // put sends an inbound PUT to the handler of pattern and collects the replies.
@@ -569,12 +570,12 @@ func (f *fakeSK) put(t testing.TB, pattern, path string, value string) chan putR
 		t.Fatalf("no PUT handler for %s", pattern)
 	}
 	ch := make(chan putReply, 2)
-	h(PutRequest{Path: path, Value: json.RawMessage(value)}, func(r PutResult, msg string) { ch <- putReply{r, msg} })
+	h(sk.PutRequest{Path: path, Value: json.RawMessage(value)}, func(r sk.PutResult, msg string) { ch <- putReply{r, msg} })
 	return ch
 }
 
 type putReply struct {
-	result PutResult
+	result sk.PutResult
 	msg    string
 }
 

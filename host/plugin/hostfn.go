@@ -11,6 +11,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"devhost/abi"
+	// Named sktypes here: the host functions call their Signal K client sk.
+	sktypes "devhost/host/sk"
 	runtimens "devhost/runtime-ns"
 )
 
@@ -180,9 +182,9 @@ func fnSKPublish(s *session, st []uint64) int32 {
 	if sk == nil {
 		return int32(abi.ErrState)
 	}
-	out := make([]SKValue, len(vals))
+	out := make([]sktypes.Value, len(vals))
 	for i, v := range vals {
-		out[i] = SKValue{Path: v.Path, Value: valueToSK(v.Value)}
+		out[i] = sktypes.Value{Path: v.Path, Value: valueToSK(v.Value)}
 	}
 	if err := sk.Publish(out...); err != nil {
 		return int32(errno(err, abi.ErrState))
@@ -261,7 +263,7 @@ func fnSKSubscribe(s *session, st []uint64) int32 {
 	}
 	return addPatterns(pats, s.subs, abi.MaxPatterns, func(p string) (func(), int32) {
 		gen, in := s.gen, s.p.inbox
-		cancel, err := sk.Subscribe(p, func(d Delta) {
+		cancel, err := sk.Subscribe(p, func(d sktypes.Delta) {
 			v, err := valueFromJSON(d.Value)
 			if err != nil || !abi.ValidPath(d.Path) {
 				return
@@ -344,7 +346,7 @@ func fnSKPutSend(s *session, st []uint64) int32 {
 	id := s.nextPutID
 	s.putMu.Unlock()
 	gen, in := s.gen, s.p.inbox
-	err = sk.Put(pv.Path, pv.Value.AppendJSON(nil), func(a PutAnswer) {
+	err = sk.Put(pv.Path, pv.Value.AppendJSON(nil), func(a sktypes.PutAnswer) {
 		in.push(gen, queued{kind: abi.EvPutAnswer, payload: abi.AppendPutAnswer(nil,
 			abi.PutAnswer{ID: id, Status: uint32(a.StatusCode), State: a.State, Message: a.Message})})
 	})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"devhost/abi"
+	"devhost/host/sk"
 )
 
 // upload sends a bundle in chunks through the API and commits it; it returns the upload id
@@ -481,7 +482,7 @@ func TestSignalKAndBoard(t *testing.T) {
 	h.waitState("good", StateRunning)
 	waitFor(t, "subscription", func() bool { return h.sk.handler("electrical.switches.*") != nil })
 	for i := 0; i < 5; i++ {
-		if !h.sk.deliver("environment.*", Delta{Path: "environment.wind.speedApparent", Value: json.RawMessage(fmt.Sprint(i))}) {
+		if !h.sk.deliver("environment.*", sk.Delta{Path: "environment.wind.speedApparent", Value: json.RawMessage(fmt.Sprint(i))}) {
 			t.Fatal("no subscription for environment.*")
 		}
 	}
@@ -491,22 +492,22 @@ func TestSignalKAndBoard(t *testing.T) {
 	})
 	for _, c := range []struct {
 		path, value string
-		want        PutResult
+		want        sk.PutResult
 	}{
-		{"electrical.switches.deck.state", "true", PutSuccess},
-		{"electrical.switches.deck.state", "3", PutInvalid},
-		{"electrical.switches.fault.state", "true", PutFailure},
+		{"electrical.switches.deck.state", "true", sk.PutSuccess},
+		{"electrical.switches.deck.state", "3", sk.PutInvalid},
+		{"electrical.switches.fault.state", "true", sk.PutFailure},
 	} {
 		if r := waitReply(t, h.sk.put(t, "electrical.switches.*", c.path, c.value)); r.result != c.want {
 			t.Errorf("PUT %s=%s: %v %q, want %v", c.path, c.value, r.result, r.msg, c.want)
 		}
 	}
 	ch := h.sk.put(t, "electrical.switches.*", "electrical.switches.later.state", "true")
-	if r := waitReply(t, ch); r.result != PutDeferred {
+	if r := waitReply(t, ch); r.result != sk.PutDeferred {
 		t.Fatalf("deferred PUT: %v", r.result)
 	}
 	h.clk.Advance(100 * time.Millisecond)
-	if r := waitReply(t, ch); r.result != PutSuccess || r.msg != "done later" {
+	if r := waitReply(t, ch); r.result != sk.PutSuccess || r.msg != "done later" {
 		t.Fatalf("deferred completion: %+v", r)
 	}
 	found := false
@@ -539,7 +540,7 @@ func TestDeferredPutExpires(t *testing.T) {
 	// The plugin defers and arms timer 7 (100 ms) to complete; without the timer capability
 	// that fails, so only the host's 30 s limit ends the PUT.
 	ch := h.sk.put(t, "electrical.switches.*", "electrical.switches.later.state", "true")
-	if r := waitReply(t, ch); r.result != PutDeferred {
+	if r := waitReply(t, ch); r.result != sk.PutDeferred {
 		t.Fatalf("%v", r)
 	}
 	h.clk.Advance(time.Duration(abi.PutDeferMs)*time.Millisecond - time.Millisecond)
@@ -549,7 +550,7 @@ func TestDeferredPutExpires(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 	h.clk.Advance(time.Millisecond)
-	if r := waitReply(t, ch); r.result != PutFailure {
+	if r := waitReply(t, ch); r.result != sk.PutFailure {
 		t.Fatalf("expired deferred PUT: %+v", r)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"devhost/abi"
+	"devhost/host/sk"
 )
 
 type sessionKey struct{}
@@ -66,7 +67,7 @@ type httpReq struct {
 // putReq is an inbound PUT waiting for the plugin's sk_put_reply.
 type putReq struct {
 	id    uint32
-	reply func(PutResult, string)
+	reply func(sk.PutResult, string)
 	timer clockwork.Timer // deferred: the 30 s limit
 }
 
@@ -159,7 +160,7 @@ func (s *session) finishRequests() {
 	s.putOpen = map[uint32]*putReq{}
 	s.putMu.Unlock()
 	for _, r := range open {
-		r.reply(PutFailure, "the plugin did not answer")
+		r.reply(sk.PutFailure, "the plugin did not answer")
 	}
 }
 
@@ -198,7 +199,7 @@ func (s *session) end() {
 	s.putMu.Unlock()
 	for _, r := range deferred {
 		r.timer.Stop()
-		r.reply(PutFailure, "the plugin stopped")
+		r.reply(sk.PutFailure, "the plugin stopped")
 	}
 }
 
@@ -230,10 +231,10 @@ func (s *session) put(ptr, capacity uint32, b []byte) int32 {
 }
 
 // deliverPut hands an inbound PUT to the plugin.
-func (s *session) deliverPut(req PutRequest, reply func(PutResult, string)) {
+func (s *session) deliverPut(req sk.PutRequest, reply func(sk.PutResult, string)) {
 	v, err := valueFromJSON(req.Value)
 	if err != nil {
-		reply(PutInvalid, err.Error())
+		reply(sk.PutInvalid, err.Error())
 		return
 	}
 	s.putMu.Lock()
@@ -242,7 +243,7 @@ func (s *session) deliverPut(req PutRequest, reply func(PutResult, string)) {
 	s.putMu.Unlock()
 	payload := abi.AppendPutRequest(nil, abi.PutRequest{ID: r.id, Path: req.Path, Value: v})
 	if !s.p.inbox.push(s.gen, queued{kind: abi.EvPut, payload: payload, put: r}) {
-		reply(PutFailure, "the plugin is not taking requests")
+		reply(sk.PutFailure, "the plugin is not taking requests")
 	}
 }
 
@@ -279,13 +280,13 @@ func (s *session) replyPut(rep abi.PutReply) abi.Errno {
 			delete(s.putDeferred, id)
 			s.putMu.Unlock()
 			if late != nil {
-				late.reply(PutFailure, "deferred PUT not completed within 30 s")
+				late.reply(sk.PutFailure, "deferred PUT not completed within 30 s")
 			}
 		})
 		s.putDeferred[id] = r
 	}
 	s.putMu.Unlock()
-	r.reply(PutResult(rep.Result), rep.Message)
+	r.reply(putResult(rep.Result), rep.Message)
 	return 0
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"devhost/abi"
 	"devhost/host/api"
+	"devhost/host/sk"
 )
 
 // supervise is the plugin's life: load and run an instance while it should run, restart it
@@ -264,7 +265,7 @@ func (p *plugin) runOnce(ctx context.Context) (*command, error) {
 					Body: []byte(`{"error":"internal","message":"the plugin stopped"}`)}
 			}
 			if e.put != nil {
-				e.put.reply(PutFailure, "the plugin stopped")
+				e.put.reply(sk.PutFailure, "the plugin stopped")
 			}
 		}
 		p.mu.Lock()

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"sync"
 	"time"
 
+	"devhost/host/sk"
 	"devhost/host/skdiscovery"
 	"devhost/host/skstream"
 	"devhost/host/sktls"
@@ -56,12 +56,8 @@ func (a streamAdapter) SetTarget(t Target) {
 func (a streamAdapter) Status() any     { return a.s.Status() }
 func (a streamAdapter) Connected() bool { return a.s.Connected() }
 
-func (a streamAdapter) Publish(values ...Value) error {
-	items := make([]skstream.Item, len(values))
-	for i, v := range values {
-		items[i] = skstream.Item{Path: v.Path, Value: v.Value}
-	}
-	return mapStreamErr(a.s.PublishValues(items...))
+func (a streamAdapter) Publish(values ...sk.Value) error {
+	return mapStreamErr(a.s.PublishValues(values...))
 }
 
 func (a streamAdapter) DeclareMeta(path string, meta json.RawMessage, period time.Duration) error {
@@ -70,12 +66,13 @@ func (a streamAdapter) DeclareMeta(path string, meta json.RawMessage, period tim
 
 func (a streamAdapter) Retry() { a.s.Retry() }
 
-func (a streamAdapter) Subscribe(pattern string, fn func(Delta)) (func(), error) {
-	cancel, err := a.s.Subscribe(pattern, func(d skstream.Delta) {
+// Subscribe keeps the meta entries the stream delivers from the client's subscribers.
+func (a streamAdapter) Subscribe(pattern string, fn func(sk.Delta)) (func(), error) {
+	cancel, err := a.s.Subscribe(pattern, func(d sk.Delta) {
 		if d.Meta {
 			return
 		}
-		fn(Delta{Path: d.Path, Value: d.Value, Timestamp: d.Timestamp})
+		fn(d)
 	})
 	return cancel, mapStreamErr(err)
 }
@@ -83,63 +80,13 @@ func (a streamAdapter) Subscribe(pattern string, fn func(Delta)) (func(), error)
 // HandlePut hands current to the stream, which publishes the state at registration, on every
 // connect and after each successful PUT. A nil current must stay a nil func: the stream refuses
 // a getter on a family.
-func (a streamAdapter) HandlePut(pattern string, h PutHandler, current func() any) (func(), error) {
-	cancel, err := a.s.HandlePut(skstream.PutPath{Path: pattern, Handle: putBridge(h), Current: current})
+func (a streamAdapter) HandlePut(pattern string, h sk.PutHandler, current func() any) (func(), error) {
+	cancel, err := a.s.HandlePut(skstream.PutPath{Path: pattern, Handle: h, Current: current})
 	return cancel, mapStreamErr(err)
 }
 
-// putBridge turns a reply-style handler into the stream's error-style one: a reply given
-// before the handler returns is its answer; none (or deferred) answers PENDING 202 and the
-// next reply completes the request.
-func putBridge(h PutHandler) skstream.PutHandler {
-	return func(req skstream.PutRequest, complete func(error)) error {
-		var mu sync.Mutex
-		returned, got := false, false
-		var first error
-		h(PutRequest{Path: req.Path, Value: req.Value}, func(r PutResult, msg string) {
-			err := putErr(r, msg)
-			mu.Lock()
-			if !returned && !got {
-				got, first = true, err
-				mu.Unlock()
-				return
-			}
-			mu.Unlock()
-			if !errors.Is(err, skstream.ErrDeferred) {
-				complete(err)
-			}
-		})
-		mu.Lock()
-		defer mu.Unlock()
-		returned = true
-		if !got {
-			return skstream.ErrDeferred
-		}
-		return first
-	}
-}
-
-// putErr maps a handler result to the stream's outcome; the message goes to the server as
-// given, without an error prefix.
-func putErr(r PutResult, msg string) error {
-	switch r {
-	case PutSuccess:
-		return nil
-	case PutInvalid:
-		return skstream.Invalid(msg)
-	case PutDeferred:
-		return skstream.ErrDeferred
-	}
-	if msg == "" {
-		msg = "failed"
-	}
-	return skstream.Failed(msg)
-}
-
-func (a streamAdapter) Put(path string, value json.RawMessage, answer func(PutAnswer)) error {
-	_, err := a.s.Put(path, value, func(r skstream.PutResult) {
-		answer(PutAnswer{State: r.State, StatusCode: r.StatusCode, Message: r.Message})
-	})
+func (a streamAdapter) Put(path string, value json.RawMessage, answer func(sk.PutAnswer)) error {
+	_, err := a.s.Put(path, value, answer)
 	return mapStreamErr(err)
 }
 

@@ -2,6 +2,7 @@ package signalk
 
 import (
 	"context"
+	"devhost/host/sk"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +18,7 @@ var ErrInvalidArgument = errors.New("signalk: invalid argument")
 
 // Publish queues values for vessels.self. It is safe from any goroutine, never blocks, and
 // answers ErrInvalidState before Run.
-func (c *Client) Publish(values ...Value) error {
+func (c *Client) Publish(values ...sk.Value) error {
 	if err := checkStarted(c); err != nil {
 		return err
 	}
@@ -29,7 +30,7 @@ func (c *Client) Publish(values ...Value) error {
 	return c.stream.Publish(values...)
 }
 
-func checkValue(v Value) error {
+func checkValue(v sk.Value) error {
 	if !validPath(v.Path) {
 		return fmt.Errorf("%w: path %q", ErrInvalidArgument, v.Path)
 	}
@@ -47,17 +48,17 @@ func checkValue(v Value) error {
 
 // PublishNumber queues a number.
 func (c *Client) PublishNumber(path string, v float64) error {
-	return c.Publish(Value{Path: path, Value: v})
+	return c.Publish(sk.Value{Path: path, Value: v})
 }
 
 // PublishString queues a string.
 func (c *Client) PublishString(path, v string) error {
-	return c.Publish(Value{Path: path, Value: v})
+	return c.Publish(sk.Value{Path: path, Value: v})
 }
 
 // PublishBool queues a boolean.
 func (c *Client) PublishBool(path string, v bool) error {
-	return c.Publish(Value{Path: path, Value: v})
+	return c.Publish(sk.Value{Path: path, Value: v})
 }
 
 // PublishJSON queues any JSON value (an object, an array, null…).
@@ -65,7 +66,7 @@ func (c *Client) PublishJSON(path string, v json.RawMessage) error {
 	if !json.Valid(v) {
 		return fmt.Errorf("%w: %s: not JSON", ErrInvalidArgument, path)
 	}
-	return c.Publish(Value{Path: path, Value: json.RawMessage(compact(v))})
+	return c.Publish(sk.Value{Path: path, Value: json.RawMessage(compact(v))})
 }
 
 // DeclareMeta declares the metadata of a non-standard path (reconciled on every connect). A
@@ -82,7 +83,7 @@ func (c *Client) DeclareMeta(path string, meta json.RawMessage, period time.Dura
 }
 
 // Subscribe delivers values of an exact path or a family (`prefix.*`, `prefix*`, `*`).
-func (c *Client) Subscribe(pattern string, fn func(Delta)) (cancel func(), err error) {
+func (c *Client) Subscribe(pattern string, fn func(sk.Delta)) (cancel func(), err error) {
 	if fn == nil {
 		return nil, fmt.Errorf("%w: nil callback", ErrInvalidArgument)
 	}
@@ -96,7 +97,7 @@ func (c *Client) Subscribe(pattern string, fn func(Delta)) (cancel func(), err e
 // unknown). That state is published when the handler is registered, on every connect and after
 // each successful PUT. A family takes no current (ErrInvalidArgument): register its known
 // paths one by one for that.
-func (c *Client) HandlePut(pattern string, h PutHandler, current func() (value any, ok bool)) (remove func(), err error) {
+func (c *Client) HandlePut(pattern string, h sk.PutHandler, current func() (value any, ok bool)) (remove func(), err error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: nil handler", ErrInvalidArgument)
 	}
@@ -114,7 +115,7 @@ func (c *Client) HandlePut(pattern string, h PutHandler, current func() (value a
 func stateGetter(path string, current func() (any, bool)) func() any {
 	return func() any {
 		v, ok := current()
-		if !ok || checkValue(Value{Path: path, Value: v}) != nil {
+		if !ok || checkValue(sk.Value{Path: path, Value: v}) != nil {
 			return nil
 		}
 		if v == nil {
@@ -126,7 +127,7 @@ func stateGetter(path string, current func() (any, bool)) func() any {
 
 // Put sends a PUT to the server; answer is called once (COMPLETED, FAILED or TIMEOUT). An error
 // means nothing was sent: ErrBusy with 8 in flight, ErrInvalidState when the stream is down.
-func (c *Client) Put(path string, value json.RawMessage, answer func(PutAnswer)) error {
+func (c *Client) Put(path string, value json.RawMessage, answer func(sk.PutAnswer)) error {
 	if err := checkStarted(c); err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func (c *Client) Put(path string, value json.RawMessage, answer func(PutAnswer))
 		return fmt.Errorf("%w: PUT %q", ErrInvalidArgument, path)
 	}
 	if answer == nil {
-		answer = func(PutAnswer) {}
+		answer = func(sk.PutAnswer) {}
 	}
 	return c.stream.Put(path, value, answer)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/jonboulle/clockwork"
 
+	"devhost/host/sk"
 	"devhost/host/skstream"
 	"devhost/host/skstream/skpeer"
 )
@@ -111,16 +112,16 @@ func TestPutableStateThroughClient(t *testing.T) {
 	lr := newLiveRig(t)
 	var mu sync.Mutex
 	mode := "standby"
-	remove, err := lr.cl().HandlePut("dev.probe.mode", func(req PutRequest, reply func(PutResult, string)) {
+	remove, err := lr.cl().HandlePut("dev.probe.mode", func(req sk.PutRequest, reply func(sk.PutResult, string)) {
 		var v string
 		if json.Unmarshal(req.Value, &v) != nil {
-			reply(PutInvalid, "mode is a string")
+			reply(sk.PutInvalid, "mode is a string")
 			return
 		}
 		mu.Lock()
 		mode = v
 		mu.Unlock()
-		reply(PutSuccess, "")
+		reply(sk.PutSuccess, "")
 	}, func() (any, bool) { mu.Lock(); defer mu.Unlock(); return mode, true })
 	if err != nil {
 		t.Fatal(err)
@@ -195,35 +196,35 @@ func TestInboundPutResultTableThroughClient(t *testing.T) {
 		name string
 		// handle answers the request; later, when set, is called after the first answer was
 		// read, with the reply function the handler kept.
-		handle func(reply func(PutResult, string))
-		later  func(reply func(PutResult, string))
+		handle func(reply func(sk.PutResult, string))
+		later  func(reply func(sk.PutResult, string))
 		want   []step
 	}{
-		{name: "success", handle: func(r func(PutResult, string)) { r(PutSuccess, "") },
+		{name: "success", handle: func(r func(sk.PutResult, string)) { r(sk.PutSuccess, "") },
 			want: []step{{"COMPLETED", 200, ""}}},
-		{name: "invalid", handle: func(r func(PutResult, string)) { r(PutInvalid, "not a number") },
+		{name: "invalid", handle: func(r func(sk.PutResult, string)) { r(sk.PutInvalid, "not a number") },
 			want: []step{{"COMPLETED", 400, "not a number"}}},
-		{name: "failure", handle: func(r func(PutResult, string)) { r(PutFailure, "relay stuck") },
+		{name: "failure", handle: func(r func(sk.PutResult, string)) { r(sk.PutFailure, "relay stuck") },
 			want: []step{{"COMPLETED", 502, "relay stuck"}}},
-		{name: "deferred then success", handle: func(r func(PutResult, string)) { r(PutDeferred, "") },
-			later: func(r func(PutResult, string)) { r(PutSuccess, "") },
+		{name: "deferred then success", handle: func(r func(sk.PutResult, string)) { r(sk.PutDeferred, "") },
+			later: func(r func(sk.PutResult, string)) { r(sk.PutSuccess, "") },
 			want:  []step{{"PENDING", 202, ""}, {"COMPLETED", 200, ""}}},
-		{name: "deferred then failure", handle: func(r func(PutResult, string)) { r(PutDeferred, "") },
-			later: func(r func(PutResult, string)) { r(PutFailure, "gave up") },
+		{name: "deferred then failure", handle: func(r func(sk.PutResult, string)) { r(sk.PutDeferred, "") },
+			later: func(r func(sk.PutResult, string)) { r(sk.PutFailure, "gave up") },
 			want:  []step{{"PENDING", 202, ""}, {"COMPLETED", 502, "gave up"}}},
-		{name: "no reply before return", handle: func(func(PutResult, string)) {},
-			later: func(r func(PutResult, string)) { r(PutInvalid, "late") },
+		{name: "no reply before return", handle: func(func(sk.PutResult, string)) {},
+			later: func(r func(sk.PutResult, string)) { r(sk.PutInvalid, "late") },
 			want:  []step{{"PENDING", 202, ""}, {"COMPLETED", 400, "late"}}},
 		{name: "no handler", want: []step{{"COMPLETED", 405, "no handler for dev.table.pg"}}},
 	}
 	lr := newLiveRig(t)
-	kept := make([]chan func(PutResult, string), len(cases))
+	kept := make([]chan func(sk.PutResult, string), len(cases))
 	for i, tc := range cases {
-		kept[i] = make(chan func(PutResult, string), 1)
+		kept[i] = make(chan func(sk.PutResult, string), 1)
 		if tc.handle == nil {
 			continue
 		}
-		_, err := lr.cl().HandlePut("dev.table.p"+string(rune('a'+i)), func(_ PutRequest, reply func(PutResult, string)) {
+		_, err := lr.cl().HandlePut("dev.table.p"+string(rune('a'+i)), func(_ sk.PutRequest, reply func(sk.PutResult, string)) {
 			kept[i] <- reply
 			tc.handle(reply)
 		}, nil)
@@ -253,7 +254,7 @@ func TestInboundPutResultTableThroughClient(t *testing.T) {
 func TestPutAndMetaArguments(t *testing.T) {
 	lr := newLiveRig(t)
 	c := lr.cl()
-	nop := func(PutRequest, func(PutResult, string)) {}
+	nop := func(sk.PutRequest, func(sk.PutResult, string)) {}
 	state := func() (any, bool) { return 1.0, true }
 	if _, err := c.HandlePut("dev.a.*", nop, state); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("state on a family: %v", err)

@@ -15,6 +15,7 @@ import (
 	"devhost/host/board"
 	"devhost/host/clock"
 	"devhost/host/health"
+	"devhost/host/sk"
 )
 
 // approvedRig is a client in APPROVED on a scripted peer.
@@ -169,7 +170,7 @@ func TestPutEndpoints(t *testing.T) {
 	r.stream.mu.Lock()
 	answer := r.stream.answers[0]
 	r.stream.mu.Unlock()
-	answer(PutAnswer{State: "COMPLETED", StatusCode: 502, Message: "relay stuck"})
+	answer(sk.PutAnswer{State: "COMPLETED", StatusCode: 502, Message: "relay stuck"})
 	rec = httptest.NewRecorder()
 	r.c.getPut(rec, httptest.NewRequest("GET", "/api/v1/sk/put", nil))
 	if !strings.Contains(rec.Body.String(), `"statusCode":502`) || !strings.Contains(rec.Body.String(), `"state":"COMPLETED"`) {
@@ -254,13 +255,13 @@ func TestNotificationsAndTelemetry(t *testing.T) {
 	if err := r.hlth.Report("netDown", health.Warn, "network down"); err != nil {
 		t.Fatal(err)
 	}
-	find := func(path string) (Value, bool) {
+	find := func(path string) (sk.Value, bool) {
 		for _, v := range r.stream.values() {
 			if v.Path == path {
 				return v, true
 			}
 		}
-		return Value{}, false
+		return sk.Value{}, false
 	}
 	v, ok := find("notifications.dev.dev-ab12.netDown")
 	if !ok {
@@ -312,13 +313,13 @@ func TestTimeFallback(t *testing.T) {
 	if !r.c.Status().TimeSubscribed {
 		t.Fatal("status does not show the time subscription")
 	}
-	r.stream.sub(PathDatetime)(Delta{Path: PathDatetime, Value: json.RawMessage(`"2026-06-01T10:00:00.000Z"`)})
+	r.stream.sub(PathDatetime)(sk.Delta{Path: PathDatetime, Value: json.RawMessage(`"2026-06-01T10:00:00.000Z"`)})
 	now, src, synced := wall.Now()
 	if src != clock.SourceSK || !synced || now.Year() != 2026 || now.Month() != 6 {
 		t.Fatalf("clock %s %s %v", now, src, synced)
 	}
 	// Garbage is ignored.
-	r.stream.sub(PathDatetime)(Delta{Path: PathDatetime, Value: json.RawMessage(`{"x":1}`)})
+	r.stream.sub(PathDatetime)(sk.Delta{Path: PathDatetime, Value: json.RawMessage(`{"x":1}`)})
 	if err := wall.Set(clock.SourceSNTP, time.Date(2026, 6, 1, 10, 0, 5, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +364,7 @@ func TestPublishAPI(t *testing.T) {
 	for _, f := range []func() error{
 		func() error { return r.c.PublishNumber("a..b", 1) },
 		func() error { return r.c.PublishJSON("a.j", json.RawMessage(`{`)) },
-		func() error { return r.c.Publish(Value{Path: "a.x", Value: 3}) },
+		func() error { return r.c.Publish(sk.Value{Path: "a.x", Value: 3}) },
 	} {
 		if err := f(); !errors.Is(err, ErrInvalidArgument) {
 			t.Fatalf("bad value accepted: %v", err)

@@ -10,6 +10,7 @@ import (
 	"devhost/host/clock"
 	"devhost/host/config"
 	"devhost/host/health"
+	"devhost/host/sk"
 )
 
 // Health condition keys this package raises.
@@ -81,7 +82,7 @@ func (c *Client) notify(cond health.Condition) {
 	v, _ := json.Marshal(map[string]any{
 		"state": string(cond.State), "message": cond.Message, "method": []string{"visual"},
 	})
-	if err := c.stream.Publish(Value{Path: path, Value: json.RawMessage(v)}); err != nil {
+	if err := c.stream.Publish(sk.Value{Path: path, Value: json.RawMessage(v)}); err != nil {
 		c.log.Debug("signalk: notification not queued", "path", path, "err", err)
 	}
 }
@@ -116,7 +117,7 @@ func (c *Client) runTelemetry(ctx context.Context) {
 }
 
 // TelemetryValues are the values of one telemetry publication.
-func (c *Client) TelemetryValues() []Value {
+func (c *Client) TelemetryValues() []sk.Value {
 	t := c.tele()
 	p := "dev." + c.hostname() + "."
 	c.mu.Lock()
@@ -133,7 +134,7 @@ func (c *Client) TelemetryValues() []Value {
 	if reason == "" {
 		reason = "unknown"
 	}
-	return []Value{
+	return []sk.Value{
 		{Path: p + "uptime", Value: float64(t.Uptime / time.Second)},
 		{Path: p + "freeHeap", Value: float64(t.Memory.FreeHeap)},
 		{Path: p + "minFreeHeap", Value: float64(t.Memory.MinFreeHeap)},
@@ -223,7 +224,7 @@ func (c *Client) timeFallback(held func()) func() {
 }
 
 // onDatetime sets the clock from navigation.datetime as source sk.
-func (c *Client) onDatetime(d Delta) {
+func (c *Client) onDatetime(d sk.Delta) {
 	var s string
 	if json.Unmarshal(d.Value, &s) != nil {
 		return

@@ -18,6 +18,7 @@ import (
 
 	"devhost/host/events"
 	"devhost/host/health"
+	"devhost/host/sk"
 	"devhost/host/store"
 )
 
@@ -63,16 +64,16 @@ func (c *fakeConfig) set(ns, key string, v any) {
 type fakeStream struct {
 	mu        sync.Mutex
 	targets   []Target
-	published []Value
-	subs      map[string]func(Delta)
+	published []sk.Value
+	subs      map[string]func(sk.Delta)
 	connected bool
 	putErr    error
 	puts      []string
-	answers   []func(PutAnswer)
+	answers   []func(sk.PutAnswer)
 	retries   int
 }
 
-func newFakeStream() *fakeStream { return &fakeStream{subs: map[string]func(Delta){}} }
+func newFakeStream() *fakeStream { return &fakeStream{subs: map[string]func(sk.Delta){}} }
 
 func (s *fakeStream) SetTarget(t Target) {
 	s.mu.Lock()
@@ -102,19 +103,19 @@ func (s *fakeStream) setConnected(b bool) {
 	s.connected = b
 	s.mu.Unlock()
 }
-func (s *fakeStream) Publish(values ...Value) error {
+func (s *fakeStream) Publish(values ...sk.Value) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.published = append(s.published, values...)
 	return nil
 }
-func (s *fakeStream) values() []Value {
+func (s *fakeStream) values() []sk.Value {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Value(nil), s.published...)
+	return append([]sk.Value(nil), s.published...)
 }
 func (s *fakeStream) DeclareMeta(string, json.RawMessage, time.Duration) error { return nil }
-func (s *fakeStream) Subscribe(p string, fn func(Delta)) (func(), error) {
+func (s *fakeStream) Subscribe(p string, fn func(sk.Delta)) (func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.subs[p] = fn
@@ -124,12 +125,12 @@ func (s *fakeStream) Subscribe(p string, fn func(Delta)) (func(), error) {
 		delete(s.subs, p)
 	}, nil
 }
-func (s *fakeStream) sub(p string) func(Delta) {
+func (s *fakeStream) sub(p string) func(sk.Delta) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.subs[p]
 }
-func (s *fakeStream) HandlePut(string, PutHandler, func() any) (func(), error) {
+func (s *fakeStream) HandlePut(string, sk.PutHandler, func() any) (func(), error) {
 	return func() {}, nil
 }
 
@@ -138,7 +139,7 @@ func (s *fakeStream) Retry() {
 	s.retries++
 	s.mu.Unlock()
 }
-func (s *fakeStream) Put(path string, _ json.RawMessage, answer func(PutAnswer)) error {
+func (s *fakeStream) Put(path string, _ json.RawMessage, answer func(sk.PutAnswer)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.putErr != nil {

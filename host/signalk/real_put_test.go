@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"devhost/host/signalk/sktest"
+	"devhost/host/sk"
 	"devhost/host/skstream"
 )
 
@@ -53,17 +54,17 @@ func TestRealServerPutRoutedAcrossRestart(t *testing.T) {
 	var mu sync.Mutex
 	on := false
 	seen := make(chan bool, 4)
-	if _, err := c.HandlePut(path, func(req PutRequest, reply func(PutResult, string)) {
+	if _, err := c.HandlePut(path, func(req sk.PutRequest, reply func(sk.PutResult, string)) {
 		var v bool
 		if json.Unmarshal(req.Value, &v) != nil {
-			reply(PutInvalid, "state is a boolean")
+			reply(sk.PutInvalid, "state is a boolean")
 			return
 		}
 		mu.Lock()
 		on = v
 		mu.Unlock()
 		seen <- v
-		reply(PutSuccess, "")
+		reply(sk.PutSuccess, "")
 	}, func() (any, bool) { mu.Lock(); defer mu.Unlock(); return on, true }); err != nil {
 		t.Fatal(err)
 	}

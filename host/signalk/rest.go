@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"devhost/host/api"
+	"devhost/host/sk"
 )
 
 // ServerStatus is the `server` object of /sk/status.
@@ -248,7 +249,7 @@ func (c *Client) postPut(w http.ResponseWriter, r *http.Request) {
 	rec := &PutRecord{Path: path, Value: value, State: "PENDING", sent: c.clk.Now(), prev: c.lastPut}
 	c.lastPut = rec
 	c.mu.Unlock()
-	err := c.Put(path, value, func(a PutAnswer) {
+	err := c.Put(path, value, func(a sk.PutAnswer) {
 		c.mu.Lock()
 		rec.State, rec.StatusCode, rec.Message = a.State, a.StatusCode, a.Message
 		c.mu.Unlock()

@@ -1,6 +1,7 @@
 package signalk
 
 import (
+	"devhost/host/sk"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -21,7 +22,7 @@ type answeringStream struct {
 	early bool
 }
 
-func (s *answeringStream) Put(path string, _ json.RawMessage, answer func(PutAnswer)) error {
+func (s *answeringStream) Put(path string, _ json.RawMessage, answer func(sk.PutAnswer)) error {
 	s.mu.Lock()
 	err, hold, early := s.refuse[path], s.hold[path], s.early
 	s.mu.Unlock()
@@ -33,7 +34,7 @@ func (s *answeringStream) Put(path string, _ json.RawMessage, answer func(PutAns
 	}
 	if early {
 		done := make(chan struct{})
-		go func() { defer close(done); answer(PutAnswer{State: "COMPLETED", StatusCode: 200, Message: path}) }()
+		go func() { defer close(done); answer(sk.PutAnswer{State: "COMPLETED", StatusCode: 200, Message: path}) }()
 		<-done
 	}
 	return nil
@@ -160,11 +161,11 @@ func TestPutRefusedKeepsLastSent(t *testing.T) {
 type heldStream struct {
 	*fakeStream
 	mu      sync.Mutex
-	answers map[string]func(PutAnswer)
+	answers map[string]func(sk.PutAnswer)
 	hold    chan error
 }
 
-func (s *heldStream) Put(path string, _ json.RawMessage, answer func(PutAnswer)) error {
+func (s *heldStream) Put(path string, _ json.RawMessage, answer func(sk.PutAnswer)) error {
 	if path == "x.b" {
 		return <-s.hold
 	}
@@ -177,7 +178,7 @@ func (s *heldStream) Put(path string, _ json.RawMessage, answer func(PutAnswer))
 // An answer to a PUT that a newer one displaced still lands: when the newer PUT is refused,
 // GET /sk/put goes back to the older one and shows its answer.
 func TestPutAnswerKeptWhileDisplaced(t *testing.T) {
-	s := &heldStream{fakeStream: newFakeStream(), answers: map[string]func(PutAnswer){}, hold: make(chan error)}
+	s := &heldStream{fakeStream: newFakeStream(), answers: map[string]func(sk.PutAnswer){}, hold: make(chan error)}
 	_, r := approvedRig(t, func(o *Options) { o.Stream = s })
 	if c := postJSON(t, r.c.postPut, `{"path":"x.a","value":1}`).Code; c != http.StatusAccepted {
 		t.Fatal(c)
@@ -188,7 +189,7 @@ func TestPutAnswerKeptWhileDisplaced(t *testing.T) {
 	s.mu.Lock()
 	answer := s.answers["x.a"]
 	s.mu.Unlock()
-	answer(PutAnswer{State: "COMPLETED", StatusCode: 200})
+	answer(sk.PutAnswer{State: "COMPLETED", StatusCode: 200})
 	s.hold <- ErrBusy
 	if c := <-done; c != http.StatusConflict {
 		t.Fatalf("refused PUT answered %d", c)

@@ -3,6 +3,7 @@ package signalk
 import (
 	"context"
 	"crypto/tls"
+	"devhost/host/sk"
 	"encoding/json"
 	"errors"
 	"net"
@@ -112,48 +113,6 @@ type Target struct {
 	Proven func(conn net.Conn)
 }
 
-// Value is one value for vessels.self. Value is float64, string, bool, nil (JSON null) or
-// json.RawMessage (any other JSON).
-type Value struct {
-	Path  string
-	Value any
-}
-
-// Delta is one value received for a subscription.
-type Delta struct {
-	Path      string          `json:"path"`
-	Value     json.RawMessage `json:"value"`
-	Timestamp string          `json:"timestamp,omitempty"`
-}
-
-// PutResult is a PUT handler's result (the spec's handler-result table).
-type PutResult int
-
-// Handler results.
-const (
-	PutSuccess  PutResult = iota // COMPLETED 200
-	PutInvalid                   // COMPLETED 400
-	PutFailure                   // COMPLETED 502
-	PutDeferred                  // PENDING 202, completed later
-)
-
-// PutRequest is an inbound PUT for one path.
-type PutRequest struct {
-	Path  string
-	Value json.RawMessage
-}
-
-// PutHandler answers an inbound PUT through reply: once with success, invalid or failure; or
-// first deferred and later once more with the final result. It must not block.
-type PutHandler func(req PutRequest, reply func(result PutResult, message string))
-
-// PutAnswer is the server's answer to an outbound PUT. State is COMPLETED, FAILED or TIMEOUT.
-type PutAnswer struct {
-	State      string `json:"state"`
-	StatusCode int    `json:"statusCode"`
-	Message    string `json:"message,omitempty"`
-}
-
 // Stream is the delta stream (host/skstream) as this package drives it.
 type Stream interface {
 	// SetTarget points the stream at a server (zero Host: none); it must not block.
@@ -161,15 +120,15 @@ type Stream interface {
 	// Status is the `ws` object of /sk/status (marshalled as JSON).
 	Status() any
 	Connected() bool
-	Publish(values ...Value) error
+	Publish(values ...sk.Value) error
 	// DeclareMeta declares a path's metadata; a period above zero adds `timeout` = 2.5 × period.
 	DeclareMeta(path string, meta json.RawMessage, period time.Duration) error
-	Subscribe(pattern string, fn func(Delta)) (cancel func(), err error)
+	Subscribe(pattern string, fn func(sk.Delta)) (cancel func(), err error)
 	// HandlePut routes PUTs for pattern to h; a non-nil current (exact paths only) reads the
 	// path's state (nil: unknown), published at registration, on connect and after a PUT.
-	HandlePut(pattern string, h PutHandler, current func() any) (remove func(), err error)
+	HandlePut(pattern string, h sk.PutHandler, current func() any) (remove func(), err error)
 	// Retry lifts a stop after a 401, 403 or certificate error; a live connection stays.
 	Retry()
-	Put(path string, value json.RawMessage, answer func(PutAnswer)) error
+	Put(path string, value json.RawMessage, answer func(sk.PutAnswer)) error
 	Flush(ctx context.Context) error
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"devhost/host/sk"
 )
 
 // batcher is the open batch: values published since the last delta message, one entry per
@@ -55,15 +57,9 @@ func (s *Stream) Publish(path string, v any) error {
 	return s.publish(e)
 }
 
-// Item is one value for PublishValues. Value takes what Publish takes.
-type Item struct {
-	Path  string
-	Value any
-}
-
 // PublishValues publishes several values into the same batch: all of them or, when one is
 // refused, none.
-func (s *Stream) PublishValues(items ...Item) error {
+func (s *Stream) PublishValues(items ...sk.Value) error {
 	es := make([]entry, len(items))
 	for i, it := range items {
 		e, err := toEntry(it.Path, it.Value)

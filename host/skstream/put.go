@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jonboulle/clockwork"
+
+	"devhost/host/sk"
 )
 
 // putTable holds the PUTs: outbound requests in flight by request id, the local handlers of
@@ -29,7 +31,7 @@ type putTable struct {
 type pendingPut struct {
 	id, path string
 	timer    clockwork.Timer
-	done     func(PutResult)
+	done     func(sk.PutAnswer)
 }
 
 // Put sends `{context: vessels.self, requestId, put: {path, value}}` and returns the request id.
@@ -38,7 +40,7 @@ type pendingPut struct {
 // FAILED when the connection ended first. Nothing is queued: without a connection Put returns
 // ErrInvalidState, with MaxPutsInFlight waiting it returns ErrLimit. done runs on the stream's
 // result goroutine and must not block for long.
-func (s *Stream) Put(path string, value any, done func(PutResult)) (string, error) {
+func (s *Stream) Put(path string, value any, done func(sk.PutAnswer)) (string, error) {
 	if err := checkPath(path); err != nil {
 		return "", err
 	}
@@ -57,7 +59,7 @@ func (s *Stream) Put(path string, value any, done func(PutResult)) (string, erro
 	id := uuid.NewString()
 	p := &pendingPut{id: id, path: path, done: done}
 	p.timer = s.clk.AfterFunc(PutTimeout, func() {
-		s.finishPut(id, PutResult{State: "TIMEOUT", Message: "no answer within 10 s"})
+		s.finishPut(id, sk.PutAnswer{State: "TIMEOUT", Message: "no answer within 10 s"})
 	})
 	s.puts[id] = p
 	s.sendCtrlLocked(putRequestFrame(id, path, raw))
@@ -65,16 +67,16 @@ func (s *Stream) Put(path string, value any, done func(PutResult)) (string, erro
 }
 
 // PutWait is Put that waits for the answer.
-func (s *Stream) PutWait(ctx context.Context, path string, value any) (PutResult, error) {
-	ch := make(chan PutResult, 1)
-	if _, err := s.Put(path, value, func(r PutResult) { ch <- r }); err != nil {
-		return PutResult{}, err
+func (s *Stream) PutWait(ctx context.Context, path string, value any) (sk.PutAnswer, error) {
+	ch := make(chan sk.PutAnswer, 1)
+	if _, err := s.Put(path, value, func(r sk.PutAnswer) { ch <- r }); err != nil {
+		return sk.PutAnswer{}, err
 	}
 	select {
 	case r := <-ch:
 		return r, nil
 	case <-ctx.Done():
-		return PutResult{}, ctx.Err()
+		return sk.PutAnswer{}, ctx.Err()
 	}
 }
 
@@ -92,13 +94,13 @@ func encodeValue(v any) (json.RawMessage, error) {
 	return b, nil
 }
 
-func (s *Stream) finishPut(id string, r PutResult) {
+func (s *Stream) finishPut(id string, r sk.PutAnswer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.finishPutLocked(id, r)
 }
 
-func (s *Stream) finishPutLocked(id string, r PutResult) {
+func (s *Stream) finishPutLocked(id string, r sk.PutAnswer) {
 	p, ok := s.puts[id]
 	if !ok {
 		return
@@ -123,7 +125,7 @@ func (s *Stream) finishPutLocked(id string, r PutResult) {
 
 func (s *Stream) failPutsLocked(msg string) {
 	for id := range s.puts {
-		s.finishPutLocked(id, PutResult{State: "FAILED", Message: msg})
+		s.finishPutLocked(id, sk.PutAnswer{State: "FAILED", Message: msg})
 	}
 }
 
@@ -131,7 +133,7 @@ func (s *Stream) onPutAnswer(f Frame) {
 	if f.State == "PENDING" {
 		return
 	}
-	s.finishPut(f.RequestID, PutResult{State: f.State, StatusCode: f.StatusCode, Message: f.Message})
+	s.finishPut(f.RequestID, sk.PutAnswer{State: f.State, StatusCode: f.StatusCode, Message: f.Message})
 }
 
 // resultRunner calls PUT completion callbacks outside the read loop and every lock. On close it
@@ -320,11 +322,21 @@ func (e *answerError) Is(target error) bool {
 	return e.code == 400 && target == ErrInvalidArgument
 }
 
-// Invalid is a handler error answered `COMPLETED` 400 with msg.
-func Invalid(msg string) error { return &answerError{400, msg} }
+// invalid is a handler error answered `COMPLETED` 400 with msg.
+func invalid(msg string) error { return &answerError{400, msg} }
 
-// Failed is a handler error answered `COMPLETED` 502 with msg.
-func Failed(msg string) error { return &answerError{502, msg} }
+// failed is a handler error answered `COMPLETED` 502 with msg.
+func failed(msg string) error { return &answerError{502, msg} }
+
+// errDeferred is a handler outcome that completes later through the completion function;
+// the server is answered PENDING 202 meanwhile.
+var errDeferred = errors.New("skstream: deferred")
+
+// putFunc is the form the request aggregation works with: it returns nil (200), an error from
+// invalid (400), errDeferred (202 now, complete is called later with the final outcome), or
+// any other error (502). complete may be called once, from any goroutine; it is ignored unless
+// the handler returned errDeferred.
+type putFunc func(req sk.PutRequest, complete func(error)) error
 
 // codeOf maps a handler outcome to the answer's status code and message.
 func codeOf(err error) (code int, msg string) {
@@ -340,60 +352,49 @@ func codeOf(err error) (code int, msg string) {
 	return 502, err.Error()
 }
 
-// Outcome is a handler result of the spec's table, for reply-style handlers.
-type Outcome int
-
-// The handler results.
-const (
-	OutcomeSuccess  Outcome = iota // COMPLETED 200
-	OutcomeInvalid                 // COMPLETED 400
-	OutcomeFailure                 // COMPLETED 502
-	OutcomeDeferred                // PENDING 202, completed by a later reply
-)
-
-func outcomeErr(o Outcome, msg string) error {
+func outcomeErr(o sk.PutResult, msg string) error {
 	switch o {
-	case OutcomeSuccess:
+	case sk.PutSuccess:
 		return nil
-	case OutcomeInvalid:
-		return Invalid(msg)
-	case OutcomeDeferred:
-		return ErrDeferred
+	case sk.PutInvalid:
+		return invalid(msg)
+	case sk.PutDeferred:
+		return errDeferred
 	}
 	if msg == "" {
 		msg = "failed"
 	}
-	return Failed(msg)
+	return failed(msg)
 }
 
-// ReplyHandler adapts a handler that answers through reply instead of returning: once with
-// OutcomeSuccess, OutcomeInvalid or OutcomeFailure; or OutcomeDeferred and later once more
-// with the final result. A handler that returns without replying is treated as deferred.
-// Replies after the final one are ignored.
-func ReplyHandler(h func(req PutRequest, reply func(o Outcome, msg string))) PutHandler {
-	return func(req PutRequest, complete func(error)) error {
+// replyHandler turns a handler that answers through reply (sk.PutHandler) into a putFunc: a
+// reply given before the handler returns is its answer (a final reply after a deferred one is
+// kept as the completion); no reply, or a deferred one, answers PENDING 202 and the next final
+// reply completes the request. Replies after the final one are ignored.
+func replyHandler(h sk.PutHandler) putFunc {
+	return func(req sk.PutRequest, complete func(error)) error {
 		var (
 			mu       sync.Mutex
 			returned bool
-			first    *Outcome
+			first    *sk.PutResult
 			firstMsg string
 			final    error
 			hasFinal bool
 		)
-		reply := func(o Outcome, msg string) {
+		reply := func(o sk.PutResult, msg string) {
 			mu.Lock()
 			if !returned {
 				switch {
 				case first == nil:
 					first, firstMsg = &o, msg
-				case *first == OutcomeDeferred && o != OutcomeDeferred && !hasFinal:
+				case *first == sk.PutDeferred && o != sk.PutDeferred && !hasFinal:
 					final, hasFinal = outcomeErr(o, msg), true
 				}
 				mu.Unlock()
 				return
 			}
 			mu.Unlock()
-			if o != OutcomeDeferred {
+			if o != sk.PutDeferred {
 				complete(outcomeErr(o, msg))
 			}
 		}
@@ -404,12 +405,12 @@ func ReplyHandler(h func(req PutRequest, reply func(o Outcome, msg string))) Put
 		mu.Unlock()
 		switch {
 		case f == nil:
-			return ErrDeferred
-		case *f == OutcomeDeferred:
+			return errDeferred
+		case *f == sk.PutDeferred:
 			if hasFin {
 				complete(fin)
 			}
-			return ErrDeferred
+			return errDeferred
 		}
 		return outcomeErr(*f, fmsg)
 	}
@@ -517,7 +518,7 @@ func (s *Stream) handleInbound(req inboundPut) {
 		complete := func(err error) {
 			once.Do(func() {
 				code, msg := codeOf(err)
-				if errors.Is(err, ErrDeferred) {
+				if errors.Is(err, errDeferred) {
 					code, msg = 502, "completed as deferred"
 				}
 				agg.mu.Lock()
@@ -533,12 +534,12 @@ func (s *Stream) handleInbound(req inboundPut) {
 				agg.settle()
 			})
 		}
-		err := callPutHandler(hs[i].Handle, PutRequest{RequestID: req.requestID, Context: req.context,
+		err := callPutHandler(replyHandler(hs[i].Handle), sk.PutRequest{RequestID: req.requestID, Context: req.context,
 			Path: pv.Path, Value: pv.Value}, complete)
 		agg.mu.Lock()
 		it.returned = true
 		agg.returned++
-		if errors.Is(err, ErrDeferred) {
+		if errors.Is(err, errDeferred) {
 			it.deferred = true
 		} else {
 			it.completed = true
@@ -553,7 +554,7 @@ func (s *Stream) handleInbound(req inboundPut) {
 	agg.settle()
 }
 
-func callPutHandler(h PutHandler, req PutRequest, complete func(error)) (err error) {
+func callPutHandler(h putFunc, req sk.PutRequest, complete func(error)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("handler panicked: %v", r)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"devhost/host/sk"
 	"devhost/host/skstream/skpeer"
 )
 
@@ -34,7 +35,7 @@ func readPut(t *testing.T, c *skpeer.Conn) putFrame {
 }
 
 // results records PUT results.
-type results = recorder[PutResult]
+type results = recorder[sk.PutAnswer]
 
 func TestPutOutboundFrameAndAnswer(t *testing.T) {
 	f := newFixture(t)
@@ -209,65 +210,56 @@ func TestInboundPutHandlerTable(t *testing.T) {
 		state string
 		code  int
 	}
-	var later func(error)
+	var later func(sk.PutResult, string)
 	var mu sync.Mutex
-	keep := func(c func(error)) {
+	keep := func(reply func(sk.PutResult, string)) {
 		mu.Lock()
-		later = c
+		later = reply
 		mu.Unlock()
+	}
+	deferThen := func(_ sk.PutRequest, reply func(sk.PutResult, string)) {
+		reply(sk.PutDeferred, "")
+		keep(reply)
 	}
 	cases := []struct {
 		name     string
-		handler  PutHandler
-		complete error // when deferred, the later outcome
+		handler  sk.PutHandler
+		final    sk.PutResult // when deferred, the later reply
+		finalMsg string
 		want     []step
 		msg      string
 	}{
-		{"success", func(PutRequest, func(error)) error { return nil }, nil, []step{{"COMPLETED", 200}}, ""},
-		{"invalid argument", func(PutRequest, func(error)) error { return Invalid("out of range") }, nil,
+		{"success", func(_ sk.PutRequest, reply func(sk.PutResult, string)) { reply(sk.PutSuccess, "") }, 0, "",
+			[]step{{"COMPLETED", 200}}, ""},
+		{"invalid", func(_ sk.PutRequest, reply func(sk.PutResult, string)) { reply(sk.PutInvalid, "out of range") }, 0, "",
 			[]step{{"COMPLETED", 400}}, "out of range"},
-		{"wrapped ErrInvalidArgument", func(PutRequest, func(error)) error {
-			return fmt.Errorf("mode: %w", ErrInvalidArgument)
-		}, nil, []step{{"COMPLETED", 400}}, ""},
-		{"other failure", func(PutRequest, func(error)) error { return errors.New("bus down") }, nil,
+		{"failure", func(_ sk.PutRequest, reply func(sk.PutResult, string)) { reply(sk.PutFailure, "bus down") }, 0, "",
 			[]step{{"COMPLETED", 502}}, "bus down"},
-		{"panic", func(PutRequest, func(error)) error { panic("bug") }, nil, []step{{"COMPLETED", 502}}, ""},
-		{"deferred then success", func(_ PutRequest, c func(error)) error { keep(c); return ErrDeferred }, nil,
-			[]step{{"PENDING", 202}, {"COMPLETED", 200}}, ""},
-		{"deferred then invalid", func(_ PutRequest, c func(error)) error { keep(c); return ErrDeferred },
-			Invalid("no"), []step{{"PENDING", 202}, {"COMPLETED", 400}}, "no"},
-		{"deferred then failure", func(_ PutRequest, c func(error)) error { keep(c); return ErrDeferred },
-			Failed("relay stuck"), []step{{"PENDING", 202}, {"COMPLETED", 502}}, "relay stuck"},
-		{"reply style success", ReplyHandler(func(_ PutRequest, reply func(Outcome, string)) {
-			reply(OutcomeSuccess, "")
-		}), nil, []step{{"COMPLETED", 200}}, ""},
-		{"reply style invalid", ReplyHandler(func(_ PutRequest, reply func(Outcome, string)) {
-			reply(OutcomeInvalid, "bad")
-		}), nil, []step{{"COMPLETED", 400}}, "bad"},
-		{"reply style failure", ReplyHandler(func(_ PutRequest, reply func(Outcome, string)) {
-			reply(OutcomeFailure, "x")
-		}), nil, []step{{"COMPLETED", 502}}, "x"},
-		{"reply style deferred", ReplyHandler(func(_ PutRequest, reply func(Outcome, string)) {
-			reply(OutcomeDeferred, "")
-			keep(func(err error) {
-				if err != nil {
-					reply(OutcomeFailure, err.Error())
-					return
-				}
-				reply(OutcomeSuccess, "")
-			})
-		}), nil, []step{{"PENDING", 202}, {"COMPLETED", 200}}, ""},
-		{"no handler", nil, nil, []step{{"COMPLETED", 405}}, ""},
+		{"failure without a message", func(_ sk.PutRequest, reply func(sk.PutResult, string)) { reply(sk.PutFailure, "") }, 0, "",
+			[]step{{"COMPLETED", 502}}, "failed"},
+		{"panic", func(sk.PutRequest, func(sk.PutResult, string)) { panic("bug") }, 0, "",
+			[]step{{"COMPLETED", 502}}, ""},
+		{"deferred then success", deferThen, sk.PutSuccess, "", []step{{"PENDING", 202}, {"COMPLETED", 200}}, ""},
+		{"deferred then invalid", deferThen, sk.PutInvalid, "no", []step{{"PENDING", 202}, {"COMPLETED", 400}}, "no"},
+		{"deferred then failure", deferThen, sk.PutFailure, "relay stuck",
+			[]step{{"PENDING", 202}, {"COMPLETED", 502}}, "relay stuck"},
+		{"no reply before return", func(_ sk.PutRequest, reply func(sk.PutResult, string)) { keep(reply) },
+			sk.PutInvalid, "late", []step{{"PENDING", 202}, {"COMPLETED", 400}}, "late"},
+		{"deferred and final before return", func(_ sk.PutRequest, reply func(sk.PutResult, string)) {
+			reply(sk.PutDeferred, "")
+			reply(sk.PutSuccess, "")
+		}, 0, "", []step{{"COMPLETED", 200}}, ""},
+		{"no handler", nil, 0, "", []step{{"COMPLETED", 405}}, ""},
 	}
 	for _, form := range []string{"array", "object"} {
 		for _, tc := range cases {
 			t.Run(form+"/"+tc.name, func(t *testing.T) {
 				f := newFixture(t)
-				var got []PutRequest
+				var got []sk.PutRequest
 				if tc.handler != nil {
-					_, err := f.s.HandlePut(PutPath{Path: "dev.probe.mode", Handle: func(r PutRequest, c func(error)) error {
+					_, err := f.s.HandlePut(PutPath{Path: "dev.probe.mode", Handle: func(r sk.PutRequest, reply func(sk.PutResult, string)) {
 						got = append(got, r)
-						return tc.handler(r, c)
+						tc.handler(r, reply)
 					}})
 					must(t, err)
 				}
@@ -282,7 +274,7 @@ func TestInboundPutHandlerTable(t *testing.T) {
 						mu.Lock()
 						fn := later
 						mu.Unlock()
-						fn(tc.complete)
+						fn(tc.final, tc.finalMsg)
 					}
 					a := nextAnswer(t, c)
 					if a.RequestID != "req-1" || a.State != w.state || a.StatusCode != w.code {
@@ -308,12 +300,13 @@ func TestInboundPutHandlerTable(t *testing.T) {
 func TestInboundPutEdgeCases(t *testing.T) {
 	f := newFixture(t)
 	var calls []string
-	h := func(r PutRequest, _ func(error)) error {
+	h := func(r sk.PutRequest, reply func(sk.PutResult, string)) {
 		calls = append(calls, r.Path)
 		if r.Path == "dev.b.x" {
-			return Invalid("b refuses")
+			reply(sk.PutInvalid, "b refuses")
+			return
 		}
-		return nil
+		reply(sk.PutSuccess, "")
 	}
 	_, err := f.s.HandlePut(PutPath{Path: "dev.a.*", Handle: h})
 	must(t, err)
@@ -352,15 +345,16 @@ func TestPutableStatePublishedAtBootConnectAndChange(t *testing.T) {
 	mode := "standby"
 	_, err := f.s.HandlePut(PutPath{
 		Path: "dev.probe.mode",
-		Handle: func(r PutRequest, _ func(error)) error {
+		Handle: func(r sk.PutRequest, reply func(sk.PutResult, string)) {
 			var v string
 			if json.Unmarshal(r.Value, &v) != nil {
-				return Invalid("mode is a string")
+				reply(sk.PutInvalid, "mode is a string")
+				return
 			}
 			mu.Lock()
 			mode = v
 			mu.Unlock()
-			return nil
+			reply(sk.PutSuccess, "")
 		},
 		Current: func() any { mu.Lock(); defer mu.Unlock(); return mode },
 	})
@@ -401,7 +395,7 @@ func TestPutableStatePublishedAtBootConnectAndChange(t *testing.T) {
 
 func TestHandlePutRegistration(t *testing.T) {
 	f := newFixture(t)
-	nop := func(PutRequest, func(error)) error { return nil }
+	nop := func(_ sk.PutRequest, reply func(sk.PutResult, string)) { reply(sk.PutSuccess, "") }
 	if _, err := f.s.HandlePut(PutPath{Path: "a.*", Handle: nop, Current: func() any { return 1 }}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("getter on a family: %v", err)
 	}
@@ -428,7 +422,7 @@ func TestPutableStateNotOvertakenByAnOlderRead(t *testing.T) {
 	state, reads := "on", 0
 	_, err := f.s.HandlePut(PutPath{
 		Path:   "dev.probe.pump",
-		Handle: func(PutRequest, func(error)) error { return nil },
+		Handle: func(_ sk.PutRequest, reply func(sk.PutResult, string)) { reply(sk.PutSuccess, "") },
 		Current: func() any {
 			mu.Lock()
 			defer mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"devhost/host/signalk/sktest"
+	"devhost/host/sk"
 )
 
 func TestMain(m *testing.M) { os.Exit(sktest.Main(m)) }
@@ -109,22 +110,23 @@ func TestRealServer(t *testing.T) {
 	mode := "standby"
 	_, err := s.HandlePut(PutPath{
 		Path: "dev.skstream.mode",
-		Handle: func(r PutRequest, _ func(error)) error {
+		Handle: func(r sk.PutRequest, reply func(sk.PutResult, string)) {
 			var v string
 			if json.Unmarshal(r.Value, &v) != nil || v == "" {
-				return Invalid("mode must be a non-empty string")
+				reply(sk.PutInvalid, "mode must be a non-empty string")
+				return
 			}
 			mu.Lock()
 			mode = v
 			mu.Unlock()
-			return nil
+			reply(sk.PutSuccess, "")
 		},
 		Current: func() any { mu.Lock(); defer mu.Unlock(); return mode },
 	})
 	must(t, err)
 	must(t, s.DeclareMeta("dev.skstream.temperature", map[string]any{"units": "K", "description": "probe"}, 2*time.Second))
-	echo := make(chan Delta, 16)
-	_, err = s.Subscribe("dev.skstream.echo*", func(d Delta) { echo <- d })
+	echo := make(chan sk.Delta, 16)
+	_, err = s.Subscribe("dev.skstream.echo*", func(d sk.Delta) { echo <- d })
 	must(t, err)
 
 	must(t, s.Start(ctx))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"devhost/host/sk"
 	"devhost/host/skstream/skpeer"
 )
 
@@ -54,8 +55,10 @@ func TestPublishBeforeStartIsInvalidState(t *testing.T) {
 		"bool":   func() error { return s.PublishBool("a.b", true) },
 		"json":   func() error { return s.PublishJSON("a.b", []byte(`{"x":1}`)) },
 		"any":    func() error { return s.Publish("a.b", 2) },
-		"values": func() error { return s.PublishValues(Item{"a.b", 1}, Item{"c.d", "x"}) },
-		"raw":    func() error { return s.SendRaw([]byte(`{"x":1}`)) },
+		"values": func() error {
+			return s.PublishValues(sk.Value{Path: "a.b", Value: 1}, sk.Value{Path: "c.d", Value: "x"})
+		},
+		"raw": func() error { return s.SendRaw([]byte(`{"x":1}`)) },
 	}
 	for name, fn := range calls {
 		if err := fn(); !errors.Is(err, ErrInvalidState) {
@@ -95,7 +98,7 @@ func TestPublishRefusesBadInput(t *testing.T) {
 		"not json":        f.s.PublishJSON("a.b", []byte(`{nope`)),
 		"too large":       f.s.PublishString("a.b", strings.Repeat("x", MaxMessageBytes)),
 		"unmarshallable":  f.s.Publish("a.b", func() {}),
-		"values not json": f.s.PublishValues(Item{"a.b", 1}, Item{"c.d", json.RawMessage(`{`)}),
+		"values not json": f.s.PublishValues(sk.Value{Path: "a.b", Value: 1}, sk.Value{Path: "c.d", Value: json.RawMessage(`{`)}),
 		"raw not json":    f.s.SendRaw([]byte("hello")),
 	}
 	for name, err := range cases {
@@ -145,7 +148,7 @@ func TestBatchWindowCoalescesAndLastValueWins(t *testing.T) {
 func TestPublishValuesShareOneBatch(t *testing.T) {
 	f := newFixture(t, withSettings(func(s *Settings) { s.BatchMS = 0 }))
 	c := f.connect()
-	must(t, f.s.PublishValues(Item{"a.b", 1}, Item{"c.d", "x"}, Item{"a.b", 2}))
+	must(t, f.s.PublishValues(sk.Value{Path: "a.b", Value: 1}, sk.Value{Path: "c.d", Value: "x"}, sk.Value{Path: "a.b", Value: 2}))
 	if got := nextDelta(t, c).values(); !slices.Equal(got, []string{"a.b=2", `c.d="x"`}) {
 		t.Fatalf("values %v", got)
 	}
@@ -377,7 +380,7 @@ func TestConnectRequest(t *testing.T) {
 		t.Fatal("token in the query string")
 	}
 	// With a subscription the next connection asks for meta; without a token no header.
-	cancel, err := f.s.Subscribe("navigation.*", func(Delta) {})
+	cancel, err := f.s.Subscribe("navigation.*", func(sk.Delta) {})
 	must(t, err)
 	defer cancel()
 	c.Next(t) // the incremental subscribe
@@ -643,8 +646,8 @@ func TestStatusEventsAndDocument(t *testing.T) {
 func TestCloseEndsEverything(t *testing.T) {
 	f := newFixture(t)
 	c := f.connect()
-	done := make(chan PutResult, 1)
-	_, err := f.s.Put("a.b", 1, func(r PutResult) { done <- r })
+	done := make(chan sk.PutAnswer, 1)
+	_, err := f.s.Put("a.b", 1, func(r sk.PutAnswer) { done <- r })
 	must(t, err)
 	c.Next(t)
 	f.s.Close()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"devhost/host/sk"
 )
 
 // subscriptions are the local subscribers and the patterns last sent to the server.
@@ -19,10 +21,10 @@ type subscriptions struct {
 type subscriber struct {
 	id      uint64
 	pattern string
-	fn      func(Delta)
+	fn      func(sk.Delta)
 
 	mu   sync.Mutex
-	q    []Delta
+	q    []sk.Delta
 	head int
 	n    int
 	wake chan struct{}
@@ -30,10 +32,10 @@ type subscriber struct {
 }
 
 // offer queues v and reports whether an older value had to be dropped for it.
-func (sb *subscriber) offer(v Delta) (dropped bool) {
+func (sb *subscriber) offer(v sk.Delta) (dropped bool) {
 	sb.mu.Lock()
 	if sb.n == len(sb.q) {
-		sb.q[sb.head] = Delta{}
+		sb.q[sb.head] = sk.Delta{}
 		sb.head = (sb.head + 1) % len(sb.q)
 		sb.n--
 		dropped = true
@@ -48,14 +50,14 @@ func (sb *subscriber) offer(v Delta) (dropped bool) {
 	return dropped
 }
 
-func (sb *subscriber) next() (Delta, bool) {
+func (sb *subscriber) next() (sk.Delta, bool) {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	if sb.n == 0 {
-		return Delta{}, false
+		return sk.Delta{}, false
 	}
 	v := sb.q[sb.head]
-	sb.q[sb.head] = Delta{}
+	sb.q[sb.head] = sk.Delta{}
 	sb.head = (sb.head + 1) % len(sb.q)
 	sb.n--
 	return v, true
@@ -87,7 +89,7 @@ func (s *Stream) deliver(sb *subscriber) {
 }
 
 // call runs a callback; a panic in it is logged, never fatal to the device.
-func (s *Stream) call(sb *subscriber, v Delta) {
+func (s *Stream) call(sb *subscriber, v sk.Delta) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("signal k stream: subscriber panicked", "pattern", sb.pattern, "panic", fmt.Sprint(r))
@@ -100,7 +102,7 @@ func (s *Stream) call(sb *subscriber, v Delta) {
 // family (`prefix.*`, `prefix*`) or `*`. At most MaxSubscriptions are active. The server is
 // subscribed incrementally while connected and again after each reconnect. fn runs on the
 // subscription's own goroutine, in order. cancel is idempotent.
-func (s *Stream) Subscribe(pattern string, fn func(Delta)) (cancel func(), err error) {
+func (s *Stream) Subscribe(pattern string, fn func(sk.Delta)) (cancel func(), err error) {
 	if err := checkPattern(pattern); err != nil {
 		return nil, err
 	}
@@ -117,7 +119,7 @@ func (s *Stream) Subscribe(pattern string, fn func(Delta)) (cancel func(), err e
 		return nil, fmt.Errorf("%w: %d subscriptions", ErrLimit, MaxSubscriptions)
 	}
 	s.subSeq++
-	sb := &subscriber{id: s.subSeq, pattern: pattern, fn: fn, q: make([]Delta, SubscriberQueue),
+	sb := &subscriber{id: s.subSeq, pattern: pattern, fn: fn, q: make([]sk.Delta, SubscriberQueue),
 		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	s.subs[sb.id] = sb
 	s.syncSubsLocked()
@@ -194,7 +196,7 @@ func (s *Stream) dispatch(f Frame) {
 func (s *Stream) dispatchLocked(ctx string, u *Update, group []PathValue, meta bool) {
 	for _, pv := range group {
 		s.in.Received++
-		v := Delta{Context: ctx, Path: pv.Path, Value: pv.Value, Timestamp: u.Timestamp,
+		v := sk.Delta{Context: ctx, Path: pv.Path, Value: pv.Value, Timestamp: u.Timestamp,
 			Source: u.Source, Meta: meta}
 		for _, sb := range s.subs {
 			if matchPattern(sb.pattern, pv.Path) && sb.offer(v) {

@@ -1,6 +1,7 @@
 package skstream
 
 import (
+	"devhost/host/sk"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,7 +46,7 @@ func isUnsubscribeAll(b []byte) bool {
 func TestSubscriptionsIncrementalAndResent(t *testing.T) {
 	f := newFixture(t)
 	c := f.connect()
-	nop := func(Delta) {}
+	nop := func(sk.Delta) {}
 
 	cancelPos, err := f.s.Subscribe("navigation.position", nop)
 	must(t, err)
@@ -114,19 +115,19 @@ func TestSubscriptionLimitAndPatterns(t *testing.T) {
 	f := newFixture(t)
 	var cancels []func()
 	for i := 0; i < MaxSubscriptions; i++ {
-		c, err := f.s.Subscribe(fmt.Sprintf("dev.p%d", i), func(Delta) {})
+		c, err := f.s.Subscribe(fmt.Sprintf("dev.p%d", i), func(sk.Delta) {})
 		must(t, err)
 		cancels = append(cancels, c)
 	}
-	if _, err := f.s.Subscribe("dev.one.more", func(Delta) {}); !errors.Is(err, ErrLimit) {
+	if _, err := f.s.Subscribe("dev.one.more", func(sk.Delta) {}); !errors.Is(err, ErrLimit) {
 		t.Fatalf("49th: %v", err)
 	}
 	cancels[0]()
-	if _, err := f.s.Subscribe("dev.one.more", func(Delta) {}); err != nil {
+	if _, err := f.s.Subscribe("dev.one.more", func(sk.Delta) {}); err != nil {
 		t.Fatalf("after a cancel: %v", err)
 	}
 	for _, bad := range []string{"", "a*b", "*a", "a..b", "a.**", "a b", ".a"} {
-		if _, err := f.s.Subscribe(bad, func(Delta) {}); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := f.s.Subscribe(bad, func(sk.Delta) {}); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("pattern %q: %v", bad, err)
 		}
 	}
@@ -138,7 +139,7 @@ func TestSubscriptionLimitAndPatterns(t *testing.T) {
 func TestLastUnsubscribeSendsUnsubscribeOnly(t *testing.T) {
 	f := newFixture(t)
 	c := f.connect()
-	cancel, err := f.s.Subscribe("a.*", func(Delta) {})
+	cancel, err := f.s.Subscribe("a.*", func(sk.Delta) {})
 	must(t, err)
 	c.Next(t)
 	cancel()
@@ -149,7 +150,7 @@ func TestLastUnsubscribeSendsUnsubscribeOnly(t *testing.T) {
 }
 
 // collector records deltas.
-type collector struct{ recorder[Delta] }
+type collector struct{ recorder[sk.Delta] }
 
 func (c *collector) paths() []string {
 	c.mu.Lock()
@@ -326,7 +327,7 @@ func TestSlowSubscriberDoesNotBlockOthers(t *testing.T) {
 	var releaseOnce sync.Once
 	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
 	var slow, fast collector
-	_, err := f.s.Subscribe("x.*", func(d Delta) {
+	_, err := f.s.Subscribe("x.*", func(d sk.Delta) {
 		<-release
 		slow.add(d)
 	})
@@ -359,7 +360,7 @@ func TestSubscriberPanicIsContained(t *testing.T) {
 	f := newFixture(t)
 	var got collector
 	n := 0
-	_, err := f.s.Subscribe("x.v", func(d Delta) {
+	_, err := f.s.Subscribe("x.v", func(d sk.Delta) {
 		n++
 		if n == 1 {
 			panic("boom")
@@ -419,7 +420,7 @@ func TestCloseDoesNotWaitForAStuckCallback(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	entered := make(chan struct{}, 1)
-	_, err := f.s.Subscribe("x.v", func(Delta) {
+	_, err := f.s.Subscribe("x.v", func(sk.Delta) {
 		entered <- struct{}{}
 		<-release
 	})

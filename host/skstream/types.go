@@ -3,13 +3,14 @@ package skstream
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"devhost/host/sk"
 )
 
 // Limits of the spec's Limits table (Signal K row) and of the wire documents.
@@ -44,14 +45,10 @@ var (
 	ErrInvalidState = errors.New("skstream: invalid state")
 	// ErrTimeout: a flush deadline passed with data still waiting.
 	ErrTimeout = errors.New("skstream: timeout")
-	// ErrInvalidArgument: a path, pattern, value or frame this package refuses. A PUT handler
-	// returns it (wrapped or not) to answer 400.
+	// ErrInvalidArgument: a path, pattern, value or frame this package refuses.
 	ErrInvalidArgument = errors.New("skstream: invalid argument")
 	// ErrLimit: a fixed limit (48 subscriptions, 8 PUTs in flight, meta declarations) is full.
 	ErrLimit = errors.New("skstream: limit reached")
-	// ErrDeferred is returned by a PUT handler that will complete the request later through
-	// the completion function it was given; the server is answered PENDING 202 meanwhile.
-	ErrDeferred = errors.New("skstream: deferred")
 	// ErrClosed: the stream was closed.
 	ErrClosed = errors.New("skstream: closed")
 )
@@ -147,50 +144,12 @@ type Options struct {
 	HelloTimeout time.Duration
 }
 
-// Delta is one inbound value (or meta entry when Meta is set) handed to a subscriber.
-type Delta struct {
-	Context   string
-	Path      string
-	Value     json.RawMessage
-	Timestamp string
-	Source    string // $source of the update, when given
-	Meta      bool
-}
-
-// PutResult is the end of an outbound PUT. State is COMPLETED, FAILED or TIMEOUT.
-type PutResult struct {
-	RequestID  string `json:"requestId"`
-	Path       string `json:"path"`
-	State      string `json:"state"`
-	StatusCode int    `json:"statusCode,omitempty"`
-	Message    string `json:"message,omitempty"`
-}
-
-// OK reports a COMPLETED answer with a 2xx status.
-func (r PutResult) OK() bool {
-	return r.State == "COMPLETED" && r.StatusCode >= 200 && r.StatusCode < 300
-}
-
-// PutRequest is one path of an inbound PUT.
-type PutRequest struct {
-	RequestID string
-	Context   string
-	Path      string
-	Value     json.RawMessage
-}
-
-// PutHandler handles an inbound PUT for one path. It returns nil (200), an error wrapping
-// ErrInvalidArgument (400), ErrDeferred (202 now, complete is called later with the final
-// outcome), or any other error (502). complete may be called once, from any goroutine; it is
-// ignored unless the handler returned ErrDeferred.
-type PutHandler func(req PutRequest, complete func(error)) error
-
 // PutPath registers a PUT-able path. Current, when set, returns the path's present state; it
 // is published at start, on every connect and after each successful PUT, because the server
 // routes a PUT only to a client that has published the path. Returning nil skips publishing.
 type PutPath struct {
 	Path    string
-	Handle  PutHandler
+	Handle  sk.PutHandler
 	Current func() any
 }
 

@@ -19,6 +19,7 @@ import (
 	"devhost/abi"
 	"devhost/host/plugin"
 	"devhost/host/signalk"
+	"devhost/host/sk"
 )
 
 // MaxStatePaths bounds the PUT-able paths whose state is kept. A path published past it is
@@ -47,7 +48,7 @@ type adapter struct {
 // patReg is one plugin pattern; remove is its family registration with the client (nil for
 // an exact path, which lives in paths).
 type patReg struct {
-	h      plugin.PutHandler
+	h      sk.PutHandler
 	remove func()
 }
 
@@ -71,11 +72,8 @@ func errno(err error) error {
 	return err
 }
 
-func (a *adapter) Publish(values ...plugin.SKValue) error {
-	vs := make([]signalk.Value, len(values))
-	for i, v := range values {
-		vs[i] = signalk.Value{Path: v.Path, Value: v.Value}
-	}
+func (a *adapter) Publish(values ...sk.Value) error {
+	vs := values
 	a.mu.Lock()
 	var covered []int // the values under a plugin's PUT pattern, whose state is kept
 	if len(a.pats) > 0 {
@@ -175,17 +173,15 @@ func (a *adapter) ownerLocked(path string) *patReg {
 
 // dispatch is the one handler the adapter registers with the client: it picks the plugin
 // pattern that owns the path at the time of the request.
-func (a *adapter) dispatch(req signalk.PutRequest, reply func(signalk.PutResult, string)) {
+func (a *adapter) dispatch(req sk.PutRequest, reply func(sk.PutResult, string)) {
 	a.mu.Lock()
 	r := a.ownerLocked(req.Path)
 	a.mu.Unlock()
 	if r == nil {
-		reply(signalk.PutFailure, "no handler for "+req.Path)
+		reply(sk.PutFailure, "no handler for "+req.Path)
 		return
 	}
-	r.h(plugin.PutRequest{Path: req.Path, Value: req.Value}, func(res plugin.PutResult, msg string) {
-		reply(signalk.PutResult(res), msg)
-	})
+	r.h(req, reply)
 }
 
 func (a *adapter) DeclareMeta(path string, meta json.RawMessage) error {
@@ -193,10 +189,8 @@ func (a *adapter) DeclareMeta(path string, meta json.RawMessage) error {
 	return errno(a.c.DeclareMeta(path, meta, 0))
 }
 
-func (a *adapter) Subscribe(pattern string, deliver func(plugin.Delta)) (func(), error) {
-	cancel, err := a.c.Subscribe(pattern, func(d signalk.Delta) {
-		deliver(plugin.Delta{Path: d.Path, Value: d.Value, Timestamp: d.Timestamp})
-	})
+func (a *adapter) Subscribe(pattern string, deliver func(sk.Delta)) (func(), error) {
+	cancel, err := a.c.Subscribe(pattern, deliver)
 	if err != nil && errors.Is(err, signalk.ErrBusy) {
 		return nil, fmt.Errorf("%w: %w", abi.ErrLimit, err)
 	}
@@ -204,7 +198,7 @@ func (a *adapter) Subscribe(pattern string, deliver func(plugin.Delta)) (func(),
 }
 
 // HandlePut registers a plugin's pattern. Registering a pattern again replaces its handler.
-func (a *adapter) HandlePut(pattern string, h plugin.PutHandler) (func(), error) {
+func (a *adapter) HandlePut(pattern string, h sk.PutHandler) (func(), error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: %w: nil handler", abi.ErrInvalid, signalk.ErrInvalidArgument)
 	}
@@ -273,8 +267,6 @@ func (a *adapter) removePattern(pattern string, reg *patReg) {
 	}
 }
 
-func (a *adapter) Put(path string, value json.RawMessage, answer func(plugin.PutAnswer)) error {
-	return errno(a.c.Put(path, value, func(p signalk.PutAnswer) {
-		answer(plugin.PutAnswer{State: p.State, StatusCode: p.StatusCode, Message: p.Message})
-	}))
+func (a *adapter) Put(path string, value json.RawMessage, answer func(sk.PutAnswer)) error {
+	return errno(a.c.Put(path, value, answer))
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"devhost/host/plugin"
 	"devhost/host/signalk"
+	"devhost/host/sk"
 	"devhost/host/skstream"
 	"devhost/host/skstream/skpeer"
 	"devhost/host/store"
@@ -131,19 +131,19 @@ type switchPlugin struct {
 	seen []string
 }
 
-func (p *switchPlugin) handle(req plugin.PutRequest, reply func(plugin.PutResult, string)) {
+func (p *switchPlugin) handle(req sk.PutRequest, reply func(sk.PutResult, string)) {
 	p.mu.Lock()
 	p.seen = append(p.seen, req.Path)
 	p.mu.Unlock()
 	var on bool
 	if json.Unmarshal(req.Value, &on) != nil {
-		reply(plugin.PutInvalid, "state is a boolean")
+		reply(sk.PutInvalid, "state is a boolean")
 		return
 	}
-	if err := p.a.Publish(plugin.SKValue{Path: req.Path, Value: on}); err != nil {
+	if err := p.a.Publish(sk.Value{Path: req.Path, Value: on}); err != nil {
 		p.t.Errorf("publish: %v", err)
 	}
-	reply(plugin.PutSuccess, "")
+	reply(sk.PutSuccess, "")
 }
 
 func (p *switchPlugin) last() string {
@@ -164,8 +164,8 @@ func TestPluginStateRepublishedOnReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.a.Publish(plugin.SKValue{Path: "electrical.switches.a.state", Value: true},
-		plugin.SKValue{Path: "environment.inside.temperature", Value: 293.0}); err != nil {
+	if err := r.a.Publish(sk.Value{Path: "electrical.switches.a.state", Value: true},
+		sk.Value{Path: "environment.inside.temperature", Value: 293.0}); err != nil {
 		t.Fatal(err)
 	}
 	c.AwaitValue(t, "electrical.switches.a.state", "true")
@@ -203,7 +203,7 @@ func TestPluginExactPatternState(t *testing.T) {
 	if got := r.kept(); got["electrical.pump.state"] != "?" {
 		t.Fatalf("before any publish: %v", got)
 	}
-	if err := r.a.Publish(plugin.SKValue{Path: "electrical.pump.state", Value: false}); err != nil {
+	if err := r.a.Publish(sk.Value{Path: "electrical.pump.state", Value: false}); err != nil {
 		t.Fatal(err)
 	}
 	c.AwaitValue(t, "electrical.pump.state", "false")
@@ -233,7 +233,7 @@ func TestPluginPatternOwnership(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.a.Publish(plugin.SKValue{Path: "electrical.switches.b.state", Value: true}); err != nil {
+	if err := r.a.Publish(sk.Value{Path: "electrical.switches.b.state", Value: true}); err != nil {
 		t.Fatal(err)
 	}
 	c.SendPut(t, "r1", "electrical.switches.b.state", "false")
@@ -264,7 +264,7 @@ func TestPluginStateBound(t *testing.T) {
 	}
 	defer remove()
 	for i := range MaxStatePaths + 4 {
-		if err := r.a.Publish(plugin.SKValue{Path: fmt.Sprintf("electrical.switches.s%d.state", i), Value: true}); err != nil {
+		if err := r.a.Publish(sk.Value{Path: fmt.Sprintf("electrical.switches.s%d.state", i), Value: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
