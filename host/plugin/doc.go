@@ -125,4 +125,28 @@
 //     without them. Plugins built from the same module share one compiled copy.
 //   - The partition is separate from `nvs`: a factory reset erases plugin configuration, not
 //     installed bundles or publisher keys, unless the device erases the partition too.
+//
+// Where things are:
+//   - manager.go: Options, the Manager and its tables (plugins by id, PUT pattern claims), New,
+//     Run; plugin.go: one installed plugin, its wanted state (Start, Stop) and what it set up
+//     this boot; supervise.go: its life (load, run, fail, back off, disable); install.go:
+//     verifying, installing and removing bundles, and the REST error mapping; status.go: the
+//     Status document, the `plugins` event, the SSE snapshot and the health condition.
+//   - engine.go: extism and wazero (compile, check, instantiate); mem*.go: linear memory;
+//     procs.go and prio_*.go: CPU use of plugin calls; stackguard/: the stack budget.
+//   - session.go: one running instance and its open requests; hostfn.go: the ABI's host
+//     functions; inbox.go: events waiting for the next batch; deps.go: the device interfaces;
+//     skresult.go: ABI PUT results to the host's (package sk); mdns.go: mdns_service.
+//   - http.go: the REST API; upload.go: chunked uploads and downloads; partition.go: the
+//     `plugins` partition on disk; configadapter.go: the f_<id> namespaces; trust/: keys.
+//
+// Lock order (a lock may be taken while holding those before it, never the reverse):
+//
+//	Manager.installMu → Manager.healthMu → Manager.mu or plugin.mu → inbox.mu
+//
+// Manager.mu and a plugin's mu are never held together: the manager copies its plugin list
+// under its own lock, releases it, then takes each plugin's. A plugin's mu is released before
+// it calls the manager (setState → changed) or a session (abort). The session's callMu and
+// putMu, the engine's (compiling → mu), the uploads', the memory allocator's and
+// procLender's locks are held only around their own fields and take no other lock.
 package plugin
