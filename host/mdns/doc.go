@@ -49,4 +49,21 @@
 //   - A browse keeps at most 512 records; a packet adds at most 256. Packets from another
 //     port than 5353 are not taken as responses. Unicast answers go only to on-link
 //     queriers.
+//
+// Where things are: responder.go holds the Responder, its configuration and its life on the
+// network (Start, NetworkChanged, NetworkDown, Close); names.go the names it owns (the host
+// name, registered services, their slots and TXT); probe.go probing, announcing, conflicts,
+// tie-breaking and goodbyes (RFC 6762 §8, §9); packets.go the records it builds, the packets
+// it receives, its answers and its queries; browse.go browsing; records.go and service.go the
+// wire records and service validation; transport.go and link.go the socket; pion.go the
+// library's A answers.
+//
+// Locks: one, Responder.mu. It guards the names, the link and the browse sessions, and is
+// taken by every exported method, by the timers' tick, by the link's read loop (handle) and
+// by a browse's queries; functions without their own Lock call (the probe, answer and
+// record helpers, the *Locked ones) run with it held. Nothing under it waits for another
+// party: packets are written to the UDP socket, a browse session gets its packets through a
+// buffered channel that drops when full and calls its fn without the lock, and Close waits
+// for the read loop only after releasing it. A timer that fires after its name moved on
+// sees a newer generation and does nothing.
 package mdns
