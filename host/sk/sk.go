@@ -10,10 +10,7 @@
 // is one byte on the wire); host/plugin maps them to these types by name, never by ordinal.
 package sk
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "encoding/json"
 
 // Value is one value for vessels.self. Value is a float64, string, bool, nil (JSON null) or
 // json.RawMessage (any other JSON value); the stream also takes other numbers and JSON-encodes
@@ -44,20 +41,6 @@ const (
 	PutFailure                   // COMPLETED 502
 	PutDeferred                  // PENDING 202, completed by a later reply
 )
-
-func (r PutResult) String() string {
-	switch r {
-	case PutSuccess:
-		return "success"
-	case PutInvalid:
-		return "invalid"
-	case PutFailure:
-		return "failure"
-	case PutDeferred:
-		return "deferred"
-	}
-	return fmt.Sprintf("result(%d)", int(r))
-}
 
 // PutRequest is one path of an inbound PUT.
 type PutRequest struct {

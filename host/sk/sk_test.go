@@ -23,12 +23,3 @@ func TestPutAnswerOK(t *testing.T) {
 		}
 	}
 }
-
-func TestPutResultString(t *testing.T) {
-	for r, want := range map[PutResult]string{PutSuccess: "success", PutInvalid: "invalid",
-		PutFailure: "failure", PutDeferred: "deferred", PutDeferred + 1: "result(4)"} {
-		if got := r.String(); got != want {
-			t.Errorf("%d: %q, want %q", int(r), got, want)
-		}
-	}
-}

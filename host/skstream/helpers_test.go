@@ -13,6 +13,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"devhost/host/sk"
 	"devhost/host/skstream/skpeer"
 )
 
@@ -215,4 +216,33 @@ func (r *recorder[T]) len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.items)
+}
+
+// modeState is a PUT-able path whose state is a non-empty string: the handler and the
+// current-state getter the PUT tests register.
+type modeState struct {
+	mu   sync.Mutex
+	mode string
+}
+
+func (m *modeState) path(path string) PutPath {
+	return PutPath{Path: path, Handle: m.handle, Current: m.current}
+}
+
+func (m *modeState) handle(r sk.PutRequest, reply func(sk.PutResult, string)) {
+	var v string
+	if json.Unmarshal(r.Value, &v) != nil || v == "" {
+		reply(sk.PutInvalid, "mode must be a non-empty string")
+		return
+	}
+	m.mu.Lock()
+	m.mode = v
+	m.mu.Unlock()
+	reply(sk.PutSuccess, "")
+}
+
+func (m *modeState) current() any {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mode
 }

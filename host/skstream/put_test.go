@@ -341,23 +341,7 @@ func TestInboundPutEdgeCases(t *testing.T) {
 
 func TestPutableStatePublishedAtBootConnectAndChange(t *testing.T) {
 	f := newFixture(t, withSettings(func(s *Settings) { s.BatchMS = 0 }))
-	var mu sync.Mutex
-	mode := "standby"
-	_, err := f.s.HandlePut(PutPath{
-		Path: "dev.probe.mode",
-		Handle: func(r sk.PutRequest, reply func(sk.PutResult, string)) {
-			var v string
-			if json.Unmarshal(r.Value, &v) != nil {
-				reply(sk.PutInvalid, "mode is a string")
-				return
-			}
-			mu.Lock()
-			mode = v
-			mu.Unlock()
-			reply(sk.PutSuccess, "")
-		},
-		Current: func() any { mu.Lock(); defer mu.Unlock(); return mode },
-	})
+	_, err := f.s.HandlePut((&modeState{mode: "standby"}).path("dev.probe.mode"))
 	must(t, err)
 	// Registered after start: published at once (buffered while down).
 	if st := f.s.Status(); st.Buffered != 1 {

@@ -106,23 +106,7 @@ func TestRealServer(t *testing.T) {
 	})
 	defer s.Close()
 
-	var mu sync.Mutex
-	mode := "standby"
-	_, err := s.HandlePut(PutPath{
-		Path: "dev.skstream.mode",
-		Handle: func(r sk.PutRequest, reply func(sk.PutResult, string)) {
-			var v string
-			if json.Unmarshal(r.Value, &v) != nil || v == "" {
-				reply(sk.PutInvalid, "mode must be a non-empty string")
-				return
-			}
-			mu.Lock()
-			mode = v
-			mu.Unlock()
-			reply(sk.PutSuccess, "")
-		},
-		Current: func() any { mu.Lock(); defer mu.Unlock(); return mode },
-	})
+	_, err := s.HandlePut((&modeState{mode: "standby"}).path("dev.skstream.mode"))
 	must(t, err)
 	must(t, s.DeclareMeta("dev.skstream.temperature", map[string]any{"units": "K", "description": "probe"}, 2*time.Second))
 	echo := make(chan sk.Delta, 16)
