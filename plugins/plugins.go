@@ -4,7 +4,7 @@
 // main.go and its manifest.json; the id in the manifest is the directory's name.
 //
 // Test plugins (testdata/<name>, documented in testdata/README.md): trapinit, badinit, loop,
-// memhog, garbage, badns, ns, nocaps, afterstop, bench.
+// memhog, garbage, badns, ns, nocaps, afterstop, bench, powerhold.
 package plugins
 
 import (
@@ -59,4 +59,4 @@ func Manifest(dir string) ([]byte, abi.Manifest, error) {
 }
 
 // TestPlugins lists the test plugins under testdata/.
-var TestPlugins = []string{"trapinit", "badinit", "loop", "memhog", "garbage", "badns", "ns", "nocaps", "afterstop", "bench"}
+var TestPlugins = []string{"trapinit", "badinit", "loop", "memhog", "garbage", "badns", "ns", "nocaps", "afterstop", "bench", "powerhold"}

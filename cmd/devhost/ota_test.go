@@ -79,6 +79,7 @@ type otaStatus struct {
 		RolledBack bool   `json:"rolled_back"`
 	} `json:"running"`
 	OtherVersion *string `json:"other_version"`
+	OtherState   string  `json:"other_state"`
 	Bytes        int64   `json:"bytes"`
 }
 

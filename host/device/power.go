@@ -47,11 +47,11 @@ func (d *Device) powerCycle(ctx context.Context, g *errgroup.Group) error {
 	return nil
 }
 
-// pluginPower is the duty cycle as the plugin host sees it: every plugin's hold counts under
-// the owner "plugins".
+// pluginPower is the duty cycle as the plugin host sees it: each plugin's hold counts under
+// an owner of its own (power.PluginOwner), so GET /power shows which plugin holds.
 type pluginPower struct{ c *power.Cycle }
 
-func (p pluginPower) Hold() (release func()) { return p.c.Hold("plugins") }
+func (p pluginPower) Hold(plugin string) (release func()) { return p.c.Hold(power.PluginOwner(plugin)) }
 
 // SleepNow is power_sleep: refused with the ABI's invalid-state while an update is
 // unconfirmed or in progress.

@@ -49,8 +49,10 @@ type Clock func() (t time.Time, source string, synced bool)
 
 // Power counts application holds of the power duty cycle (package power).
 type Power interface {
-	// Hold keeps the device awake until the returned release is called (once).
-	Hold() (release func())
+	// Hold keeps the device awake for the plugin with this id until the returned release is
+	// called (once). The id lets the duty cycle show which plugin holds it; the host releases
+	// the hold when the plugin's instance ends (stop, crash, removal, shutdown).
+	Hold(plugin string) (release func())
 }
 
 // GPIO is the board's general-purpose pins.

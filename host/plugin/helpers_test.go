@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -719,29 +720,47 @@ func (b *fakeBLE) Scan(func(BLEAdvert)) (func(), error) {
 	}, nil
 }
 
+// fakePower counts holds per plugin, as the duty cycle does per owner.
 type fakePower struct {
 	mu    sync.Mutex
-	holds int
+	holds map[string]int
 }
 
-func (p *fakePower) Hold() func() {
+func (p *fakePower) Hold(plugin string) func() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.holds++
+	if p.holds == nil {
+		p.holds = map[string]int{}
+	}
+	p.holds[plugin]++
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			p.mu.Lock()
-			p.holds--
-			p.mu.Unlock()
+			defer p.mu.Unlock()
+			if p.holds[plugin]--; p.holds[plugin] == 0 {
+				delete(p.holds, plugin)
+			}
 		})
 	}
 }
 
+// count is the total of the holds.
 func (p *fakePower) count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.holds
+	n := 0
+	for _, c := range p.holds {
+		n += c
+	}
+	return n
+}
+
+// by is a copy of the holds per plugin.
+func (p *fakePower) by() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.holds)
 }
 
 var osReadFile = os.ReadFile

@@ -440,7 +440,7 @@ func fnPowerHold(s *session, st []uint64) int32 {
 	}
 	switch {
 	case on == 1 && s.hold == nil:
-		s.hold = pw.Hold()
+		s.hold = pw.Hold(s.p.id)
 	case on == 0 && s.hold != nil:
 		s.hold()
 		s.hold = nil

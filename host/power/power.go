@@ -10,7 +10,8 @@
 //     (power.mode is off).
 //   - deadline_ms: the uptime in ms at which the wake deadline falls (`power.awake_max_s` after
 //     a timer wake, `window_s + awake_max_s` after any other boot); null while mode is off.
-//   - holds: {"total": n, "by": {"<owner>": n}}: counted application holds per owner.
+//   - holds: {"total": n, "by": {"<owner>": n}}: counted application holds per owner; a
+//     plugin's owner is "plugin:<id>" (PluginOwner).
 //   - last_awake_ms: the previous wake's duration from RTC memory; null after any boot that is
 //     not a timer wake.
 package power
@@ -183,6 +184,9 @@ func Decode(b []byte) (Record, bool) {
 	}
 	return r, true
 }
+
+// PluginOwner is the hold owner of the plugin with this id.
+func PluginOwner(id string) string { return "plugin:" + id }
 
 // Hold adds one application hold for owner; the returned function releases it (once).
 func (c *Cycle) Hold(owner string) (release func()) {

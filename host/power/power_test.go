@@ -214,6 +214,8 @@ func TestHoldsCountedAndReleasedOnce(t *testing.T) {
 
 func TestPowerDocument(t *testing.T) {
 	cy := New(Options{Clock: clockwork.NewFakeClock(), Config: cycleCfg(), ResetReason: "poweron"})
+	release := cy.Hold(PluginOwner("n2k"))
+	defer release()
 	rec := httptest.NewRecorder()
 	cy.Routes()[0].Handler(rec, httptest.NewRequest("GET", "/power", nil))
 	var doc map[string]any
@@ -227,6 +229,10 @@ func TestPowerDocument(t *testing.T) {
 	}
 	if doc["deadline_ms"].(float64) != 330000 || doc["why"] != WhyWindow {
 		t.Fatalf("document %s", rec.Body.String())
+	}
+	// The holds name the plugin that holds.
+	if h, _ := json.Marshal(doc["holds"]); string(h) != `{"by":{"plugin:n2k":1},"total":1}` {
+		t.Fatalf("holds %s", h)
 	}
 }
 
