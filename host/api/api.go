@@ -91,8 +91,7 @@ func WriteErr(w http.ResponseWriter, err error) {
 	}
 	b := ErrorBody(e)
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	setJSONHeaders(h)
 	h.Del("Content-Encoding")
 	h.Del("ETag")
 	w.WriteHeader(e.Status)
@@ -117,16 +116,37 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	WriteRawJSON(w, status, b)
 }
 
-// WriteRawJSON answers already-encoded JSON.
+// WriteRawJSON answers already-encoded JSON, newline-terminated. The length is sent, so a
+// document larger than net/http's buffer goes out in one piece rather than chunked.
 func WriteRawJSON(w http.ResponseWriter, status int, b []byte) {
+	nl := len(b) == 0 || b[len(b)-1] != '\n'
+	n := len(b)
+	if nl {
+		n++
+	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	setJSONHeaders(h)
+	h["Content-Length"] = []string{strconv.Itoa(n)}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-	if len(b) == 0 || b[len(b)-1] != '\n' {
-		_, _ = w.Write([]byte{'\n'})
+	if nl {
+		_, _ = w.Write(newline)
 	}
+}
+
+// The header values every JSON answer carries, shared rather than allocated per answer
+// (Header.Set makes a new slice each time). Their capacity is their length, so an Add to
+// them reallocates instead of writing into the shared array; nothing writes into a header
+// value in place.
+var (
+	jsonType = []string{"application/json"}
+	noStore  = []string{"no-store"}
+	newline  = []byte{'\n'}
+)
+
+func setJSONHeaders(h http.Header) {
+	h["Content-Type"] = jsonType[:1:1]
+	h["Cache-Control"] = noStore[:1:1]
 }
 
 // ReadBody reads the whole request body. The HTTP server has already capped its size; a body

@@ -7,8 +7,14 @@ import "crypto/subtle"
 // without branching, so neither where the strings differ nor whether their lengths differ
 // shows in the timing. Strings longer than max are never equal to anything.
 func ctEqual(a, b string, max int) bool {
-	bufA := make([]byte, max)
-	bufB := make([]byte, max)
+	// Every key check runs this; for the maxima the device uses the buffers live on the
+	// stack instead of costing two allocations per request.
+	var stackA, stackB [ctStack]byte
+	bufA, bufB := stackA[:], stackB[:]
+	if max > ctStack {
+		bufA, bufB = make([]byte, max), make([]byte, max)
+	}
+	bufA, bufB = bufA[:max], bufB[:max]
 	copy(bufA, a)
 	copy(bufB, b)
 	same := subtle.ConstantTimeCompare(bufA, bufB)
@@ -17,6 +23,10 @@ func ctEqual(a, b string, max int) bool {
 	same &= subtle.ConstantTimeLessOrEq(la, max)
 	return same == 1
 }
+
+// ctStack is the largest max ctEqual compares without a heap buffer: it covers MaxKeyLen and
+// session ids.
+const ctStack = 128
 
 // clampLen keeps a length within the range the subtle helpers are defined for; every length
 // beyond max becomes max+1, which the LessOrEq term refuses.

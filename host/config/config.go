@@ -136,19 +136,29 @@ func (c *Config) key(ns, key string) (*keyDef, error) {
 
 // effective is the stored value when it passes every check, else the default. The store is
 // flash: a read error is logged and the default used, as the device would.
+//
+// Every request reads keys (the API key on each authenticated request, the host names on
+// each request by name), so the parsed value is kept on the key and served from there until
+// the next write. The key is tagged with the write generation (docGen) loaded before the store
+// was read; every write through c.st moves the generation before and after it lands, so a
+// value read before a write finished is never served after that write returned.
 func (c *Config) effective(k *keyDef) any {
+	gen := c.docGen.Load()
+	if cv := k.cached.Load(); cv != nil && cv.gen == gen {
+		return cv.v
+	}
 	raw, ok, err := c.st.Get(storeKey(k.ns, k.Name))
 	if err != nil {
 		c.log.Error("config: read failed, using the default", "key", k.path(), "err", err)
-		return k.def
+		return k.def // not cached: the next read tries the store again
 	}
-	if !ok {
-		return k.def
+	v := k.def
+	if ok {
+		if pv, msg := k.fromJSON([]byte(raw)); msg == "" {
+			v = pv
+		}
 	}
-	v, msg := k.fromJSON([]byte(raw))
-	if msg != "" {
-		return k.def
-	}
+	k.cached.Store(&cachedValue{gen: gen, v: v})
 	return v
 }
 
@@ -390,7 +400,8 @@ func (c *Config) Document(ns string) ([]byte, error) {
 	return b, nil
 }
 
-// dropDocs empties the document cache; it runs before and after every store write.
+// dropDocs empties the document cache and, by moving the generation, every key's cached
+// value; it runs before and after every store write.
 func (c *Config) dropDocs() {
 	c.docMu.Lock()
 	c.docGen.Add(1)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -132,6 +133,15 @@ type keyDef struct {
 	pattern  *regexp.Regexp
 	columns  map[string]bool
 	table    bool
+	// cached is the effective value as last read from the store, valid while the config's
+	// write generation is the one it was read under (Config.effective).
+	cached atomic.Pointer[cachedValue]
+}
+
+// cachedValue is an effective value and the write generation it was read under.
+type cachedValue struct {
+	gen uint64
+	v   any
 }
 
 func (k *keyDef) path() string { return k.ns + "." + k.Name }

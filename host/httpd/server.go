@@ -299,7 +299,7 @@ func (s *Server) chain(rt api.Route) http.Handler {
 	takesBody := (rt.Method == http.MethodPut || rt.Method == http.MethodPost) && !rt.NoBody
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer s.recoverPanic(w, r)
-		rc := http.NewResponseController(w)
+		rc := controller(w)
 		if !rt.Stream {
 			_ = rc.SetWriteDeadline(time.Now().Add(DefaultWriteTimout))
 		}
@@ -323,7 +323,10 @@ func (s *Server) chain(rt api.Route) http.Handler {
 			api.WriteError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
+		if r.Body != http.NoBody {
+			// net/http gives a request without a body NoBody, which has nothing to cap.
+			r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
+		}
 		if r.ContentLength > 0 || r.ContentLength < 0 {
 			_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 		}
@@ -354,6 +357,21 @@ func (s *Server) chain(rt api.Route) http.Handler {
 		}
 		rt.Handler(w, r)
 	})
+}
+
+// deadliner is the part of http.ResponseController the chain uses.
+type deadliner interface {
+	SetReadDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
+}
+
+// controller answers w's deadline setters: net/http's own writer has them itself, which spares
+// the allocation of a ResponseController on every request; any other writer goes through one.
+func controller(w http.ResponseWriter) deadliner {
+	if d, ok := w.(deadliner); ok {
+		return d
+	}
+	return http.NewResponseController(w)
 }
 
 func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request) {

@@ -10,6 +10,7 @@
 package system
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -63,6 +64,9 @@ type Options struct {
 type System struct {
 	opts    Options
 	started time.Time
+	// pingDocs are the two ping documents (index 1: auth true), encoded once: the ping is
+	// the endpoint clients poll, and its content only changes with AuthWanted.
+	pingDocs [2][]byte
 
 	mu        sync.Mutex
 	lastReset any // cleared by the boot's first read
@@ -74,6 +78,11 @@ func New(opts Options) *System {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &System{opts: opts, started: opts.Clock.Now()}
+	for i, wanted := range []bool{false, true} {
+		// Two strings and a bool: encoding cannot fail.
+		b, _ := json.Marshal(ping{App: build.App, Version: build.Version, Auth: wanted})
+		s.pingDocs[i] = append(b, '\n')
+	}
 	// The record is only believed after a software reset (the watchdog's).
 	if opts.ResetReason == "software" {
 		s.lastReset = opts.LastReset
@@ -108,7 +117,11 @@ type ping struct {
 }
 
 func (s *System) ping(w http.ResponseWriter, _ *http.Request) {
-	api.WriteJSON(w, http.StatusOK, ping{App: build.App, Version: build.Version, Auth: s.opts.AuthWanted()})
+	doc := s.pingDocs[0]
+	if s.opts.AuthWanted() {
+		doc = s.pingDocs[1]
+	}
+	api.WriteRawJSON(w, http.StatusOK, doc)
 }
 
 // Info is the system info document.
