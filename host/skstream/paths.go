@@ -6,10 +6,17 @@ import (
 	"strings"
 )
 
-func pathByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '.' || c == '_' || c == '-' || c == ':'
-}
+func pathByte(c byte) bool { return pathBytes[c] }
+
+// pathBytes marks the bytes a path may hold; checkPath runs on every published value, and a
+// table lookup per byte costs less than the chain of comparisons it replaces.
+var pathBytes = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '.' || c == '_' || c == '-' || c == ':'
+	}
+	return t
+}()
 
 // checkPath accepts a dotted Signal K path: 1..MaxPathLen bytes of letters, digits and
 // `._-:`, without empty segments.

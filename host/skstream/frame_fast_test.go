@@ -1,0 +1,41 @@
+package skstream
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+)
+
+// The integer shortcut of appendNumber must print what the shortest float form prints.
+func TestAppendNumberIntegersMatchFloatForm(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	vals := []float64{0, 1, -1, 9, 10, 99, 100, 1e6, 1e15, -1e15, 1<<53 - 1, -(1<<53 - 1),
+		1 << 52, 1000000123, 4294967296, math.MaxInt32, math.MinInt32}
+	for range 100000 {
+		vals = append(vals, math.Trunc((r.Float64()*2-1)*math.Pow(10, float64(r.IntN(16)))))
+	}
+	for _, v := range vals {
+		want := strconv.AppendFloat(nil, v, 'f', -1, 64)
+		if got := appendNumber(nil, v); string(got) != string(want) {
+			t.Fatalf("appendNumber(%v) = %s, want %s", v, got, want)
+		}
+	}
+	// Negative zero keeps the float form it always had.
+	if got := string(appendNumber(nil, math.Copysign(0, -1))); got != "-0" {
+		t.Fatalf("appendNumber(-0) = %s", got)
+	}
+}
+
+// Paths are copied into a delta without escaping: only path bytes may pass checkPath.
+func TestPathBytesNeedNoEscape(t *testing.T) {
+	for c := range 256 {
+		if !pathByte(byte(c)) {
+			continue
+		}
+		s := string([]byte{byte(c)})
+		if got := string(appendJSONString(nil, s)); got != `"`+s+`"` {
+			t.Fatalf("path byte %q is escaped as %s", byte(c), got)
+		}
+	}
+}
