@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -36,6 +37,50 @@ func TestPathBytesNeedNoEscape(t *testing.T) {
 		s := string([]byte{byte(c)})
 		if got := string(appendJSONString(nil, s)); got != `"`+s+`"` {
 			t.Fatalf("path byte %q is escaped as %s", byte(c), got)
+		}
+	}
+}
+
+// checkPath in one pass gives the answer (and the message) of the plain definition: every byte
+// a path byte, then no empty segment.
+func TestCheckPathOnePassMatchesDefinition(t *testing.T) {
+	ref := func(p string) string {
+		if len(p) == 0 || len(p) > MaxPathLen {
+			return "length"
+		}
+		for i := 0; i < len(p); i++ {
+			if !pathByte(p[i]) {
+				return "byte " + strconv.QuoteRune(rune(p[i]))
+			}
+		}
+		if p[0] == '.' || p[len(p)-1] == '.' || strings.Contains(p, "..") {
+			return "empty segment"
+		}
+		return ""
+	}
+	got := func(p string) string {
+		err := checkPath(p)
+		switch {
+		case err == nil:
+			return ""
+		case strings.Contains(err.Error(), "path length"):
+			return "length"
+		case strings.Contains(err.Error(), "empty segment"):
+			return "empty segment"
+		}
+		i := strings.LastIndex(err.Error(), "byte ")
+		return err.Error()[i:]
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	const alphabet = "ab.._-:Z9 *\"\xff"
+	for range 200000 {
+		b := make([]byte, r.IntN(8))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		p := string(b)
+		if g, w := got(p), ref(p); g != w {
+			t.Fatalf("checkPath(%q): %q, want %q", p, g, w)
 		}
 	}
 }
