@@ -22,9 +22,9 @@ type outbound struct {
 	changed   chan struct{} // closed and replaced whenever the queues or the link move
 }
 
-// maxSpare is how many written delta buffers are kept for the next batches. At full speed a
-// message is closed for every one written, so a few spares make the steady state allocate
-// nothing; more would only hold memory.
+// maxSpare is how many written delta buffers are always kept for the next batches. At full
+// speed a message is closed for every one written, so a few spares make the steady state
+// allocate nothing; more are kept only within the ring's byte budget (recycleLocked).
 const maxSpare = 4
 
 // bufferLocked returns an empty buffer of at least n bytes' capacity: the smallest spare one
@@ -49,14 +49,25 @@ func (s *Stream) bufferLocked(n int) []byte {
 }
 
 // recycleLocked keeps a delta buffer the socket is done with (written or dropped) for a later
-// batch. With every spare slot taken it replaces the smallest spare when b is larger: a batch
-// that the timer closed small must not leave only small spares behind, or every full batch
-// after it would allocate anew.
+// batch. Beyond maxSpare buffers it keeps one only while the spares and the ring together
+// stay within sk.buffer_kb: publishers that fill the ring in bursts and a writer that empties
+// it in between then reuse the same buffers instead of allocating a ring's worth each time,
+// and the memory held never exceeds what the ring may hold anyway. With no room left it
+// replaces the smallest spare when b is larger: a batch that the timer closed small must not
+// leave only small spares behind, or every full batch after it would allocate anew.
 func (s *Stream) recycleLocked(b []byte) {
 	if cap(b) > 2*MaxMessageBytes {
 		return
 	}
 	if len(s.spare) < maxSpare {
+		s.spare = append(s.spare, b)
+		return
+	}
+	held := s.ring.bytes + cap(b)
+	for _, sp := range s.spare {
+		held += cap(sp)
+	}
+	if held <= s.set.BufferKB*1024 {
 		s.spare = append(s.spare, b)
 		return
 	}

@@ -34,3 +34,34 @@ func TestSpareBuffersKeepTheLargest(t *testing.T) {
 		t.Fatalf("oversized buffer kept")
 	}
 }
+
+// Beyond maxSpare, buffers are kept while the spares and the ring fit sk.buffer_kb.
+func TestSpareBuffersWithinRingBudget(t *testing.T) {
+	set := DefaultSettings()
+	set.BufferKB = 64
+	s := New(Options{Settings: set})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range 10 {
+		s.recycleLocked(make([]byte, 0, MaxMessageBytes))
+	}
+	if len(s.spare) != 4 {
+		t.Fatalf("%d spares of 16 KiB within 64 KiB, want 4", len(s.spare))
+	}
+	s.spare = s.spare[:0]
+	for range 10 {
+		s.recycleLocked(make([]byte, 0, 4096))
+	}
+	if len(s.spare) != 10 {
+		t.Fatalf("%d spares of 4 KiB within 64 KiB, want 10", len(s.spare))
+	}
+	// Ring bytes count against the budget too.
+	s.spare = s.spare[:0]
+	s.ring.add(false, make([]byte, 60*1024))
+	for range 10 {
+		s.recycleLocked(make([]byte, 0, 4096))
+	}
+	if len(s.spare) != maxSpare {
+		t.Fatalf("%d spares beside a 60 KiB ring, want %d", len(s.spare), maxSpare)
+	}
+}
