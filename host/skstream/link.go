@@ -290,7 +290,10 @@ func (s *Stream) connect() {
 		HandshakeTimeout: s.opts.HandshakeTimeout,
 		TLSClientConfig:  t.TLSConfig,
 		ReadBufferSize:   4096,
-		WriteBufferSize:  4096,
+		// A delta message (at most MaxMessageBytes) fits the write buffer whole, so it goes
+		// out as one frame in one write call instead of four 4 KiB fragments: fewer system
+		// calls here and fewer fragments for the server to join.
+		WriteBufferSize: MaxMessageBytes,
 		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			var nd net.Dialer
 			return a.track(nd.DialContext(ctx, network, addr))

@@ -22,29 +22,63 @@ type outbound struct {
 	changed   chan struct{} // closed and replaced whenever the queues or the link move
 }
 
-// maxSpare is how many written delta buffers are kept for the next batches. At full speed a
-// message is closed for every one written, so a few spares make the steady state allocate
-// nothing; more would only hold memory.
+// maxSpare is how many written delta buffers are always kept for the next batches. At full
+// speed a message is closed for every one written, so a few spares make the steady state
+// allocate nothing; more are kept only within the ring's byte budget (recycleLocked).
 const maxSpare = 4
 
-// bufferLocked returns an empty buffer of at least n bytes' capacity, a spare one if it fits.
+// bufferLocked returns an empty buffer of at least n bytes' capacity: the smallest spare one
+// that fits, else a new one rounded up to whole KiB so that batches of nearly the same size
+// can reuse each other's buffers.
 func (s *Stream) bufferLocked(n int) []byte {
-	for i := len(s.spare) - 1; i >= 0; i-- {
-		if b := s.spare[i]; cap(b) >= n {
-			s.spare[i] = s.spare[len(s.spare)-1]
-			s.spare[len(s.spare)-1] = nil
-			s.spare = s.spare[:len(s.spare)-1]
-			return b[:0]
+	best := -1
+	for i, b := range s.spare {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(s.spare[best])) {
+			best = i
 		}
 	}
-	return make([]byte, 0, n)
+	if best < 0 {
+		return make([]byte, 0, (n+1023)&^1023)
+	}
+	b := s.spare[best]
+	last := len(s.spare) - 1
+	s.spare[best] = s.spare[last]
+	s.spare[last] = nil
+	s.spare = s.spare[:last]
+	return b[:0]
 }
 
 // recycleLocked keeps a delta buffer the socket is done with (written or dropped) for a later
-// batch.
+// batch. Beyond maxSpare buffers it keeps one only while the spares and the ring together
+// stay within sk.buffer_kb: publishers that fill the ring in bursts and a writer that empties
+// it in between then reuse the same buffers instead of allocating a ring's worth each time,
+// and the memory held never exceeds what the ring may hold anyway. With no room left it
+// replaces the smallest spare when b is larger: a batch that the timer closed small must not
+// leave only small spares behind, or every full batch after it would allocate anew.
 func (s *Stream) recycleLocked(b []byte) {
-	if len(s.spare) < maxSpare && cap(b) <= 2*MaxMessageBytes {
+	if cap(b) > 2*MaxMessageBytes {
+		return
+	}
+	if len(s.spare) < maxSpare {
 		s.spare = append(s.spare, b)
+		return
+	}
+	held := s.ring.bytes + cap(b)
+	for _, sp := range s.spare {
+		held += cap(sp)
+	}
+	if held <= s.set.BufferKB*1024 {
+		s.spare = append(s.spare, b)
+		return
+	}
+	small := 0
+	for i := range s.spare {
+		if cap(s.spare[i]) < cap(s.spare[small]) {
+			small = i
+		}
+	}
+	if cap(s.spare[small]) < cap(b) {
+		s.spare[small] = b
 	}
 }
 
