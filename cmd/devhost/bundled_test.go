@@ -1,0 +1,122 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"devhost/plugins"
+)
+
+// A device built as `make build` builds it carries plugins/n2k: a fresh device lists it
+// running and idle (f_n2k.enabled false); a removal lasts across reboots; a factory reset
+// brings it back.
+func TestBundledN2KPluginOnAFreshDevice(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
+	defer cancel()
+	keys, work := t.TempDir(), t.TempDir()
+	run := func(dir string, env []string, name string, args ...string) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+	}
+	// What make build does, with the test's own development key and, instead of writing into
+	// the source tree, the bundle laid over the embedded folder.
+	bundle := filepath.Join(work, "n2k.devplug")
+	run("", []string{"DEVHOST_KEYS=" + keys}, devctl, "plugin", "build", filepath.Join(plugins.Dir(), "n2k"), "--out", bundle)
+	dist := filepath.Join(plugins.Dir(), "..", "host", "plugin", "bundled", "dist")
+	replace := map[string]string{filepath.Join(dist, "n2k.devplug"): bundle}
+	others, _ := filepath.Glob(filepath.Join(dist, "*.devplug"))
+	for _, o := range others {
+		if filepath.Base(o) != "n2k.devplug" {
+			replace[o] = "" // another build's bundles are not this test's
+		}
+	}
+	ov, _ := json.Marshal(map[string]any{"Replace": replace})
+	overlay := filepath.Join(work, "overlay.json")
+	if err := os.WriteFile(overlay, ov, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(work, "devhost")
+	run("", nil, "go", "build", "-race", "-tags", "bundled", "-overlay", overlay, "-o", bin, ".")
+
+	d := newDev(t, withBinary(bin), withEnv("DEVHOST_KEYS="+keys))
+	_, man, err := plugins.Manifest("n2k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2k := func() map[string]any {
+		t.Helper()
+		var doc struct{ Plugins []map[string]any }
+		r := d.call("GET", "/api/v1/plugins", "")
+		if r.status != 200 || json.Unmarshal(r.body, &doc) != nil {
+			t.Fatalf("plugins: %d %s", r.status, r.body)
+		}
+		for _, p := range doc.Plugins {
+			if p["id"] == "n2k" {
+				return p
+			}
+		}
+		return nil
+	}
+	waitIdle := func(when string) {
+		t.Helper()
+		deadline := time.Now().Add(hangGuard)
+		for {
+			p := n2k()
+			if p == nil {
+				t.Fatalf("%s: n2k not installed", when)
+			}
+			if p["state"] == "running" {
+				if p["version"] != man.Version || p["wanted"] != "running" {
+					t.Fatalf("%s: n2k %v %v", when, p["version"], p["wanted"])
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: n2k %v, never running", when, p["state"])
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		st := d.call("GET", "/api/v1/n2k/status", "")
+		if st.status != 200 {
+			t.Fatalf("%s: n2k status %d %s", when, st.status, st.body)
+		}
+		if m := st.json(t); m["state"] != "disabled" || m["address"] != nil || m["frames_out"] != 0.0 {
+			t.Fatalf("%s: not idle: %s", when, st.body)
+		}
+		cfg := d.call("GET", "/api/v1/config?ns=f_n2k", "")
+		if cfg.status != 200 || cfg.json(t)["f_n2k"].(map[string]any)["enabled"] != false {
+			t.Fatalf("%s: f_n2k %d %s", when, cfg.status, cfg.body)
+		}
+	}
+	waitIdle("first boot")
+
+	// The owner removes it: it stays removed after a reboot.
+	if r := d.call("DELETE", "/api/v1/plugins/n2k", ""); r.status/100 != 2 {
+		t.Fatalf("remove: %d %s", r.status, r.body)
+	}
+	if r := d.call("POST", "/api/v1/system/reboot", ""); r.status != 202 {
+		t.Fatalf("reboot: %d %s", r.status, r.body)
+	}
+	d.waitBoot()
+	if p := n2k(); p != nil {
+		t.Fatalf("the removed bundled plugin came back after a reboot: %v", p)
+	}
+
+	// A factory reset returns the device to what it carries.
+	if r := d.call("POST", "/api/v1/system/factory-reset", ""); r.status != 202 {
+		t.Fatalf("factory reset: %d %s", r.status, r.body)
+	}
+	d.waitBoot()
+	waitIdle("after the factory reset")
+}
