@@ -101,6 +101,27 @@ func TestBundledN2KPluginOnAFreshDevice(t *testing.T) {
 	}
 	waitIdle("first boot")
 
+	// The namespace's ranges: a bad value is a 400 naming the key; nothing is stored.
+	for _, c := range []struct{ key, value string }{
+		{"rate_ms", "-1"}, {"rate_ms", "60001"}, {"manufacturer", "2048"}, {"device_function", "256"},
+		{"device_class", "128"}, {"device_instance", "256"}, {"system_instance", "16"},
+		{"industry_group", "8"}, {"unique_number", "2097152"}, {"address", "252"}, {"rate_ms", `"fast"`},
+		{"path_overrides", `"` + strings.Repeat("x", 4000) + `"`},
+	} {
+		r := d.call("PUT", "/api/v1/config", `{"f_n2k":{"`+c.key+`":`+c.value+`}}`)
+		if m := r.json(t); r.status != 400 || m["error"] != "validation" || m["path"] != "f_n2k."+c.key {
+			t.Errorf("f_n2k.%s = %.20s: %d %s", c.key, c.value, r.status, r.body)
+		}
+	}
+	good := `{"f_n2k":{"rate_ms":250,"manufacturer":1851,"device_instance":3,"industry_group":4,` +
+		`"path_overrides":"[{\"from\":\"electrical.batteries.1\",\"to\":\"electrical.batteries.house\"}]"}}`
+	if r := d.call("PUT", "/api/v1/config", good); r.status != 200 {
+		t.Fatalf("good values: %d %s", r.status, r.body)
+	}
+	if r := d.call("PUT", "/api/v1/config", `{"f_n2k":{"rate_ms":0,"manufacturer":2046,"device_instance":0,"path_overrides":"[]"}}`); r.status != 200 {
+		t.Fatalf("defaults back: %d %s", r.status, r.body)
+	}
+
 	// The owner removes it: it stays removed after a reboot.
 	if r := d.call("DELETE", "/api/v1/plugins/n2k", ""); r.status/100 != 2 {
 		t.Fatalf("remove: %d %s", r.status, r.body)
