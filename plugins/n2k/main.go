@@ -125,6 +125,9 @@ type plugin struct {
 	overrides outflow.Overrides
 	limiter   outflow.Limiter
 	cfgIssue  string           // the override rows left out, as last reported
+	metaDone  map[string]bool  // paths whose meta was considered
+	metaSent  int              // meta declarations made
+	metaStop  bool             // no more meta declarations this run
 	seq       map[uint32]uint8 // fast-packet sequence counters of sent PGNs
 	one       []byte           // a delta's JSON
 	pending   []byte           // deltas not yet sent as an event: "[d1,d2"
@@ -237,6 +240,7 @@ func (p *plugin) publish(d *skmap.Delta) {
 		}
 	}
 	for _, v := range d.Updates[0].Values {
+		p.declareMeta(v.Path)
 		if p.limiter.Interval > 0 && !p.limiter.Offer(v.Path, v.Value, p.uptime) {
 			continue // held: the rate timer sends the latest
 		}

@@ -7,6 +7,7 @@ import (
 
 	"devhost/abi"
 	"devhost/plugins/n2k/outflow"
+	"devhost/plugins/n2k/skmeta"
 	"devhost/sdk"
 )
 
@@ -98,4 +99,36 @@ func publishValue(path string, v any) {
 	if err != nil {
 		sdk.Logf(sdk.LevelWarn, "publish %s: %v", path, err)
 	}
+}
+
+// metaBudget bounds the meta declarations of the plugin: the device keeps a bounded table of
+// them for every plugin and itself (reconciled with the server on each connect).
+const metaBudget = 48
+
+// declareMeta declares the units of path the first time the plugin publishes it, when the
+// Signal K specification gives it units; a refusal (the device's table full) ends the
+// declarations for this run.
+func (p *plugin) declareMeta(path string) {
+	if p.metaDone == nil {
+		p.metaDone = map[string]bool{}
+	}
+	if p.metaDone[path] || p.metaStop {
+		return
+	}
+	p.metaDone[path] = true
+	u := skmeta.Units(path)
+	if u == "" {
+		return
+	}
+	if p.metaSent >= metaBudget {
+		sdk.Logf(sdk.LevelInfo, "meta: %d paths declared, no more this run", p.metaSent)
+		p.metaStop = true
+		return
+	}
+	if err := sdk.DeclareMeta(path, map[string]string{"units": u}); err != nil {
+		sdk.Logf(sdk.LevelWarn, "meta %s: %v; no more declarations this run", path, err)
+		p.metaStop = true
+		return
+	}
+	p.metaSent++
 }

@@ -202,3 +202,67 @@ func TestOverridesThenRateLimit(t *testing.T) {
 		t.Errorf("published %v", got)
 	}
 }
+
+func battery(t *testing.T, h *sdk.FakeHost, inst int, volts float64) {
+	t.Helper()
+	data, err := decode.Encode(127508, map[string]any{"instance": float64(inst), "voltage": volts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromBus(h, decode.Message{Header: decode.Header{Prio: 6, PGN: 127508, Src: 12, Dst: 255}, Data: data})
+}
+
+func TestMetaUnitsDeclaredOnFirstPublication(t *testing.T) {
+	h := fakeHost(t)
+	defer h.Stop()
+	rows := `[{"from":"electrical.batteries.1","to":"electrical.batteries.house"}]`
+	if err := h.SetConfig(map[string]any{"enabled": true, "path_overrides": rows}); err != nil {
+		t.Fatal(err)
+	}
+	heading(t, h, 7, 1.0)
+	battery(t, h, 1, 12.5)
+	for path, want := range map[string]string{
+		"navigation.headingMagnetic":         `{"units":"rad"}`,
+		"electrical.batteries.house.voltage": `{"units":"V"}`, // the overridden path
+	} {
+		if got := h.Meta[path]; got != want {
+			t.Errorf("meta of %s = %q, want %s", path, got, want)
+		}
+	}
+	if _, ok := h.Meta["electrical.batteries.1.voltage"]; ok {
+		t.Error("meta declared for the path the override replaced")
+	}
+	// Once per path: more values declare nothing again.
+	calls := func() int {
+		n := 0
+		for _, c := range h.Calls {
+			if c == "sk_meta" {
+				n++
+			}
+		}
+		return n
+	}
+	before := calls()
+	heading(t, h, 7, 1.1)
+	battery(t, h, 1, 12.6)
+	if calls() != before {
+		t.Errorf("meta declared again: %d calls, then %d", before, calls())
+	}
+}
+
+func TestMetaBudget(t *testing.T) {
+	h := fakeHost(t)
+	defer h.Stop()
+	if err := h.SetConfig(map[string]any{"enabled": true}); err != nil {
+		t.Fatal(err)
+	}
+	for inst := range metaBudget + 12 {
+		battery(t, h, inst, 12)
+	}
+	if n := len(h.Meta); n != metaBudget {
+		t.Errorf("%d paths declared, want the budget %d", n, metaBudget)
+	}
+	if got := h.Values()[fmt.Sprintf("electrical.batteries.%d.voltage", metaBudget+11)]; got.Num != 12 {
+		t.Errorf("values past the budget still published: %+v", got)
+	}
+}
