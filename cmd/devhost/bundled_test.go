@@ -3,52 +3,89 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"devhost/plugins"
 )
 
-// A device built as `make build` builds it carries plugins/n2k: a fresh device lists it
-// running and idle (f_n2k.enabled false); a removal lasts across reboots; a factory reset
-// brings it back.
-func TestBundledN2KPluginOnAFreshDevice(t *testing.T) {
+// bundledBuild is what `make build` makes of plugins/n2k and cmd/devhost, built once for the
+// tests that need it: the module, the development key that signed its bundle, and a devhost
+// (with the race detector) carrying the bundle.
+type bundledBuild struct {
+	wasm, keys, bin string
+}
+
+var (
+	bundledOnce sync.Once
+	bundled     bundledBuild
+	bundledErr  error
+)
+
+func buildBundled(t *testing.T) bundledBuild {
+	t.Helper()
+	bundledOnce.Do(func() { bundled, bundledErr = makeBundled() })
+	if bundledErr != nil {
+		t.Fatal(bundledErr)
+	}
+	return bundled
+}
+
+func makeBundled() (bundledBuild, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
 	defer cancel()
-	keys, work := t.TempDir(), t.TempDir()
-	run := func(dir string, env []string, name string, args ...string) {
-		t.Helper()
+	// Beside the binaries TestMain built: removed with them.
+	work, err := os.MkdirTemp(filepath.Dir(binary), "bundled")
+	if err != nil {
+		return bundledBuild{}, err
+	}
+	b := bundledBuild{wasm: filepath.Join(work, "n2k.wasm"), keys: filepath.Join(work, "keys"), bin: filepath.Join(work, "devhost")}
+	run := func(env []string, name string, args ...string) error {
 		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+			return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
 		}
+		return nil
+	}
+	if err := plugins.Build(ctx, "n2k", b.wasm); err != nil {
+		return b, err
 	}
 	// What make build does, with the test's own development key and, instead of writing into
 	// the source tree, the bundle laid over the embedded folder.
 	bundle := filepath.Join(work, "n2k.devplug")
-	run("", []string{"DEVHOST_KEYS=" + keys}, devctl, "plugin", "build", filepath.Join(plugins.Dir(), "n2k"), "--out", bundle)
+	if err := run([]string{"DEVHOST_KEYS=" + b.keys}, devctl, "plugin", "pack",
+		"--manifest", filepath.Join(plugins.Dir(), "n2k", "manifest.json"), "--wasm", b.wasm, "--out", bundle); err != nil {
+		return b, err
+	}
 	dist := filepath.Join(plugins.Dir(), "..", "host", "plugin", "bundled", "dist")
 	replace := map[string]string{filepath.Join(dist, "n2k.devplug"): bundle}
 	others, _ := filepath.Glob(filepath.Join(dist, "*.devplug"))
 	for _, o := range others {
 		if filepath.Base(o) != "n2k.devplug" {
-			replace[o] = "" // another build's bundles are not this test's
+			replace[o] = "" // another build's bundles are not these tests'
 		}
 	}
 	ov, _ := json.Marshal(map[string]any{"Replace": replace})
 	overlay := filepath.Join(work, "overlay.json")
 	if err := os.WriteFile(overlay, ov, 0o644); err != nil {
-		t.Fatal(err)
+		return b, err
 	}
-	bin := filepath.Join(work, "devhost")
-	run("", nil, "go", "build", "-race", "-tags", "bundled", "-overlay", overlay, "-o", bin, ".")
+	return b, run(nil, "go", "build", "-race", "-tags", "bundled", "-overlay", overlay, "-o", b.bin, ".")
+}
 
+// A device built as `make build` builds it carries plugins/n2k: a fresh device lists it
+// running and idle (f_n2k.enabled false); a removal lasts across reboots; a factory reset
+// brings it back.
+func TestBundledN2KPluginOnAFreshDevice(t *testing.T) {
+	b := buildBundled(t)
+	bin, keys := b.bin, b.keys
 	d := newDev(t, withBinary(bin), withEnv("DEVHOST_KEYS="+keys))
 	_, man, err := plugins.Manifest("n2k")
 	if err != nil {
