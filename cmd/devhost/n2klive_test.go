@@ -220,4 +220,3 @@ func n2kWait(t *testing.T, what string, ok func() bool) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-
