@@ -16,10 +16,20 @@ MODULES := . abi sdk
 
 # devctl first: `devctl ota pubkey` creates the development firmware key when none exists (in
 # $$DEVHOST_KEYS, beside the plugin key) and prints its public half, which devhost compiles in.
+# Then the bundled plugins (host/plugin/bundled): each of BUNDLED_PLUGINS compiled, packed and
+# signed with the development plugin key (the one a device without a compiled-in key trusts;
+# PLUGIN_SIGN_KEY=FILE signs with another) into host/plugin/bundled/dist, which the bundled
+# tag embeds; the device installs them on its first boot.
+BUNDLED_PLUGINS := n2k
+BUNDLED_DIR := host/plugin/bundled/dist
 build: ui
 	go build -ldflags '$(LDFLAGS) -X main.sourceDir=$(CURDIR)' -o $(BIN)/devctl ./cmd/devctl
+	find $(BUNDLED_DIR) -name '*.devplug' -delete
+	for p in $(BUNDLED_PLUGINS); do \
+		$(BIN)/devctl plugin build plugins/$$p $(if $(PLUGIN_SIGN_KEY),--sign-key $(PLUGIN_SIGN_KEY)) --out $(BUNDLED_DIR)/$$p.devplug >/dev/null || exit 1; \
+	done
 	fwkey=$$($(BIN)/devctl ota pubkey) && \
-	go build -tags webui -ldflags "$(LDFLAGS) -X devhost/host/build.Time=$$(date -u +%Y-%m-%dT%H:%M:%SZ) -X devhost/host/ota/image.FirmwareKey=$$fwkey" -o $(BIN)/devhost ./cmd/devhost
+	go build -tags webui,bundled -ldflags "$(LDFLAGS) -X devhost/host/build.Time=$$(date -u +%Y-%m-%dT%H:%M:%SZ) -X devhost/host/ota/image.FirmwareKey=$$fwkey" -o $(BIN)/devhost ./cmd/devhost
 
 # devhost and devctl on the PATH (PREFIX=/usr/local: /usr/local/bin). The installed devctl
 # still finds this checkout's abi and sdk for `devctl plugin new`.

@@ -123,6 +123,7 @@ func (l *lines) waitListening(t *testing.T, n int, timeout time.Duration) string
 
 type dev struct {
 	t      *testing.T
+	bin    string // the devhost executable; the one TestMain built when empty
 	data   string
 	port   int
 	args   []string
@@ -140,6 +141,8 @@ type devOpt func(*dev)
 func withArgs(a ...string) devOpt { return func(d *dev) { d.args = append(d.args, a...) } }
 
 func withEnv(kv ...string) devOpt { return func(d *dev) { d.env = append(d.env, kv...) } }
+
+func withBinary(path string) devOpt { return func(d *dev) { d.bin = path } }
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -187,7 +190,11 @@ func newDev(t *testing.T, opts ...devOpt) *dev {
 func (d *dev) powerOn() {
 	d.t.Helper()
 	d.out = newLines()
-	d.cmd = exec.Command(binary, d.args...)
+	bin := binary
+	if d.bin != "" {
+		bin = d.bin
+	}
+	d.cmd = exec.Command(bin, d.args...)
 	d.cmd.Env = append(os.Environ(), d.env...)
 	d.cmd.Stdout = d.out
 	d.cmd.Stderr = d.out

@@ -52,6 +52,7 @@ func (d *Device) plugins(ctx context.Context, g *errgroup.Group) error {
 	if err := d.srv.HandleAll(pm.Routes()); err != nil {
 		return err
 	}
+	d.installBundled(pm)
 	d.hub.OnConnect(pm.Snapshot)
 	d.cfg.OnChange(pm.ConfigChanged)
 	g.Go(func() error { return pm.Run(ctx) })

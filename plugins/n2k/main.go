@@ -6,18 +6,27 @@
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o n2k.wasm ./plugins/n2k
 //
 // On the bus it is a good citizen (package node): it claims an address (f_n2k.address
-// preferred, NAME from f_n2k.unique_number or the device id, manufacturer code 2046,
-// function 130 PC gateway, class 25 internetwork device, marine), defends or moves it,
+// preferred) with the NAME of the f_n2k NAME fields (unique number, 0: derived from the
+// device id; by default manufacturer code 2046, function 130 PC gateway, class 25
+// internetwork device, instances 0, industry group 4 marine), claims again when they change,
+// defends or moves it,
 // answers ISO requests for its claim, product information and PGN lists and sends a
 // heartbeat every 60 s. A Signal K PUT on electrical.switches.bank.<instance>.<switch>.state
 // (true/false or 1/0) sends Switch Bank Control (127502) for that switch; the bank's status
 // (127501) comes back as the state path.
 //
 // Configuration (namespace f_n2k): enabled (default false: the plugin idles), source (the
-// board's CAN bus), address, unique_number, pgn_allow and pgn_deny (comma-separated PGNs; an empty allow list
-// allows all), deltas (also send each delta, $source and timestamp included, as the SSE
+// board's CAN bus), address, the NAME fields unique_number, manufacturer, device_function,
+// device_class, device_instance, system_instance and industry_group, pgn_allow and pgn_deny
+// (comma-separated PGNs; an empty allow list allows all), rate_ms (at most one value per
+// Signal K path per interval, the latest sent when it ends; default 0, every value, as
+// n2k-signalk), path_overrides (a table of from/to path prefixes: electrical.batteries.1 →
+// electrical.batteries.house; bad rows are left out and named in the warn condition
+// n2k.config), deltas (also send each delta, $source and timestamp included, as the SSE
 // event n2k_delta, in arrays of up to 8000 bytes sent when full, every second and before
-// each status answer; `devctl n2k decode` reads them).
+// each status answer; `devctl n2k decode` reads them). Overrides apply to the values and to
+// n2k_delta; the rate limit to the values sent to Signal K only, so the delta events stay a
+// full trace of the decoder.
 //
 // GET /api/v1/n2k/status and the SSE event n2k (retained, sent once a second while it
 // changes) carry the status: state (disabled, listening, receiving, silent), source, address
@@ -31,7 +40,6 @@ package main
 import (
 	"encoding/json"
 	"hash/fnv"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +47,7 @@ import (
 	"devhost/plugins/n2k/decode"
 	"devhost/plugins/n2k/gateway"
 	"devhost/plugins/n2k/node"
+	"devhost/plugins/n2k/outflow"
 	"devhost/plugins/n2k/skmap"
 	"devhost/sdk"
 )
@@ -51,8 +60,10 @@ const (
 	timerTick      = 1
 	timerClaim     = 2
 	timerHeartbeat = 3
+	timerRate      = 4
 	silentFor      = 10 * time.Second
 	condBus        = "bus"
+	condConfig     = "config"
 	eventState     = "n2k"
 	eventDelta     = "n2k_delta"
 )
@@ -69,7 +80,24 @@ var descriptor = sdk.Namespace{
 		{Name: "address", Type: sdk.TypeInt, Default: 100, Min: sdk.Float(0), Max: sdk.Float(251), Title: "Preferred address",
 			Description: "The bus address claimed first; another is taken when a device with a lower NAME holds it."},
 		{Name: "unique_number", Type: sdk.TypeInt, Default: 0, Min: sdk.Float(0), Max: sdk.Float(2097151), Title: "NAME unique number",
-			Description: "The unique number of the NAME; 0 derives it from the device id."},
+			Description: "The unique number of the NAME; 0 derives it from the device id.", Group: "NAME"},
+		{Name: "manufacturer", Type: sdk.TypeInt, Default: 2046, Min: sdk.Float(0), Max: sdk.Float(2047), Title: "NAME manufacturer code",
+			Description: "The NMEA manufacturer code in the NAME (11 bits); 2046 names no registered manufacturer.", Group: "NAME"},
+		{Name: "device_function", Type: sdk.TypeInt, Default: 130, Min: sdk.Float(0), Max: sdk.Float(255), Title: "NAME device function",
+			Description: "The device function within its class (130: PC gateway).", Group: "NAME"},
+		{Name: "device_class", Type: sdk.TypeInt, Default: 25, Min: sdk.Float(0), Max: sdk.Float(127), Title: "NAME device class",
+			Description: "The device class (25: internetwork device).", Group: "NAME"},
+		{Name: "device_instance", Type: sdk.TypeInt, Default: 0, Min: sdk.Float(0), Max: sdk.Float(255), Title: "NAME device instance",
+			Description: "Tells devices of the same function apart (lower 3 bits instance, upper 5 bits ECU instance).", Group: "NAME"},
+		{Name: "system_instance", Type: sdk.TypeInt, Default: 0, Min: sdk.Float(0), Max: sdk.Float(15), Title: "NAME system instance",
+			Description: "Tells parallel networks (systems) apart.", Group: "NAME"},
+		{Name: "industry_group", Type: sdk.TypeInt, Default: 4, Min: sdk.Float(0), Max: sdk.Float(7), Title: "NAME industry group",
+			Description: "The ISO industry group (4: marine).", Group: "NAME"},
+		{Name: "rate_ms", Type: sdk.TypeInt, Default: 0, Min: sdk.Float(0), Max: sdk.Float(60000), Unit: "ms", Title: "Rate limit per path",
+			Description: "At most one value per Signal K path in this interval; a faster path sends its latest value when the interval ends. 0 sends every value."},
+		{Name: "path_overrides", Type: sdk.TypeString, Default: "[]", MaxLength: 3999, Title: "Path overrides",
+			Description: "Rows of from (a path or its leading part, e.g. electrical.batteries.1) and to (e.g. electrical.batteries.house): values under from are published under to.",
+			X:           &sdk.Display{Format: sdk.FormatTable, Columns: []string{"from", "to"}}},
 		{Name: "pgn_allow", Type: sdk.TypeString, Default: "", MaxLength: 1000, Pattern: `^[0-9, ]*$`, Title: "PGNs allowed",
 			Description: "Comma-separated PGNs to decode; empty decodes every PGN."},
 		{Name: "pgn_deny", Type: sdk.TypeString, Default: "", MaxLength: 1000, Pattern: `^[0-9, ]*$`, Title: "PGNs denied",
@@ -93,7 +121,13 @@ type plugin struct {
 	node      *node.Node
 	deviceID  string
 	address   uint8
-	unique    uint32
+	name      nameFields
+	overrides outflow.Overrides
+	limiter   outflow.Limiter
+	cfgIssue  string           // the override rows left out, as last reported
+	metaDone  map[string]bool  // paths whose meta was considered
+	metaSent  int              // meta declarations made
+	metaStop  bool             // no more meta declarations this run
 	seq       map[uint32]uint8 // fast-packet sequence counters of sent PGNs
 	one       []byte           // a delta's JSON
 	pending   []byte           // deltas not yet sent as an event: "[d1,d2"
@@ -149,12 +183,13 @@ func (p *plugin) configure(cfg sdk.Config) {
 	if s := cfg.String("source"); s != "" {
 		p.source = s
 	}
-	address, unique := uint8(cfg.Int("address")), uint32(cfg.Int("unique_number"))
+	p.shape(cfg)
+	address, name := uint8(cfg.Int("address")), readName(cfg)
 	enabled := cfg.Bool("enabled")
-	if enabled == p.enabled && (!enabled || address == p.address && unique == p.unique) {
+	if enabled == p.enabled && (!enabled || address == p.address && name == p.name) {
 		return
 	}
-	p.enabled, p.address, p.unique = enabled, address, unique
+	p.enabled, p.address, p.name = enabled, address, name
 	var err error
 	if enabled {
 		p.started = p.uptime
@@ -198,21 +233,18 @@ func (p *plugin) publish(d *skmap.Delta) {
 			d.Updates[0].Timestamp = c.Time.UTC().Format("2006-01-02T15:04:05.000Z")
 		}
 	}
+	if p.overrides.Len() > 0 {
+		for i := range d.Updates[0].Values {
+			v := &d.Updates[0].Values[i]
+			v.Path = p.overrides.Path(v.Path)
+		}
+	}
 	for _, v := range d.Updates[0].Values {
-		var err error
-		switch x := v.Value.(type) {
-		case float64:
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				err = sdk.Publish(v.Path, nil)
-			} else {
-				err = sdk.PublishNumber(v.Path, x)
-			}
-		default:
-			err = sdk.Publish(v.Path, x)
+		p.declareMeta(v.Path)
+		if p.limiter.Interval > 0 && !p.limiter.Offer(v.Path, v.Value, p.uptime) {
+			continue // held: the rate timer sends the latest
 		}
-		if err != nil {
-			sdk.Logf(sdk.LevelWarn, "publish %s: %v", v.Path, err)
-		}
+		publishValue(v.Path, v.Value)
 	}
 	if p.deltas {
 		p.one = d.AppendJSON(p.one[:0])
@@ -250,8 +282,8 @@ func (p *plugin) flushDeltas() {
 
 // nameUnique is the NAME's unique number: configured, or derived from the device id.
 func (p *plugin) nameUnique() uint32 {
-	if p.unique != 0 {
-		return p.unique
+	if p.name.unique != 0 {
+		return p.name.unique
 	}
 	h := fnv.New32a()
 	h.Write([]byte(p.deviceID))
@@ -263,7 +295,8 @@ func (p *plugin) startNode() {
 	p.readClock()
 	rx := append(skmap.PGNs(), 59904, 60928)
 	p.node = &node.Node{
-		Name:     node.NewName(p.nameUnique(), 2046, 0, 130, 25, 0, 4),
+		Name: node.NewName(p.nameUnique(), p.name.manufacturer, p.name.devInstance, p.name.function, p.name.class,
+			p.name.sysInstance, p.name.industry),
 		Product:  node.Product{Code: 1, Model: "devhost n2k", SoftwareVersion: "0.1.0", ModelVersion: "1", Serial: p.deviceID},
 		Transmit: []uint32{59392, 59904, 60928, 126464, 126993, 126996, 127502},
 		Receive:  rx,
@@ -323,6 +356,11 @@ func (p *plugin) timer(id uint32) {
 	case timerHeartbeat:
 		if p.node != nil {
 			p.send(p.node.Heartbeat())
+		}
+	case timerRate:
+		p.readClock()
+		for _, h := range p.limiter.Due(p.uptime) {
+			publishValue(h.Path, h.Value)
 		}
 	default:
 		p.tick()

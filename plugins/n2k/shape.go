@@ -1,0 +1,134 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"devhost/abi"
+	"devhost/plugins/n2k/outflow"
+	"devhost/plugins/n2k/skmeta"
+	"devhost/sdk"
+)
+
+// nameFields are the parts of the ISO NAME the owner sets (f_n2k); a change re-claims.
+type nameFields struct {
+	unique                   uint32
+	manufacturer             uint16
+	function, class          uint8
+	devInstance, sysInstance uint8
+	industry                 uint8
+}
+
+func readName(cfg sdk.Config) nameFields {
+	return nameFields{
+		unique:       uint32(cfg.Int("unique_number")),
+		manufacturer: uint16(cfg.Int("manufacturer")),
+		function:     uint8(cfg.Int("device_function")),
+		class:        uint8(cfg.Int("device_class")),
+		devInstance:  uint8(cfg.Int("device_instance")),
+		sysInstance:  uint8(cfg.Int("system_instance")),
+		industry:     uint8(cfg.Int("industry_group")),
+	}
+}
+
+// minRatePeriod is the shortest timer period the ABI allows.
+const minRatePeriod = 10 * time.Millisecond
+
+// shape applies the path overrides and the per-path rate limit of cfg. Override rows that
+// break the rules are left out and named in the warn condition n2k.config.
+func (p *plugin) shape(cfg sdk.Config) {
+	o, bad := outflow.ParseOverrides(cfg.String("path_overrides"))
+	p.overrides = o
+	issue := ""
+	if len(bad) > 0 {
+		msgs := make([]string, len(bad))
+		for i, e := range bad {
+			msgs[i] = e.Error()
+		}
+		issue = "path_overrides: " + strings.Join(msgs, "; ")
+		if len(issue) > abi.MaxHealthMessage {
+			issue = issue[:abi.MaxHealthMessage-3] + "..."
+		}
+	}
+	if issue != p.cfgIssue {
+		state := sdk.Normal
+		if issue != "" {
+			state = sdk.Warn
+		}
+		if err := sdk.ReportHealth(condConfig, state, issue); err != nil {
+			sdk.Logf(sdk.LevelWarn, "health: %v", err)
+		} else {
+			p.cfgIssue = issue
+		}
+	}
+
+	interval := time.Duration(max(cfg.Int("rate_ms"), 0)) * time.Millisecond
+	if interval == p.limiter.Interval {
+		return
+	}
+	p.readClock()
+	for _, h := range p.limiter.Due(p.uptime + p.limiter.Interval) { // what was held goes out now
+		publishValue(h.Path, h.Value)
+	}
+	p.limiter = outflow.Limiter{Interval: interval}
+	var err error
+	if interval > 0 {
+		err = sdk.SetTimer(timerRate, max(interval, minRatePeriod), max(interval, minRatePeriod))
+	} else {
+		err = sdk.CancelTimer(timerRate)
+	}
+	if err != nil {
+		sdk.Logf(sdk.LevelWarn, "rate timer: %v", err)
+	}
+}
+
+// publishValue sends one value to Signal K; a number that is not finite goes as null.
+func publishValue(path string, v any) {
+	var err error
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			err = sdk.Publish(path, nil)
+		} else {
+			err = sdk.PublishNumber(path, x)
+		}
+	default:
+		err = sdk.Publish(path, x)
+	}
+	if err != nil {
+		sdk.Logf(sdk.LevelWarn, "publish %s: %v", path, err)
+	}
+}
+
+// metaBudget bounds the meta declarations of the plugin: the device keeps a bounded table of
+// them for every plugin and itself (reconciled with the server on each connect).
+const metaBudget = 48
+
+// declareMeta declares the units of path the first time the plugin publishes it, when the
+// Signal K specification gives it units; a refusal (the device's table full) ends the
+// declarations for this run.
+func (p *plugin) declareMeta(path string) {
+	if p.metaDone == nil {
+		p.metaDone = map[string]bool{}
+	}
+	if p.metaDone[path] || p.metaStop {
+		return
+	}
+	p.metaDone[path] = true
+	u := skmeta.Units(path)
+	if u == "" {
+		return
+	}
+	if p.metaSent >= metaBudget {
+		sdk.Logf(sdk.LevelInfo, "meta: %d paths declared, no more this run", p.metaSent)
+		p.metaStop = true
+		return
+	}
+	if err := sdk.DeclareMeta(path, map[string]string{"units": u}); err != nil {
+		sdk.Logf(sdk.LevelWarn, "meta %s: %v; no more declarations this run", path, err)
+		p.metaStop = true
+		return
+	}
+	p.metaSent++
+}
