@@ -530,8 +530,11 @@ func (b *bench) skPlainRun(ctx context.Context, srv *sktest.Server, perFrame int
 func (b *bench) printSignalK(rounds []skRound, perFrame int) {
 	var devRates, plainRates []float64
 	var lats []time.Duration
-	var dev skResult // the device rounds added up, for CPU and counts
+	var dev skResult   // the device rounds added up, for CPU and counts
+	var plain skResult // the plain client's, for its CPU
 	for _, r := range rounds {
+		plain.cpu += r.plain.cpu
+		plain.delivered += r.plain.delivered
 		devRates = append(devRates, r.dev.rate())
 		plainRates = append(plainRates, r.plain.rate())
 		lats = append(lats, r.dev.latencies...)
@@ -549,6 +552,9 @@ func (b *bench) printSignalK(rounds []skRound, perFrame int) {
 		worst = lats[len(lats)-1]
 	}
 	devRate, plainRate := median(devRates), median(plainRates)
+	b.rep.addVs("signalk.publish_rate", "values/s", devRate, plainRate)
+	b.rep.addVs("signalk.cpu_per_kvalue", "ms", cpuPer1k(dev.cpu, dev.delivered), cpuPer1k(plain.cpu, plain.delivered))
+	b.rep.add("signalk.publish_p99", "us", us(percentile(lats, 0.99)))
 	fmt.Fprintf(b.out, "device side: host/skstream in this process (the device's stream, driven through its Go API), sk.batch_ms %d, %d publishers\n",
 		b.opts.skBatchMs, b.opts.skPublishers)
 	fmt.Fprintf(b.out, "plain side:  one gorilla/websocket connection, admin token, %d values per frame (the device's average)\n", perFrame)
