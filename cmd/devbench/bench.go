@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"devhost/host/signalk/sktest"
 )
 
 const (
@@ -38,6 +40,9 @@ type bench struct {
 	out  io.Writer
 	log  *slog.Logger
 	rep  *Report // nil without -json
+	// The real signalk-server, started once by skServer for the sections that need it.
+	sk    *sktest.Server
+	skErr error
 }
 
 // target is one GET measured under load.
@@ -54,15 +59,26 @@ var getTargets = []target{
 }
 
 func (b *bench) run(ctx context.Context) (err error) {
+	defer func() {
+		if b.sk != nil {
+			if serr := b.sk.Stop(); serr != nil {
+				err = errors.Join(err, fmt.Errorf("stopping signalk-server: %w", serr))
+			}
+		}
+	}()
 	if b.opts.http {
 		if err := b.runHTTP(ctx); err != nil {
 			return err
 		}
+		fmt.Fprintln(b.out)
 	}
-	if b.opts.signalk {
-		if b.opts.http {
-			fmt.Fprintln(b.out)
+	if b.opts.boots > 0 {
+		if err := b.runBoot(ctx); err != nil {
+			return err
 		}
+		fmt.Fprintln(b.out)
+	}
+	if b.opts.signalk && b.opts.skPublish {
 		if err := b.runSignalK(ctx); err != nil {
 			return err
 		}
@@ -202,6 +218,8 @@ func (b *bench) startDevice(ctx context.Context, devhost, tmp string) (*child, e
 	defer logFile.Close() // the child holds its own copy
 
 	cmd := exec.Command(devhost, "--data", filepath.Join(tmp, "data"), "--factory", factory, "--listen", "127.0.0.1")
+	// The development signing key the device creates goes to the run's folder, not the user's.
+	cmd.Env = append(os.Environ(), "DEVHOST_KEYS="+filepath.Join(tmp, "keys"))
 	cmd.Stderr = logFile
 	b.log.Info("starting the device", "binary", devhost, "port", port, "log", logPath)
 	dev, err := startChild(ctx, b.clk, "devhost", cmd, devicePrefix, b.opts.startTimeout)

@@ -90,6 +90,7 @@ type options struct {
 	gobench      []string
 	merge        bool
 	boots        int
+	skPublish    bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -126,6 +127,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return nil
 	})
 	fs.BoolVar(&o.merge, "merge", false, "measure nothing: add the -gobench results to the report already in the -json file")
+	fs.BoolVar(&o.skPublish, "sk-publish", true, "with -signalk, measure publishing into signalk-server (false: the server is only used for boot.sk_stream_open)")
 	fs.IntVar(&o.boots, "boots", 5, "device boots timed for boot.first_200 and boot.sk_stream_open (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -177,20 +177,11 @@ func cpuTime() (time.Duration, error) {
 // runSignalK prints the Signal K section; a server that cannot be started skips it.
 func (b *bench) runSignalK(ctx context.Context) error {
 	fmt.Fprintln(b.out, "Signal K publish throughput into the real signalk-server (values/s higher is better)")
-	dir, err := sktest.Dir()
-	if err == nil {
-		b.log.Info("installing or checking signalk-server", "dir", dir)
-		err = sktest.Install(ctx, dir, nil)
-	}
-	var srv *sktest.Server
-	if err == nil {
-		srv, err = sktest.Start(ctx, sktest.Options{Dir: dir})
-	}
+	srv, err := b.skServer(ctx)
 	if err != nil {
 		fmt.Fprintf(b.out, "Signal K: skipped, the server could not be started: %v\n\n", err)
 		return nil
 	}
-	defer func() { _ = srv.Stop() }()
 
 	token, err := b.skAccessToken(ctx, srv)
 	if err != nil {
@@ -248,6 +239,24 @@ func (b *bench) runSignalK(ctx context.Context) error {
 	}
 	b.printSignalK(rounds, perFrame)
 	return nil
+}
+
+// skServer starts the real signalk-server the first time a section needs it; run stops it at
+// the end. A server that cannot start is reported the same way to every section.
+func (b *bench) skServer(ctx context.Context) (*sktest.Server, error) {
+	if b.sk != nil || b.skErr != nil {
+		return b.sk, b.skErr
+	}
+	dir, err := sktest.Dir()
+	if err == nil {
+		b.log.Info("installing or checking signalk-server", "dir", dir)
+		err = sktest.Install(ctx, dir, nil)
+	}
+	if err == nil {
+		b.sk, err = sktest.Start(ctx, sktest.Options{Dir: dir})
+	}
+	b.skErr = err
+	return b.sk, err
 }
 
 // skRound is one measured round: both sides, one after the other.
