@@ -111,34 +111,45 @@ func (g *goBench) value(pkg, name, unit string) (float64, bool) {
 	return median(vs), true
 }
 
-// derivedFigure is a contract figure taken from a Go benchmark and its baseline benchmark.
+// benchRef names one value of a Go benchmark of the devhost module.
+type benchRef struct {
+	pkg, name, unit string
+}
+
+// derivedFigure is a contract figure taken from a Go benchmark value and its baseline value
+// (another benchmark of the same run, or the baseline the benchmark measures beside itself).
 type derivedFigure struct {
 	name, unit  string
-	pkg         string
-	value, base string // benchmark names
-	benchUnit   string
-	scale       float64 // multiplies the benchmark's value into unit
+	value, base benchRef
+	scale       float64 // multiplies the benchmarks' values into unit
 }
 
 var derivedFigures = []derivedFigure{
-	{name: "plugin.http_under_spin", unit: "req/s", pkg: "devhost/host/plugin",
-		value: "BenchmarkHTTPWhileSpinning/spinning", base: "BenchmarkHTTPWhileSpinning/idle", benchUnit: "req/s", scale: 1},
-	{name: "plugin.publish_batch100", unit: "ns/value", pkg: "devhost/host/plugin",
-		value: "BenchmarkPublish/batch100", base: "BenchmarkPublish/batch100-nolimit", benchUnit: "ns/value", scale: 1},
-	{name: "plugin.cold_start", unit: "ms", pkg: "devhost/host/plugin",
-		value: "BenchmarkStart/cold", base: "BenchmarkStart/warm", benchUnit: "ns/op", scale: 1e-6},
-	{name: "plugin.rss_per_plugin", unit: "MiB", pkg: "devhost/host/plugin",
-		value: "BenchmarkMinimalPluginRSS/host", base: "BenchmarkMinimalPluginRSS/wazero", benchUnit: "MiB/plugin", scale: 1},
+	{name: "plugin.http_under_spin", unit: "req/s", scale: 1,
+		value: benchRef{"devhost/host/plugin", "BenchmarkHTTPWhileSpinning/spinning", "req/s"},
+		base:  benchRef{"devhost/host/plugin", "BenchmarkHTTPWhileSpinning/idle", "req/s"}},
+	{name: "plugin.publish_batch100", unit: "ns/value", scale: 1,
+		value: benchRef{"devhost/host/plugin", "BenchmarkPublish/batch100", "ns/value"},
+		base:  benchRef{"devhost/host/plugin", "BenchmarkPublish/batch100-nolimit", "ns/value"}},
+	{name: "plugin.cold_start", unit: "ms", scale: 1e-6,
+		value: benchRef{"devhost/host/plugin", "BenchmarkStart/cold", "ns/op"},
+		base:  benchRef{"devhost/host/plugin", "BenchmarkStart/warm", "ns/op"}},
+	{name: "plugin.rss_per_plugin", unit: "MiB", scale: 1,
+		value: benchRef{"devhost/host/plugin", "BenchmarkMinimalPluginRSS/host", "MiB/plugin"},
+		base:  benchRef{"devhost/host/plugin", "BenchmarkMinimalPluginRSS/wazero", "MiB/plugin"}},
+	{name: "n2k.decode_rate", unit: "frames/cpu-s", scale: 1,
+		value: benchRef{"devhost/cmd/devctl", "BenchmarkN2KDecode", "sandbox-frames/cpu-s"},
+		base:  benchRef{"devhost/cmd/devctl", "BenchmarkN2KDecode", "reference-frames/cpu-s"}},
 }
 
 // addTo appends the derived contract figures, then every Go benchmark value.
 func (g *goBench) addTo(r *Report) {
 	for _, d := range derivedFigures {
-		v, ok := g.value(d.pkg, d.value, d.benchUnit)
+		v, ok := g.value(d.value.pkg, d.value.name, d.value.unit)
 		if !ok {
 			continue
 		}
-		b, ok := g.value(d.pkg, d.base, d.benchUnit)
+		b, ok := g.value(d.base.pkg, d.base.name, d.base.unit)
 		if !ok {
 			// Without its baseline the figure would be unchecked: leave it out, the
 			// gobench figure still holds the value.

@@ -87,12 +87,12 @@ func (r *Report) find(name, unit string) (Figure, bool) {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// missing lists the contract figures the report does not hold.
+// missing lists the contract figures the report does not hold, each with what measures it.
 func (r *Report) missing() []string {
 	var out []string
 	for _, c := range contractFigures {
-		if _, ok := r.find(c.name, ""); !ok {
-			out = append(out, c.name)
+		if _, ok := r.find(c.name, c.unit); !ok {
+			out = append(out, c.name+" ("+c.source+")")
 		}
 	}
 	return out
@@ -117,6 +117,7 @@ var contractFigures = []contractFigure{
 	{"app.rss_idle", "MiB", "devbench"},
 	{"boot.first_200", "ms", "devbench"},
 	{"boot.sk_stream_open", "ms", "devbench"},
+	{"n2k.decode_rate", "frames/cpu-s", "cmd/devctl benchmark"},
 }
 
 // writeJSON writes the report to path through a temporary file in the same folder, so a reader
@@ -132,8 +133,10 @@ func (r *Report) writeJSON(path string) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	_, werr := tmp.Write(raw)
+	// An ordinary output file, readable like the one a shell redirect makes.
+	merr := tmp.Chmod(0o644)
 	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
+	if err := errors.Join(werr, merr, cerr); err != nil {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("writing %s: %w", path, err)
 	}

@@ -123,6 +123,9 @@ func TestReportWriteAndReadBack(t *testing.T) {
 	if !reflect.DeepEqual(back, r) {
 		t.Errorf("read back %+v, want %+v", back, r)
 	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("file mode %v (%v), want 0644", st.Mode(), err)
+	}
 	// No temporary file is left beside it.
 	entries, err := os.ReadDir(filepath.Dir(path))
 	if err != nil {
@@ -140,7 +143,8 @@ func TestReportMissing(t *testing.T) {
 			r.add(c.name, c.unit, 1)
 		}
 	}
-	if got := r.missing(); !reflect.DeepEqual(got, []string{"boot.first_200"}) {
+	r.add("boot.first_200", "s", 1) // not the contract's unit
+	if got := r.missing(); !reflect.DeepEqual(got, []string{"boot.first_200 (devbench)"}) {
 		t.Errorf("missing %v", got)
 	}
 }
