@@ -128,20 +128,28 @@ n2k-reference:
 
 test: lint unit web-test
 
+# `make bench BENCH_JSON=FILE` also writes every figure as JSON (cmd/devbench -json): devbench
+# writes its own, the Go benchmarks' output is kept in $(BENCH_GO) as well as printed, and
+# devbench -merge adds it at the end. The web UI bench prints its figures in the same format.
+BENCH_GO  := $(BIN)/bench-go.txt
+BENCH_TEE  = $(if $(BENCH_JSON),| tee -a $(BENCH_GO))
+
 bench: build
 	@command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk) || echo "bench: wrk could not be installed; devbench uses its Go client"
-	go run ./cmd/devbench -devhost $(BIN)/devhost $(BENCH_FLAGS)
+	@rm -f $(BENCH_GO)
+	go run ./cmd/devbench -devhost $(BIN)/devhost $(if $(BENCH_JSON),-json $(BENCH_JSON)) $(BENCH_FLAGS)
 	@echo; echo "plugin host beside a raw wazero baseline (host/plugin benchmarks):"
-	go test -run '^$$' -bench . -count 1 ./host/plugin/
+	set -o pipefail; go test -run '^$$' -bench . -count 1 ./host/plugin/ $(BENCH_TEE)
 	@echo; echo "Signal K delta stream (host/skstream benchmarks):"
-	go test -run '^$$' -bench . -count 1 ./host/skstream/
+	set -o pipefail; go test -run '^$$' -bench . -count 1 ./host/skstream/ $(BENCH_TEE)
 	@echo; echo "web UI: first-load size and time to interactive (Chromium over loopback):"
-	$(MAKE) -s web-bench
+	set -o pipefail; $(MAKE) -s web-bench $(BENCH_TEE)
 	@echo; echo "NMEA 2000 decode: the n2k plugin in the sandbox beside canboatjs + n2k-signalk (frames per CPU second):"
 	$(MAKE) n2k-reference
-	go test -run '^$$' -bench N2KDecode -benchtime 3x -count 1 ./cmd/devctl/
+	set -o pipefail; go test -run '^$$' -bench N2KDecode -benchtime 3x -count 1 ./cmd/devctl/ $(BENCH_TEE)
 	@echo; echo "provisioning handshake, security 1 over SoftAP and over the board's BLE GATT (plugins/ble):"
-	go test -run '^$$' -bench . -count 1 ./plugins/ble/softap/ ./plugins/ble/gattprov/
+	set -o pipefail; go test -run '^$$' -bench . -count 1 ./plugins/ble/softap/ ./plugins/ble/gattprov/ $(BENCH_TEE)
+	$(if $(BENCH_JSON),go run ./cmd/devbench -merge -json $(BENCH_JSON) -gobench $(BENCH_GO))
 
 # What the build made: the binaries, the run's flash, a root-level devbench, and plugin modules
 # and bundles built in the tree (fixtures under testdata are kept). The Signal K test server

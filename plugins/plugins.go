@@ -59,4 +59,4 @@ func Manifest(dir string) ([]byte, abi.Manifest, error) {
 }
 
 // TestPlugins lists the test plugins under testdata/.
-var TestPlugins = []string{"trapinit", "badinit", "loop", "memhog", "garbage", "badns", "ns", "nocaps", "afterstop", "bench", "powerhold"}
+var TestPlugins = []string{"trapinit", "badinit", "loop", "memhog", "garbage", "badns", "ns", "nocaps", "afterstop", "bench", "powerhold", "minimal"}

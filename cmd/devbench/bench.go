@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"devhost/host/signalk/sktest"
 )
 
 const (
@@ -37,30 +39,46 @@ type bench struct {
 	clk  clockwork.Clock
 	out  io.Writer
 	log  *slog.Logger
+	rep  *Report // nil without -json
+	// The real signalk-server, started once by skServer for the sections that need it.
+	sk    *sktest.Server
+	skErr error
 }
 
 // target is one GET measured under load.
 type target struct {
-	name string
-	path string
-	auth bool
+	name   string
+	path   string
+	auth   bool
+	figure string // its name in the -json report
 }
 
 var getTargets = []target{
-	{name: "ping", path: pingPath},
-	{name: "config", path: configPath, auth: true},
+	{name: "ping", path: pingPath, figure: "http.ping"},
+	{name: "config", path: configPath, auth: true, figure: "http.config_get"},
 }
 
 func (b *bench) run(ctx context.Context) (err error) {
+	defer func() {
+		if b.sk != nil {
+			if serr := b.sk.Stop(); serr != nil {
+				err = errors.Join(err, fmt.Errorf("stopping signalk-server: %w", serr))
+			}
+		}
+	}()
 	if b.opts.http {
 		if err := b.runHTTP(ctx); err != nil {
 			return err
 		}
+		fmt.Fprintln(b.out)
 	}
-	if b.opts.signalk {
-		if b.opts.http {
-			fmt.Fprintln(b.out)
+	if b.opts.boots > 0 {
+		if err := b.runBoot(ctx); err != nil {
+			return err
 		}
+		fmt.Fprintln(b.out)
+	}
+	if b.opts.signalk && b.opts.skPublish {
 		if err := b.runSignalK(ctx); err != nil {
 			return err
 		}
@@ -124,6 +142,8 @@ func (b *bench) runHTTP(ctx context.Context) (err error) {
 		return err
 	}
 
+	// Idle: both have answered a few requests and nothing else.
+	idle, idleErr := readMemory(dev.pid(), anc.pid())
 	b.printHeader(lg, version, devhost)
 	gets, err := b.measureGets(ctx, lg, dev.url, anc.url)
 	if err != nil {
@@ -136,7 +156,7 @@ func (b *bench) runHTTP(ctx context.Context) (err error) {
 		return err
 	}
 	b.printPuts(puts, tmp)
-	b.printMemory(dev.pid(), anc.pid())
+	b.printMemory(idle, idleErr, dev.pid(), anc.pid())
 	return nil
 }
 
@@ -198,6 +218,8 @@ func (b *bench) startDevice(ctx context.Context, devhost, tmp string) (*child, e
 	defer logFile.Close() // the child holds its own copy
 
 	cmd := exec.Command(devhost, "--data", filepath.Join(tmp, "data"), "--factory", factory, "--listen", "127.0.0.1")
+	// The development signing key the device creates goes to the run's folder, not the user's.
+	cmd.Env = append(os.Environ(), "DEVHOST_KEYS="+filepath.Join(tmp, "keys"))
 	cmd.Stderr = logFile
 	b.log.Info("starting the device", "binary", devhost, "port", port, "log", logPath)
 	dev, err := startChild(ctx, b.clk, "devhost", cmd, devicePrefix, b.opts.startTimeout)
@@ -515,6 +537,8 @@ func (b *bench) printGets(lg loader, gets []getResult) {
 	var notes []string
 	for _, g := range gets {
 		a, d := summarizeRuns(g.anchor), summarizeRuns(g.device)
+		b.rep.addVs(g.target.figure, "req/s", d.rps, a.rps)
+		b.rep.addVs(g.target.figure+"_p99", "us", us(d.p99), us(a.p99))
 		fmt.Fprintf(tw, "%s\tanchor\t%.2f\t%s\t%s\t\t\t\t\n", g.target.name, a.rps, fmtDuration(a.p50), fmtDuration(a.p99))
 		fmt.Fprintf(tw, "%s\tdevice\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", g.target.name, d.rps, fmtDuration(d.p50), fmtDuration(d.p99),
 			ratio(d.rps, a.rps), ratio(float64(d.p50), float64(a.p50)), ratio(float64(d.p99), float64(a.p99)))
@@ -570,6 +594,9 @@ func perRound(runs []loadResult) string {
 func (b *bench) printPuts(res putResult, tmp string) {
 	fmt.Fprintf(b.out, "PUT %s latency (%d sequential writes each, interleaved, one keep-alive connection)\n", configPath, b.opts.puts)
 	dev, bare, fs := summarize(res.device), summarize(res.bare), summarize(res.fsync)
+	b.rep.addVs("http.put_config_p50", "us", us(dev.P50), us(fs.P50))
+	b.rep.addVs("http.put_config_p99", "us", us(dev.P99), us(fs.P99))
+	b.rep.addVs("http.put_config_p50_vs_bare", "us", us(dev.P50), us(bare.P50))
 	tw := tabwriter.NewWriter(b.out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "side\tp50\tp99\tmean\t")
 	for _, row := range []struct {
@@ -595,14 +622,44 @@ func (b *bench) printPuts(res putResult, tmp string) {
 	fmt.Fprintln(b.out)
 }
 
-func (b *bench) printMemory(devPID, ancPID int) {
+// us is d in microseconds, the unit of the report's latencies.
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// memory is the resident memory of the anchor, the device app and its supervisor, in KiB.
+type memory struct {
+	anchor, app, supervisor int64
+	appPID                  int
+}
+
+func readMemory(devPID, ancPID int) (memory, error) {
 	anc, aerr := rssKiB(ancPID)
 	sup, serr := rssKiB(devPID)
 	app, apid, perr := childRSS(devPID)
-	if aerr != nil || serr != nil || perr != nil {
-		fmt.Fprintf(b.out, "memory: unavailable (%v)\n", errors.Join(aerr, serr, perr))
+	if err := errors.Join(aerr, serr, perr); err != nil {
+		return memory{}, err
+	}
+	return memory{anchor: anc, app: app, supervisor: sup, appPID: apid}, nil
+}
+
+// printMemory prints the memory read before the load (idle) and now, after it. The idle figure
+// is app.rss_idle, the one after the load app.rss_after_load.
+func (b *bench) printMemory(idle memory, idleErr error, devPID, ancPID int) {
+	if idleErr != nil {
+		fmt.Fprintf(b.out, "memory idle: unavailable (%v)\n", idleErr)
+	} else {
+		fmt.Fprintf(b.out, "memory idle, before the load (VmRSS): anchor %.2f MiB; device app (pid %d) %.2f MiB, its supervisor %.2f MiB; ratio app / anchor %s\n",
+			mib(idle.anchor), idle.appPID, mib(idle.app), mib(idle.supervisor), ratio(float64(idle.app), float64(idle.anchor)))
+		b.rep.addVs("app.rss_idle", "MiB", mib(idle.app), mib(idle.anchor))
+		b.rep.add("app.supervisor_rss_idle", "MiB", mib(idle.supervisor))
+	}
+	m, err := readMemory(devPID, ancPID)
+	if err != nil {
+		fmt.Fprintf(b.out, "memory after the load: unavailable (%v)\n", err)
 		return
 	}
 	fmt.Fprintf(b.out, "memory after the load (VmRSS): anchor %.2f MiB; device app (pid %d) %.2f MiB, its supervisor %.2f MiB; ratio app / anchor %s\n",
-		float64(anc)/1024, apid, float64(app)/1024, float64(sup)/1024, ratio(float64(app), float64(anc)))
+		mib(m.anchor), m.appPID, mib(m.app), mib(m.supervisor), ratio(float64(m.app), float64(m.anchor)))
+	b.rep.addVs("app.rss_after_load", "MiB", mib(m.app), mib(m.anchor))
 }
+
+func mib(kib int64) float64 { return float64(kib) / 1024 }

@@ -53,6 +53,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -85,6 +86,11 @@ type options struct {
 	skRounds     int
 	skBatchMs    int
 	skPublishers int
+	jsonOut      string
+	gobench      []string
+	merge        bool
+	boots        int
+	skPublish    bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -115,6 +121,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.skRounds, "sk-rounds", 6, "Signal K rounds, alternating which side goes first (an even count gives each side the lead equally); medians are reported")
 	fs.IntVar(&o.skBatchMs, "sk-batch-ms", 100, "sk.batch_ms of the device stream in the Signal K runs")
 	fs.IntVar(&o.skPublishers, "sk-publishers", 2, "goroutines publishing into the device stream")
+	fs.StringVar(&o.jsonOut, "json", "", "also write every figure, with its baseline and the machine, as JSON to this file")
+	fs.Func("gobench", "text output of `go test -bench` to add to the -json report (repeatable)", func(v string) error {
+		o.gobench = append(o.gobench, v)
+		return nil
+	})
+	fs.BoolVar(&o.merge, "merge", false, "measure nothing: add the -gobench results to the report already in the -json file")
+	fs.BoolVar(&o.skPublish, "sk-publish", true, "with -signalk, measure publishing into signalk-server (false: the server is only used for boot.sk_stream_open)")
+	fs.IntVar(&o.boots, "boots", 5, "device boots timed for boot.first_200 and boot.sk_stream_open (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -123,6 +137,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.serveAnchor != "" {
 		return o, nil
+	}
+	if o.merge && o.jsonOut == "" {
+		return o, errors.New("-merge needs -json FILE")
 	}
 	switch {
 	case o.duration <= 0:
@@ -151,6 +168,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-sk-batch-ms must not be negative")
 	case o.skPublishers < 1:
 		return o, errors.New("-sk-publishers must be at least 1")
+	case o.boots < 0:
+		return o, errors.New("-boots must not be negative")
 	}
 	switch o.loadgen {
 	case "auto", "wrk", "go":
@@ -179,15 +198,67 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if opts.merge {
+		if err := mergeGoBench(opts.jsonOut, opts.gobench, stderr); err != nil {
+			fmt.Fprintln(stderr, "devbench:", err)
+			return 1
+		}
+		return 0
+	}
+	clk := clockwork.NewRealClock()
 	b := &bench{
 		opts: opts,
-		clk:  clockwork.NewRealClock(),
+		clk:  clk,
 		out:  stdout,
 		log:  slog.New(slog.NewTextHandler(stderr, nil)).With("component", "devbench"),
+	}
+	if opts.jsonOut != "" {
+		b.rep = &Report{Figures: []Figure{}, Machine: thisMachine(clk.Now())}
 	}
 	if err := b.run(ctx); err != nil {
 		fmt.Fprintln(stderr, "devbench:", err)
 		return 1
 	}
+	if b.rep != nil {
+		if err := finishReport(b.rep, opts.jsonOut, opts.gobench, stderr); err != nil {
+			fmt.Fprintln(stderr, "devbench:", err)
+			return 1
+		}
+	}
 	return 0
+}
+
+// mergeGoBench adds Go benchmark results to the report a previous run wrote to path; `make
+// bench` runs the Go benchmarks after devbench.
+func mergeGoBench(path string, files []string, stderr io.Writer) error {
+	rep, err := readReport(path)
+	if err != nil {
+		return err
+	}
+	return finishReport(rep, path, files, stderr)
+}
+
+// finishReport adds the Go benchmark files and writes the report; once the Go benchmarks are
+// in, it names the contract figures the report lacks (a skipped section or a benchmark that did
+// not run).
+func finishReport(rep *Report, path string, files []string, stderr io.Writer) error {
+	if len(files) > 0 {
+		g := newGoBench()
+		for _, f := range files {
+			if err := g.readFile(f); err != nil {
+				return err
+			}
+		}
+		g.addTo(rep)
+		for _, e := range g.skipped {
+			fmt.Fprintf(stderr, "devbench: go benchmark output: skipped a result line: %v\n", e)
+		}
+	}
+	if err := rep.writeJSON(path); err != nil {
+		return err
+	}
+	if m := rep.missing(); len(m) > 0 && len(files) > 0 {
+		fmt.Fprintf(stderr, "devbench: %s: %d figures written; not measured in this run: %s\n", path, len(rep.Figures), strings.Join(m, ", "))
+	}
+	return nil
 }

@@ -23,6 +23,11 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-loadgen", "ab"}, false},
 		{[]string{"-warmup", "-1s"}, false},
 		{[]string{"extra"}, false},
+		{[]string{"-json", "out.json", "-gobench", "a.txt", "-gobench", "b.txt"}, true},
+		{[]string{"-merge", "-json", "out.json", "-gobench", "a.txt"}, true},
+		{[]string{"-merge", "-gobench", "a.txt"}, false},
+		{[]string{"-boots", "0"}, true},
+		{[]string{"-boots", "-1"}, false},
 	}
 	for _, tc := range tests {
 		_, err := parseFlags(tc.args, io.Discard)

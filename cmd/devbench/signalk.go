@@ -177,20 +177,11 @@ func cpuTime() (time.Duration, error) {
 // runSignalK prints the Signal K section; a server that cannot be started skips it.
 func (b *bench) runSignalK(ctx context.Context) error {
 	fmt.Fprintln(b.out, "Signal K publish throughput into the real signalk-server (values/s higher is better)")
-	dir, err := sktest.Dir()
-	if err == nil {
-		b.log.Info("installing or checking signalk-server", "dir", dir)
-		err = sktest.Install(ctx, dir, nil)
-	}
-	var srv *sktest.Server
-	if err == nil {
-		srv, err = sktest.Start(ctx, sktest.Options{Dir: dir})
-	}
+	srv, err := b.skServer(ctx)
 	if err != nil {
 		fmt.Fprintf(b.out, "Signal K: skipped, the server could not be started: %v\n\n", err)
 		return nil
 	}
-	defer func() { _ = srv.Stop() }()
 
 	token, err := b.skAccessToken(ctx, srv)
 	if err != nil {
@@ -248,6 +239,24 @@ func (b *bench) runSignalK(ctx context.Context) error {
 	}
 	b.printSignalK(rounds, perFrame)
 	return nil
+}
+
+// skServer starts the real signalk-server the first time a section needs it; run stops it at
+// the end. A server that cannot start is reported the same way to every section.
+func (b *bench) skServer(ctx context.Context) (*sktest.Server, error) {
+	if b.sk != nil || b.skErr != nil {
+		return b.sk, b.skErr
+	}
+	dir, err := sktest.Dir()
+	if err == nil {
+		b.log.Info("installing or checking signalk-server", "dir", dir)
+		err = sktest.Install(ctx, dir, nil)
+	}
+	if err == nil {
+		b.sk, err = sktest.Start(ctx, sktest.Options{Dir: dir})
+	}
+	b.skErr = err
+	return b.sk, err
 }
 
 // skRound is one measured round: both sides, one after the other.
@@ -530,8 +539,11 @@ func (b *bench) skPlainRun(ctx context.Context, srv *sktest.Server, perFrame int
 func (b *bench) printSignalK(rounds []skRound, perFrame int) {
 	var devRates, plainRates []float64
 	var lats []time.Duration
-	var dev skResult // the device rounds added up, for CPU and counts
+	var dev skResult   // the device rounds added up, for CPU and counts
+	var plain skResult // the plain client's, for its CPU
 	for _, r := range rounds {
+		plain.cpu += r.plain.cpu
+		plain.delivered += r.plain.delivered
 		devRates = append(devRates, r.dev.rate())
 		plainRates = append(plainRates, r.plain.rate())
 		lats = append(lats, r.dev.latencies...)
@@ -549,6 +561,9 @@ func (b *bench) printSignalK(rounds []skRound, perFrame int) {
 		worst = lats[len(lats)-1]
 	}
 	devRate, plainRate := median(devRates), median(plainRates)
+	b.rep.addVs("signalk.publish_rate", "values/s", devRate, plainRate)
+	b.rep.addVs("signalk.cpu_per_kvalue", "ms", cpuPer1k(dev.cpu, dev.delivered), cpuPer1k(plain.cpu, plain.delivered))
+	b.rep.add("signalk.publish_p99", "us", us(percentile(lats, 0.99)))
 	fmt.Fprintf(b.out, "device side: host/skstream in this process (the device's stream, driven through its Go API), sk.batch_ms %d, %d publishers\n",
 		b.opts.skBatchMs, b.opts.skPublishers)
 	fmt.Fprintf(b.out, "plain side:  one gorilla/websocket connection, admin token, %d values per frame (the device's average)\n", perFrame)

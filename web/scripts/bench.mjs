@@ -49,6 +49,10 @@ try {
   for (const s of first) console.log(`  ${s.type.padEnd(11)} ${String(s.bytes).padStart(7)}  ${new URL(s.url).pathname}`);
   console.log(`  total       ${String(total).padStart(7)}  (${(total / 1024).toFixed(1)} KiB; budget 80 KiB)`);
   console.log(`time to interactive over loopback, ${RUNS} cold loads: median ${q(0.5).toFixed(0)} ms, p90 ${q(0.9).toFixed(0)} ms, min ${tti[0].toFixed(0)} ms (budget 300 ms)`);
+  // The same figures in Go's benchmark format, which `make bench BENCH_JSON=FILE` reads back.
+  console.log('pkg: web');
+  console.log(`BenchmarkUIFirstLoad\t1\t${total} B-gzip`);
+  console.log(`BenchmarkUITimeToInteractive\t${RUNS}\t${q(0.5).toFixed(1)} ms-median\t${q(0.9).toFixed(1)} ms-p90`);
 } finally {
   await browser.close();
   await dev.stop();

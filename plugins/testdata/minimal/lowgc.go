@@ -1,0 +1,7 @@
+//go:build lowgc
+
+package main
+
+import "runtime/debug"
+
+func init() { debug.SetGCPercent(25) }

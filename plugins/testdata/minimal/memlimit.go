@@ -1,0 +1,7 @@
+//go:build memlimit
+
+package main
+
+import "runtime/debug"
+
+func init() { debug.SetMemoryLimit(8 << 20) }
