@@ -338,19 +338,25 @@ func (r *reader) value() PathValue {
 // DecodeValues decodes value records; every record is checked (path, kind, finiteness, JSON),
 // and one bad record fails the whole message. At most max records (0: MaxValuesPerCall).
 func DecodeValues(b []byte, max int) ([]PathValue, error) {
+	return AppendDecodedValues(nil, b, max)
+}
+
+// AppendDecodedValues is DecodeValues appending to dst, so that a caller decoding message
+// after message can reuse one slice. On an error dst is returned as it was.
+func AppendDecodedValues(dst []PathValue, b []byte, max int) ([]PathValue, error) {
 	if max <= 0 {
 		max = MaxValuesPerCall
 	}
 	r := reader{b: b}
-	var out []PathValue
+	out := dst
 	for len(r.b) > 0 && r.err == nil {
-		if len(out) == max {
-			return nil, fmt.Errorf("abi: more than %d values", max)
+		if len(out)-len(dst) == max {
+			return dst, fmt.Errorf("abi: more than %d values", max)
 		}
 		out = append(out, r.value())
 	}
 	if err := r.end(); err != nil {
-		return nil, err
+		return dst, err
 	}
 	return out, nil
 }

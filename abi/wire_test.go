@@ -512,3 +512,25 @@ func TestTypedAppenders(t *testing.T) {
 		}
 	}
 }
+
+// AppendDecodedValues appends after what dst holds, counts max for the new records only, and
+// leaves dst as it was when a message is refused.
+func TestAppendDecodedValues(t *testing.T) {
+	one := AppendNumber(nil, "a.b", 1)
+	two := AppendNumber(AppendBool(nil, "c.d", true), "e.f", 2)
+	dst, err := AppendDecodedValues(make([]PathValue, 0, 8), one, 1)
+	if err != nil || len(dst) != 1 {
+		t.Fatalf("%v %v", dst, err)
+	}
+	got, err := AppendDecodedValues(dst, two, 2)
+	if err != nil || len(got) != 3 || got[0].Path != "a.b" || got[1].Path != "c.d" || got[2].Value.Num != 2 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	bad := append(append([]byte(nil), two...), 0xff)
+	if got, err := AppendDecodedValues(dst, bad, 0); err == nil || len(got) != 1 {
+		t.Errorf("a bad message gave %+v, %v; want dst unchanged and an error", got, err)
+	}
+	if got, err := AppendDecodedValues(dst, two, 1); err == nil || len(got) != 1 {
+		t.Errorf("over max gave %+v, %v; want dst unchanged and an error", got, err)
+	}
+}

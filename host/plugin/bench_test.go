@@ -118,9 +118,9 @@ func BenchmarkDeliver(b *testing.B) {
 // fixed path with sdk.PublishNumber, as a plugin serving a sensor or a switch bank does (its
 // paths are constants or built once), so the figure holds no per-value path formatting.
 //
-// "nolimit" is the same with code compiled without wazero's termination checks (a
-// comparison only: the host always compiles with them, or a runaway plugin could never be
-// stopped).
+// "nolimit" is the same with code compiled without fuel (a comparison only: the host always
+// compiles with it, or a runaway plugin could never be stopped). cpu-ns/value is the CPU
+// time of the whole process per value, steadier than wall time on a loaded machine.
 func BenchmarkPublish(b *testing.B) {
 	mod, man := guestModule(b, "bench")
 	for _, c := range []struct {
@@ -143,6 +143,7 @@ func BenchmarkPublish(b *testing.B) {
 			}
 			d := startDirect(b, m, man, mod)
 			b.ResetTimer()
+			cpu := startCPU(b)
 			for done := 0; done < b.N; {
 				k := min(n, b.N-done)
 				req := &httpReq{id: d.p.nextHTTP.Add(1), reply: make(chan abi.HTTPResponse, 1)}
@@ -155,6 +156,7 @@ func BenchmarkPublish(b *testing.B) {
 				}
 				done += k
 			}
+			cpu.report(b, "cpu-ns/value")
 			if sk.n.Load() != int64(b.N) {
 				b.Fatalf("published %d, want %d", sk.n.Load(), b.N)
 			}
@@ -163,7 +165,7 @@ func BenchmarkPublish(b *testing.B) {
 	}
 }
 
-// unboundedEngine compiles without termination checks, into a cache of its own.
+// unboundedEngine compiles without fuel, into a cache of its own.
 func unboundedEngine(b *testing.B) *engine {
 	e, err := newEngine(filepath.Join(tmpRoot, "cache-unbounded"), DefaultMemoryPages, DefaultStackBytes, hostFunctions())
 	if err != nil {

@@ -68,8 +68,14 @@
 //     traps (last_error "stack budget exceeded"). Every phase is under a limit: compiling is
 //     bounded by the bundle cap (wazero's compiler takes no cancellation), the start (the
 //     module's start function runs while it is instantiated) and every call, _initialize and
-//     dev_init included, by CallTimeout (default 1 s, enforced by wazero's termination
-//     checks, which close the instance). A start that runs out of time is a failure like any
+//     dev_init included, by CallTimeout (default 1 s). The limit is enforced through fuel
+//     (package fuel): the module is rewritten to count loop iterations and function entries
+//     in a global and to call the host's devhost.refuel every 20,000 of them, which traps once
+//     the call's time is up or it was stopped. wazero's own termination checks
+//     (WithCloseOnContextDone) are off: they leave the compiled code for Go at every loop
+//     header, and Go-built plugins have a loop in every function, which made the guarded
+//     path about three times slower than the same code without any check; fuel costs about a
+//     tenth. A start that runs out of time is a failure like any
 //     other: restarted with backoff, disabled after MaxFailures, kept disabled across
 //     reboots. A stop or a removal cancels whatever phase is in progress at once. WASI gives
 //     no filesystem, no stdout or stderr, crypto random bytes, a monotonic clock at the real
@@ -80,11 +86,11 @@
 //     namespace "extism:host/user") in a runtime of its own, configured by a
 //     wazero.RuntimeConfig (the memory cap, the compilation cache, closing on a done
 //     context); CompiledPlugin.Instance starts each instance under its time limit with the
-//     clocks and random source above; Plugin.CallWithContext calls dev_init and dev_event.
+//     clocks and random source above; Plugin.CallWithContext makes the first call.
 //     extism names the guest runtime's _initialize and runs it in the first call; the host
 //     makes that first call to stackguard's getter, so a failure there is reported as
 //     _initialize's and extism does not run it again before the getter is asked, after a
-//     failed export, whether the stack budget stopped it. Three parts extism has no API for
+//     failed export, whether the stack budget stopped it. Four parts extism has no API for
 //     go to wazero directly, each through wazero's public API alone:
 //     (1) checking a module before it is instantiated: extism keeps the compiled module to
 //     itself and exposes an instance's exports by name only, so the module is first compiled
@@ -101,11 +107,16 @@
 //     (which also reserves the whole cap up front so growing never moves the memory); the
 //     one that is not the kernel's is the plugin's.
 //     (3) memory use: the same allocator reports the plugin's memory, the kernel's left out.
-//     The cost of extism's Plugin: every call sets an (empty) input and reads the error and
-//     output through its kernel, six kernel calls per export call (a dev_event with an empty
-//     batch took about 36 µs against 3.7 µs calling the export through wazero, on a 2-core
-//     machine; batches amortise it), and every instance carries the kernel's instance and
-//     memory beside the plugin's.
+//     (4) calling exports after the first call: Plugin.CallWithContext sets an (empty) input
+//     and reads the error and output through extism's kernel, six kernel calls, and looks up
+//     seven exported functions, each allocating a fresh call stack (about 84 KB and 30 µs a
+//     call on a loaded 2-core machine, two thirds of a dev_event carrying 100 values). The
+//     ABI uses none of that. The plugin's module is private to extism, so every compilation
+//     carries a wazero function listener (experimental.WithFunctionListenerFactory) on
+//     stackguard's getter alone, the function of the first call: it hands the module the
+//     getter runs in to the instance, whose later calls go to that module's exports through
+//     wazero, with extism's Plugin in the context as its host function wrapper expects.
+//     Every instance still carries the kernel's instance and memory beside the plugin's.
 //   - Calls into one plugin are serialised on its worker goroutine; on Linux that goroutine
 //     keeps an OS thread of its own at nice 10 (the thread ends with it), and a call running
 //     past 5 ms lends the process one more GOMAXPROCS slot until it returns (procs.go), so a
@@ -119,10 +130,10 @@
 //   - A restarted instance registering the namespace it registered before changes nothing
 //     (same ETag); a different descriptor replaces it, and a refused replacement leaves the
 //     previous one registered. Remove unregisters; purge erases the stored values.
-//   - Compiled code is cached in the partition's .cache (wazero's compilation cache), so a
-//     reboot loads instead of compiling. Note: wazero v1.12.0's cache key ignores the
-//     termination checks, so that directory must never be shared with a runtime compiled
-//     without them. Plugins built from the same module share one compiled copy.
+//   - Compiled code is cached in the partition's .cache/fuel (wazero's compilation cache), so
+//     a reboot loads instead of compiling. Code compiled with wazero's termination checks,
+//     kept in .cache itself by earlier versions, is never loaded again and is removed (wazero
+//     never evicts). Plugins built from the same module share one compiled copy.
 //   - The partition is separate from `nvs`: a factory reset erases plugin configuration, not
 //     installed bundles or publisher keys, unless the device erases the partition too.
 //

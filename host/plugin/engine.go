@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +23,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"devhost/abi"
+	"devhost/host/plugin/fuel"
 	"devhost/host/plugin/stackguard"
 )
 
@@ -39,9 +42,8 @@ type engine struct {
 	// compilation (the configuration is final then).
 	checker wazero.Runtime
 	wasi    map[string]api.FunctionDefinition
-	// unbounded compiles without the termination checks that enforce the time limit. Only
-	// the benchmarks set it, with a cache directory of their own: wazero's cache key does not
-	// tell the two kinds of code apart.
+	// unbounded compiles without the fuel that enforces the time limit. Only the benchmarks
+	// set it, for a comparison.
 	unbounded bool
 	// compiling serialises compilations: they are CPU-bound and the host must keep answering.
 	compiling sync.Mutex
@@ -79,7 +81,7 @@ func newEngine(cacheDir string, capPages, stack uint32, funcs []hostFn) (*engine
 	}
 	var cache wazero.CompilationCache
 	if cacheDir != "" {
-		c, err := wazero.NewCompilationCacheWithDir(cacheDir)
+		c, err := wazero.NewCompilationCacheWithDir(codeCacheDir(cacheDir))
 		if err != nil {
 			return nil, fmt.Errorf("plugin: compilation cache: %w", err)
 		}
@@ -96,6 +98,11 @@ func newEngine(cacheDir string, capPages, stack uint32, funcs []hostFn) (*engine
 		h.SetNamespace(abi.Module)
 		hf = append(hf, h)
 	}
+	r := extism.NewHostFunctionWithStack(fuel.Import, func(ctx context.Context, _ *extism.CurrentPlugin, st []uint64) {
+		refuel(ctx, st)
+	}, nil, []api.ValueType{api.ValueTypeI32})
+	r.SetNamespace(abi.Module)
+	hf = append(hf, r)
 	return &engine{cache: cache, pages: capPages - stackPages, stack: stack, funcs: hf,
 		compiled: map[string]*shared{}}, nil
 }
@@ -107,6 +114,37 @@ func (e *engine) close(ctx context.Context) {
 	}
 	e.compiling.Unlock()
 	_ = e.cache.Close(ctx)
+}
+
+// codeCacheDir is where compiled code is kept under the cache directory. Code compiled
+// before fuel (with wazero's termination checks, kept in the cache directory itself) is never
+// loaded again, wazero never evicts a file of its cache, and a device's flash is small: the
+// old copy is removed, and the code lives in a directory of its own.
+func codeCacheDir(dir string) string {
+	if old, err := filepath.Glob(filepath.Join(dir, "wazero-*")); err == nil {
+		for _, o := range old {
+			_ = os.RemoveAll(o)
+		}
+	}
+	return filepath.Join(dir, "fuel")
+}
+
+// refuel is the host side of package fuel: called by a plugin's code whenever its allowance
+// is spent, it ends the call (a trap, with the exit code callError names) once the call's
+// context is done, a stop or the time limit, and answers the next allowance otherwise. The
+// deadline is also compared with the clock, so that a limit is kept even while the timer
+// that would end the context waits for a free thread.
+func refuel(ctx context.Context, st []uint64) {
+	if err := ctx.Err(); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
+		}
+		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
+	}
+	st[0] = fuel.Fuel
 }
 
 // permanentError marks a failure that retrying cannot fix (a bad bundle, a module that does
@@ -169,11 +207,19 @@ func (e *engine) release(key string) {
 // closes an instance whose context ends (the time limits of the start and of every call).
 // wazero's compiler takes no cancellation: a compilation is bounded by the bundle size cap.
 func (e *engine) compile(ctx context.Context, module []byte) (*compiled, error) {
+	if !e.unbounded {
+		fueled, err := fuel.Instrument(module, abi.Module)
+		if err != nil {
+			return nil, permanent(fmt.Errorf("compile: %w", err))
+		}
+		module = fueled
+	}
 	guarded, err := stackguard.Instrument(module, e.stack)
 	if err != nil {
 		return nil, permanent(fmt.Errorf("compile: %w", err))
 	}
 	rc := e.runtimeConfig()
+	ctx = experimental.WithFunctionListenerFactory(ctx, capture{})
 	cm, err := e.check(ctx, guarded)
 	if err != nil {
 		return nil, err
@@ -187,12 +233,12 @@ func (e *engine) compile(ctx context.Context, module []byte) (*compiled, error) 
 	return &compiled{cp: cp}, nil
 }
 
-// runtimeConfig is the configuration of every runtime: the per-memory cap, the compilation
-// cache, and closing an instance whose context ends.
+// runtimeConfig is the configuration of every runtime: the per-memory cap and the
+// compilation cache. wazero's own termination checks stay off: the time limits are enforced
+// through the module's fuel (package fuel, refuel), at a fraction of their cost.
 func (e *engine) runtimeConfig() wazero.RuntimeConfig {
 	return wazero.NewRuntimeConfig().
 		WithCompilationCache(e.cache).
-		WithCloseOnContextDone(!e.unbounded).
 		WithMemoryLimitPages(e.pages)
 }
 
@@ -232,6 +278,10 @@ func checkLink(wasi map[string]api.FunctionDefinition, cm wazero.CompiledModule)
 		var params, results []api.ValueType
 		switch mod {
 		case abi.Module:
+			if name == fuel.Import {
+				params, results = nil, []api.ValueType{api.ValueTypeI32}
+				break
+			}
 			sig, ok := abi.Signatures[name]
 			if !ok {
 				return fmt.Errorf("imports %s %s, which this host does not provide", mod, name)
@@ -280,6 +330,10 @@ type instance struct {
 	initialized bool
 	closed      atomic.Bool
 	budget      uint32 // the stack budget
+	// mod is the plugin's own module, known from the first call on (capture); fns caches its
+	// exports. Only the calling goroutine uses them.
+	mod api.Module
+	fns map[string]api.Function
 }
 
 // instantiate starts an instance within limit (the module's start function runs here):
@@ -300,7 +354,10 @@ func (e *engine) instantiate(ctx context.Context, c *compiled, wall func() time.
 		}, sys.ClockResolution(time.Microsecond))
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	p, err := c.cp.Instance(experimental.WithMemoryAllocator(sctx, al), extism.PluginInstanceConfig{ModuleConfig: mc})
+	// A start function's loops ask refuel for fuel, through extism's wrapper of host
+	// functions, which wants a plugin in the context: there is none yet, and refuel uses none.
+	ictx := context.WithValue(experimental.WithMemoryAllocator(sctx, al), extism.PluginCtxKey("plugin"), (*extism.Plugin)(nil))
+	p, err := c.cp.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		return nil, callError("start", sctx, err)
 	}
@@ -324,12 +381,12 @@ func (in *instance) call(ctx context.Context, export string) (uint32, error) {
 	if !in.initialized {
 		in.initialized = true
 		if in.guarded {
-			if _, _, err := in.p.CallWithContext(ctx, stackguard.Getter, nil); err != nil {
+			if _, _, err := in.p.CallWithContext(context.WithValue(ctx, captureKey{}, in), stackguard.Getter, nil); err != nil {
 				return 0, callError("_initialize", ctx, err)
 			}
 		}
 	}
-	rc, _, err := in.p.CallWithContext(ctx, export, nil)
+	rc, err := in.invoke(ctx, export)
 	if err != nil {
 		if in.overBudget() {
 			return 0, fmt.Errorf("%s: trap: stack budget exceeded (unbounded recursion?)", export)
@@ -337,6 +394,58 @@ func (in *instance) call(ctx context.Context, export string) (uint32, error) {
 		return 0, callError(export, ctx, err)
 	}
 	return rc, nil
+}
+
+// invoke calls an export: straight through wazero once the first call has shown the
+// plugin's module (see capture), through extism's Plugin otherwise. The host functions find
+// the Plugin in the context as extism's own calls provide it. A WASI exit with code 0 is a
+// success, as extism has it.
+func (in *instance) invoke(ctx context.Context, export string) (uint32, error) {
+	if in.mod == nil {
+		rc, _, err := in.p.CallWithContext(ctx, export, nil)
+		return rc, err
+	}
+	f := in.fns[export]
+	if f == nil {
+		if f = in.mod.ExportedFunction(export); f == nil {
+			return 0, fmt.Errorf("unknown function: %s", export)
+		}
+		in.fns[export] = f
+	}
+	res, err := f.Call(context.WithValue(ctx, extism.PluginCtxKey("plugin"), in.p))
+	var exit *sys.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 0 {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(res) == 0 {
+		return 0, nil
+	}
+	return api.DecodeU32(res[0]), nil
+}
+
+// captureKey carries, in the context of an instance's first call, the instance that wants
+// to learn its module.
+type captureKey struct{}
+
+// capture is the function listener factory of every compilation: it listens to stackguard's
+// getter alone, which the host calls first in every instance, and hands the module the getter
+// runs in (the plugin's own) to the instance in the call's context. wazero compiles the
+// listener's hook into that one function; every other function is compiled as without a
+// listener.
+type capture struct{}
+
+func (capture) NewFunctionListener(def api.FunctionDefinition) experimental.FunctionListener {
+	if !slices.Contains(def.ExportNames(), stackguard.Getter) {
+		return nil
+	}
+	return experimental.FunctionListenerFunc(func(ctx context.Context, mod api.Module, _ api.FunctionDefinition, _ []uint64, _ experimental.StackIterator) {
+		if in, ok := ctx.Value(captureKey{}).(*instance); ok && in.mod == nil {
+			in.mod, in.fns = mod, map[string]api.Function{}
+		}
+	})
 }
 
 // overBudget tells whether the instance's calls passed the stack budget: the counter is

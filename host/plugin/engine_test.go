@@ -2,11 +2,14 @@ package plugin
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"devhost/abi"
+	"devhost/host/plugin/fuel"
 )
 
 // wasmImport is one imported function of a hand-built module: type 0 is () -> i32, type 1
@@ -66,6 +69,8 @@ func TestLinkCheck(t *testing.T) {
 		{"unknown host function", []wasmImport{{abi.Module, "nope", 0}}, exports, "does not provide"},
 		{"unknown wasi function", []wasmImport{{"wasi_snapshot_preview1", "nope", 0}}, exports, "does not provide"},
 		{"no dev_event", nil, []string{abi.ExportInit}, "exports dev_init and dev_event are required"},
+		// The host's fuel import is the host's to add.
+		{"imports refuel", []wasmImport{{abi.Module, fuel.Import, 0}}, exports, "imports " + fuel.Import},
 	}
 	e, err := newEngine("", DefaultMemoryPages, DefaultStackBytes, hostFunctions())
 	if err != nil {
@@ -133,5 +138,78 @@ func TestInstanceThroughExtism(t *testing.T) {
 	in.close()
 	if !in.isClosed() || in.bytes() != 0 {
 		t.Errorf("closed %v with %d bytes, want closed with none", in.isClosed(), in.bytes())
+	}
+}
+
+// pastDeadline is a context whose deadline has passed while its timer has not fired yet, as
+// when the timer waits for a free thread.
+type pastDeadline struct{ context.Context }
+
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// refuel answers the next allowance while the call may go on, and traps with the exit code
+// callError turns into the operator's words once it may not.
+func TestRefuel(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	cases := []struct {
+		name string
+		ctx  context.Context
+		want string // "" answers fuel
+	}{
+		{"running", context.Background(), ""},
+		{"stopped", cancelled, "dev_event: stopped"},
+		{"time limit", expired, "dev_event: time limit exceeded"},
+		{"deadline passed, timer late", pastDeadline{context.Background()}, "dev_event: time limit exceeded"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := []uint64{0}
+			var got error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						got = r.(error)
+					}
+				}()
+				refuel(c.ctx, st)
+			}()
+			if c.want == "" {
+				if got != nil || st[0] != fuel.Fuel {
+					t.Errorf("answered %d, trapped %v; want %d", st[0], got, fuel.Fuel)
+				}
+				return
+			}
+			if got == nil {
+				t.Fatalf("answered %d, want a trap", st[0])
+			}
+			if msg := callError(abi.ExportEvent, context.Background(), got).Error(); msg != c.want {
+				t.Errorf("reported %q, want %q", msg, c.want)
+			}
+		})
+	}
+}
+
+// Code compiled before fuel is removed from the cache directory; the code lives in a
+// directory of its own, and what else the directory holds stays.
+func TestCodeCacheDir(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "wazero-v1.12.0-amd64-linux")
+	other := filepath.Join(dir, "keep")
+	for _, d := range []string{old, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := codeCacheDir(dir); got != filepath.Join(dir, "fuel") {
+		t.Errorf("code in %s", got)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("the old code is still there: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another entry went: %v", err)
 	}
 }

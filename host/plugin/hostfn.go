@@ -174,17 +174,13 @@ func fnSKPublish(s *session, st []uint64) int32 {
 	if e != 0 {
 		return int32(e)
 	}
-	vals, err := abi.DecodeValues(b, abi.MaxValuesPerCall)
+	out, err := decodePublished(b)
 	if err != nil {
 		return int32(abi.ErrInvalid)
 	}
 	sk := s.p.m.opts.SignalK
 	if sk == nil {
 		return int32(abi.ErrState)
-	}
-	out := make([]sktypes.Value, len(vals))
-	for i, v := range vals {
-		out[i] = sktypes.Value{Path: v.Path, Value: valueToSK(v.Value)}
 	}
 	if err := sk.Publish(out...); err != nil {
 		return int32(errno(err, abi.ErrState))

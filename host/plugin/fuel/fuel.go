@@ -1,0 +1,603 @@
+// Package fuel bounds how long a WebAssembly module can run between two visits to the host,
+// by rewriting the module.
+//
+// wazero enforces a time limit (RuntimeConfig.WithCloseOnContextDone) by leaving the
+// compiled code for Go at every loop header to ask whether the module was closed, and by
+// starting a goroutine for every call. Code built by Go's wasm port has a loop at the top of
+// every function, so a plugin pays a trip out of the compiled code at nearly every call and
+// loop iteration: the guarded publishing path ran about three times slower than the same
+// path without the checks. Instrument instead keeps a counter in a global of the module and
+// decrements it at every function entry and every loop header (native instructions, no
+// exit). When it reaches zero the module calls the imported function Import, which the host
+// implements: it ends the call (by trapping) when its time is up or it was stopped, and
+// otherwise answers the next allowance, Fuel. Every unbounded execution goes through a loop
+// header or a function entry, so the host is asked at least every Fuel of them; recursion
+// is bounded in depth separately (package stackguard), and a recursion fanning out without
+// loops is caught here too, since every entry counts.
+//
+// The import is appended after the module's own function imports, so every defined function
+// moves up by one index: calls, ref.func (in bodies and in constant expressions), exports,
+// the start function and element segments are renumbered. Only the "name" and DWARF custom
+// sections refer to functions or code offsets; they are dropped, the others are kept.
+// Instructions outside wazero's default feature set (core 2.0: multi-value, sign extension,
+// saturating conversions, bulk memory, reference types, SIMD) are refused.
+package fuel
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Import is the name of the function the instrumented module imports: () → i32, the fuel
+// for the next stretch of execution.
+const Import = "devhost.refuel"
+
+// Fuel is the allowance between two calls of Import: loop iterations and function entries.
+// About ten to a hundred microseconds of plugin code; the call costs a fraction of one.
+const Fuel = 20000
+
+var errMalformed = errors.New("fuel: malformed module")
+
+// Section ids of the binary format.
+const (
+	secCustom  = 0
+	secType    = 1
+	secImport  = 2
+	secFunc    = 3
+	secGlobal  = 6
+	secExport  = 7
+	secStart   = 8
+	secElement = 9
+	secCode    = 10
+)
+
+// order ranks the known sections as the binary format requires them to appear.
+var order = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8, 8: 9, 9: 10, 12: 11, 10: 12, 11: 13}
+
+type section struct {
+	id   byte
+	body []byte
+}
+
+// Instrument returns a copy of module that calls importModule.Import every Fuel loop
+// iterations and function entries. A module that defines no function is returned as it is.
+func Instrument(module []byte, importModule string) ([]byte, error) {
+	if len(module) < 8 || string(module[:4]) != "\x00asm" || binary.LittleEndian.Uint32(module[4:8]) != 1 {
+		return nil, fmt.Errorf("%w: not a version 1 WebAssembly binary", errMalformed)
+	}
+	var secs []section
+	for r := (reader{b: module[8:]}); !r.done(); {
+		id := r.byte()
+		n := r.u32()
+		body := r.bytes(int(n))
+		if r.err != nil {
+			return nil, fmt.Errorf("%w: section %d: %w", errMalformed, id, r.err)
+		}
+		secs = append(secs, section{id, body})
+	}
+	w := &writer{importModule: importModule}
+	if err := w.scan(secs); err != nil {
+		return nil, err
+	}
+	if !w.hasCode {
+		return module, nil
+	}
+	return w.write(secs)
+}
+
+// writer rewrites one module.
+type writer struct {
+	importModule string
+	types        uint32 // entries in the type section
+	importFuncs  uint32
+	importGlobs  uint32
+	definedGlobs uint32
+	hasCode      bool
+	refuel       uint32 // function index of the import
+	global       uint32 // global index of the counter
+}
+
+// scan counts what the rewrite needs: types, imported functions and globals, defined globals.
+func (w *writer) scan(secs []section) error {
+	for _, s := range secs {
+		r := reader{b: s.body}
+		switch s.id {
+		case secType:
+			w.types = r.u32()
+		case secImport:
+			n := r.u32()
+			for i := uint32(0); i < n && r.err == nil; i++ {
+				mod := string(r.bytes(int(r.u32())))
+				name := string(r.bytes(int(r.u32())))
+				if mod == w.importModule && name == Import {
+					return fmt.Errorf("%w: the module imports %s itself", errMalformed, Import)
+				}
+				switch kind := r.byte(); kind {
+				case 0x00:
+					r.u32()
+					w.importFuncs++
+				case 0x01:
+					r.byte()
+					r.limits()
+				case 0x02:
+					r.limits()
+				case 0x03:
+					r.byte()
+					r.byte()
+					w.importGlobs++
+				default:
+					return fmt.Errorf("%w: import kind 0x%x", errMalformed, kind)
+				}
+			}
+		case secGlobal:
+			w.definedGlobs = r.u32()
+		case secCode:
+			w.hasCode = r.u32() > 0
+		}
+		if r.err != nil {
+			return fmt.Errorf("%w: section %d: %w", errMalformed, s.id, r.err)
+		}
+	}
+	w.refuel = w.importFuncs
+	w.global = w.importGlobs + w.definedGlobs
+	return nil
+}
+
+// fn maps a function index of the original module to the rewritten one.
+func (w *writer) fn(i uint32) uint32 {
+	if i >= w.importFuncs {
+		return i + 1
+	}
+	return i
+}
+
+func (w *writer) write(secs []section) ([]byte, error) {
+	refuelType := w.types // () → i32, appended to the type section
+	imp := appendName(nil, w.importModule)
+	imp = appendName(imp, Import)
+	imp = append(imp, 0x00)
+	imp = appendU32(imp, refuelType)
+	// A mutable i32 holding the allowance, full at the start.
+	global := append([]byte{0x7f, 0x01, 0x41}, appendS32(nil, Fuel)...)
+	global = append(global, 0x0b)
+
+	out := []byte("\x00asm\x01\x00\x00\x00")
+	wroteImport, wroteGlobal := false, false
+	for _, s := range secs {
+		if s.id != secCustom {
+			if !wroteImport && order[s.id] > order[secImport] {
+				out = appendSection(out, secImport, append(appendU32(nil, 1), imp...))
+				wroteImport = true
+			}
+			if !wroteGlobal && order[s.id] > order[secGlobal] {
+				out = appendSection(out, secGlobal, append(appendU32(nil, 1), global...))
+				wroteGlobal = true
+			}
+		}
+		var body []byte
+		var err error
+		switch s.id {
+		case secCustom:
+			r := reader{b: s.body}
+			name := string(r.bytes(int(r.u32())))
+			if r.err != nil {
+				return nil, fmt.Errorf("%w: custom section: %w", errMalformed, r.err)
+			}
+			if name == "name" || strings.HasPrefix(name, ".debug_") {
+				continue // refers to function indices or code offsets that moved
+			}
+			body = s.body
+		case secType:
+			r := reader{b: s.body}
+			n := r.u32()
+			body = append(appendU32(nil, n+1), r.b...)
+			body = append(body, 0x60, 0x00, 0x01, 0x7f)
+			err = r.err
+		case secImport:
+			r := reader{b: s.body}
+			n := r.u32()
+			body = append(appendU32(nil, n+1), r.b...)
+			body = append(body, imp...)
+			err = r.err
+			wroteImport = true
+		case secGlobal:
+			body, err = w.globals(s.body)
+			body = append(body, global...)
+			wroteGlobal = true
+		case secExport:
+			body, err = w.exports(s.body)
+		case secStart:
+			r := reader{b: s.body}
+			body = appendU32(nil, w.fn(r.u32()))
+			err = r.err
+		case secElement:
+			body, err = w.elements(s.body)
+		case secCode:
+			body, err = w.code(s.body)
+		default:
+			body = s.body
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: section %d: %w", errMalformed, s.id, err)
+		}
+		out = appendSection(out, s.id, body)
+	}
+	return out, nil
+}
+
+// globals rewrites the global section without its trailing count fix: the caller appends
+// the counter, so the count is one more than the module's.
+func (w *writer) globals(b []byte) ([]byte, error) {
+	r := reader{b: b}
+	n := r.u32()
+	out := appendU32(nil, n+1)
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		out = append(out, r.byte(), r.byte()) // valtype, mutability
+		out = w.constExpr(&r, out)
+	}
+	return out, r.err
+}
+
+func (w *writer) exports(b []byte) ([]byte, error) {
+	r := reader{b: b}
+	n := r.u32()
+	out := appendU32(nil, n)
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		out = appendName(out, string(r.bytes(int(r.u32()))))
+		kind := r.byte()
+		idx := r.u32()
+		if kind == 0x00 {
+			idx = w.fn(idx)
+		}
+		out = appendU32(append(out, kind), idx)
+	}
+	return out, r.err
+}
+
+// elements rewrites the element section's function indices, in each of its eight forms.
+func (w *writer) elements(b []byte) ([]byte, error) {
+	r := reader{b: b}
+	n := r.u32()
+	out := appendU32(nil, n)
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		flags := r.u32()
+		out = appendU32(out, flags)
+		if flags > 7 {
+			return nil, fmt.Errorf("element segment form %d", flags)
+		}
+		if flags&2 != 0 && flags&1 == 0 { // an explicit table index
+			out = appendU32(out, r.u32())
+		}
+		if flags&1 == 0 { // active: the offset
+			out = w.constExpr(&r, out)
+		}
+		if flags&3 != 0 { // elemkind or reftype
+			out = append(out, r.byte())
+		}
+		count := r.u32()
+		out = appendU32(out, count)
+		for j := uint32(0); j < count && r.err == nil; j++ {
+			if flags&4 != 0 {
+				out = w.constExpr(&r, out)
+			} else {
+				out = appendU32(out, w.fn(r.u32()))
+			}
+		}
+	}
+	return out, r.err
+}
+
+// constExpr copies a constant expression up to and including its end, renumbering ref.func.
+func (w *writer) constExpr(r *reader, out []byte) []byte {
+	for r.err == nil {
+		op := r.byte()
+		out = append(out, op)
+		switch op {
+		case 0x0b:
+			return out
+		case 0x41:
+			out = append(out, r.leb(5)...)
+		case 0x42:
+			out = append(out, r.leb(10)...)
+		case 0x43:
+			out = append(out, r.bytes(4)...)
+		case 0x44:
+			out = append(out, r.bytes(8)...)
+		case 0x23: // global.get
+			out = appendU32(out, r.u32())
+		case 0xd0: // ref.null t
+			out = append(out, r.byte())
+		case 0xd2: // ref.func
+			out = appendU32(out, w.fn(r.u32()))
+		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e: // extended constant arithmetic
+		case 0xfd: // v128.const
+			sub := r.u32()
+			if sub != 12 {
+				r.fail(fmt.Errorf("instruction 0xfd %d in a constant expression", sub))
+				return out
+			}
+			out = appendU32(out, sub)
+			out = append(out, r.bytes(16)...)
+		default:
+			r.fail(fmt.Errorf("instruction 0x%x in a constant expression", op))
+		}
+	}
+	return out
+}
+
+// check is the instrumentation: decrement the counter, asking the host for more when it is
+// empty. It leaves the operand stack as it found it.
+func (w *writer) check(out []byte) []byte {
+	g := appendU32(nil, w.global)
+	out = append(out, 0x23)
+	out = append(out, g...)
+	out = append(out, 0x45, 0x04, 0x40, 0x10) // i32.eqz, if (no result), call
+	out = appendU32(out, w.refuel)
+	out = append(out, 0x24) // global.set
+	out = append(out, g...)
+	out = append(out, 0x0b, 0x23) // end, global.get
+	out = append(out, g...)
+	out = append(out, 0x41, 0x01, 0x6b, 0x24) // i32.const 1, i32.sub, global.set
+	return append(out, g...)
+}
+
+func (w *writer) code(b []byte) ([]byte, error) {
+	r := reader{b: b}
+	n := r.u32()
+	out := appendU32(nil, n)
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		body := r.bytes(int(r.u32()))
+		if r.err != nil {
+			break
+		}
+		nb, err := w.body(body)
+		if err != nil {
+			return nil, fmt.Errorf("function %d: %w", i, err)
+		}
+		out = appendU32(out, uint32(len(nb)))
+		out = append(out, nb...)
+	}
+	return out, r.err
+}
+
+// body rewrites one function body: a check on entry and at every loop header, calls and
+// ref.func renumbered, every other instruction copied as it is.
+func (w *writer) body(b []byte) ([]byte, error) {
+	r := reader{b: b}
+	decls := r.u32()
+	for j := uint32(0); j < decls && r.err == nil; j++ {
+		r.u32()
+		r.byte()
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("locals: %w", r.err)
+	}
+	out := append([]byte(nil), b[:len(b)-len(r.b)]...)
+	out = w.check(out)
+	for !r.done() {
+		start := len(b) - len(r.b)
+		op := r.byte()
+		switch op {
+		case 0x10, 0xd2: // call, ref.func
+			out = append(out, op)
+			out = appendU32(out, w.fn(r.u32()))
+			continue
+		case 0x03: // loop
+			r.blockType()
+			out = append(out, b[start:len(b)-len(r.b)]...)
+			out = w.check(out)
+			continue
+		}
+		r.immediates(op)
+		out = append(out, b[start:len(b)-len(r.b)]...)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return out, nil
+}
+
+// immediates skips the immediates of op (already read).
+func (r *reader) immediates(op byte) {
+	switch {
+	case op == 0x00, op == 0x01, op == 0x05, op == 0x0b, op == 0x0f, op == 0x1a, op == 0x1b,
+		op >= 0x45 && op <= 0xc4, op == 0xd1:
+	case op == 0x02, op == 0x04: // block, if
+		r.blockType()
+	case op == 0x0c, op == 0x0d, op >= 0x20 && op <= 0x26: // br, br_if, locals, globals, tables
+		r.u32()
+	case op == 0x0e: // br_table
+		n := r.u32()
+		for i := uint32(0); i <= n && r.err == nil; i++ {
+			r.u32()
+		}
+	case op == 0x11: // call_indirect
+		r.u32()
+		r.u32()
+	case op == 0x1c: // select t*
+		r.bytes(int(r.u32()))
+	case op >= 0x28 && op <= 0x3e: // memarg
+		r.u32()
+		r.u32()
+	case op == 0x3f, op == 0x40: // memory.size, memory.grow
+		r.u32()
+	case op == 0x41:
+		r.leb(5)
+	case op == 0x42:
+		r.leb(10)
+	case op == 0x43:
+		r.bytes(4)
+	case op == 0x44:
+		r.bytes(8)
+	case op == 0xd0:
+		r.byte()
+	case op == 0xfc:
+		r.misc()
+	case op == 0xfd:
+		r.simd()
+	default:
+		r.fail(fmt.Errorf("instruction 0x%x outside the supported features", op))
+	}
+}
+
+// misc skips a 0xfc instruction: saturating conversions, bulk memory, tables.
+func (r *reader) misc() {
+	switch sub := r.u32(); {
+	case sub <= 7:
+	case sub == 8, sub == 10, sub == 12, sub == 14: // two indices
+		r.u32()
+		r.u32()
+	case sub == 9, sub == 11, sub == 13, sub <= 17:
+		r.u32()
+	default:
+		r.fail(fmt.Errorf("instruction 0xfc %d outside the supported features", sub))
+	}
+}
+
+// simd skips a 0xfd instruction.
+func (r *reader) simd() {
+	switch sub := r.u32(); {
+	case sub <= 11, sub == 92, sub == 93: // loads and stores
+		r.u32()
+		r.u32()
+	case sub == 12, sub == 13: // v128.const, i8x16.shuffle
+		r.bytes(16)
+	case sub >= 21 && sub <= 34: // lane
+		r.byte()
+	case sub >= 84 && sub <= 91: // lane loads and stores
+		r.u32()
+		r.u32()
+		r.byte()
+	case sub <= 255:
+	default:
+		r.fail(fmt.Errorf("instruction 0xfd %d outside the supported features", sub))
+	}
+}
+
+// blockType skips a block type: empty, a value type or a type index (s33).
+func (r *reader) blockType() {
+	if r.err != nil || len(r.b) == 0 {
+		r.fail(errors.New("unexpected end"))
+		return
+	}
+	switch r.b[0] {
+	case 0x40, 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
+		r.byte()
+	default:
+		r.leb(5)
+	}
+}
+
+func appendName(b []byte, s string) []byte {
+	return append(appendU32(b, uint32(len(s))), s...)
+}
+
+func appendSection(out []byte, id byte, body []byte) []byte {
+	out = append(out, id)
+	out = appendU32(out, uint32(len(body)))
+	return append(out, body...)
+}
+
+func appendU32(b []byte, v uint32) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if v == 0 {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+func appendS32(b []byte, v int32) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// reader decodes the binary format; the first error sticks.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) done() bool { return len(r.b) == 0 || r.err != nil }
+
+func (r *reader) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) == 0 {
+		r.fail(errors.New("unexpected end"))
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *reader) u32() uint32 {
+	var v uint32
+	for shift := 0; shift < 35; shift += 7 {
+		c := r.byte()
+		if r.err != nil {
+			return 0
+		}
+		v |= uint32(c&0x7f) << shift
+		if c&0x80 == 0 {
+			return v
+		}
+	}
+	r.fail(errors.New("integer too long"))
+	return 0
+}
+
+// leb skips a LEB128 number of at most max bytes and returns its bytes.
+func (r *reader) leb(max int) []byte {
+	b := r.b
+	for i := 0; i < max; i++ {
+		c := r.byte()
+		if r.err != nil {
+			return nil
+		}
+		if c&0x80 == 0 {
+			return b[:i+1]
+		}
+	}
+	r.fail(errors.New("integer too long"))
+	return nil
+}
+
+func (r *reader) bytes(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(r.b) {
+		r.fail(errors.New("unexpected end"))
+		return nil
+	}
+	b := r.b[:n]
+	r.b = r.b[n:]
+	return b
+}
+
+func (r *reader) limits() {
+	flags := r.byte()
+	r.u32()
+	if flags&1 != 0 {
+		r.u32()
+	}
+}

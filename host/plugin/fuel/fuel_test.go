@@ -1,0 +1,250 @@
+package fuel
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// wasm assembles a module from sections (id, body).
+func wasm(secs ...[]byte) []byte {
+	out := []byte("\x00asm\x01\x00\x00\x00")
+	for _, s := range secs {
+		out = appendSection(out, s[0], s[1:])
+	}
+	return out
+}
+
+func sec(id byte, body ...byte) []byte { return append([]byte{id}, body...) }
+
+func codeSec(bodies ...[]byte) []byte {
+	c := appendU32([]byte{secCode}, uint32(len(bodies)))
+	for _, b := range bodies {
+		c = appendU32(c, uint32(len(b)))
+		c = append(c, b...)
+	}
+	return c
+}
+
+// sample imports env.seven ()→i32 and defines, in this order:
+//
+//	0 (import) seven
+//	1 count(n i32) i32: loops n times, then returns n + helper()
+//	2 helper() i32: calls seven through the table (element segment), plus the global g
+//	3 viaRef() i32: the funcref global holds helper (ref.func in a constant expression)
+//	4 start: sets g to 100
+//
+// exported as count, helper and viaRef; the start section names function 4. Every index of a
+// defined function moves when the import is added.
+func sample() []byte {
+	count := []byte{0x01, 0x01, 0x7f, // one i32 local: i
+		0x02, 0x40, 0x03, 0x40, // block, loop
+		0x20, 0x01, 0x20, 0x00, 0x4e, 0x0d, 0x01, // i >= n: br_if 1 (out)
+		0x20, 0x01, 0x41, 0x01, 0x6a, 0x21, 0x01, // i++
+		0x0c, 0x00, // br 0
+		0x0b, 0x0b, // end loop, end block
+		0x20, 0x00, 0x10, 0x02, 0x6a, // n + helper()
+		0x0b}
+	helper := []byte{0x00,
+		0x41, 0x00, 0x11, 0x00, 0x00, // i32.const 0, call_indirect type 0 table 0 (seven)
+		0x23, 0x00, 0x6a, 0x0b} // + global g
+	viaRef := []byte{0x00, 0x41, 0x01, 0x11, 0x00, 0x00, 0x0b} // the table's slot 1: helper
+	start := []byte{0x00, 0x41, 0xe4, 0x00, 0x24, 0x00, 0x0b}  // g = 100
+	return wasm(
+		sec(secType, 0x03, 0x60, 0x00, 0x01, 0x7f, 0x60, 0x01, 0x7f, 0x01, 0x7f, 0x60, 0x00, 0x00),
+		sec(secImport, 0x01, 0x03, 'e', 'n', 'v', 0x05, 's', 'e', 'v', 'e', 'n', 0x00, 0x00),
+		sec(secFunc, 0x04, 0x01, 0x00, 0x00, 0x02),
+		sec(4, 0x01, 0x70, 0x00, 0x02), // a funcref table of at least 2
+		// g (mut i32 = 0), and a funcref global holding helper.
+		sec(secGlobal, 0x02, 0x7f, 0x01, 0x41, 0x00, 0x0b, 0x70, 0x00, 0xd2, 0x02, 0x0b),
+		sec(secExport, 0x03,
+			0x05, 'c', 'o', 'u', 'n', 't', 0x00, 0x01,
+			0x06, 'h', 'e', 'l', 'p', 'e', 'r', 0x00, 0x02,
+			0x06, 'v', 'i', 'a', 'R', 'e', 'f', 0x00, 0x03),
+		sec(secStart, 0x04),
+		// Form 0: table 0 at offset 0 = [seven, helper]; form 5 (passive, expressions): [ref.func count].
+		sec(secElement, 0x02, 0x00, 0x41, 0x00, 0x0b, 0x02, 0x00, 0x02,
+			0x05, 0x70, 0x01, 0xd2, 0x01, 0x0b),
+		codeSec(count, helper, viaRef, start),
+		append(appendName([]byte{secCustom}, "name"), 0x00, 0x02, 0x01, 'm'),
+	)
+}
+
+// runtime instantiates module with env.seven and the refuel import, whose calls are counted
+// and which ends the call once stop says so.
+func instantiate(t *testing.T, module []byte, refuels *int, stop func() bool) api.Module {
+	t.Helper()
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { _ = rt.Close(ctx) })
+	_, err := rt.NewHostModuleBuilder("env").
+		NewFunctionBuilder().WithFunc(func() int32 { return 7 }).Export("seven").
+		NewFunctionBuilder().WithFunc(func() int32 {
+		*refuels++
+		if stop() {
+			panic(errors.New("out of time"))
+		}
+		return Fuel
+	}).Export(Import).
+		Instantiate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := rt.Instantiate(ctx, module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod
+}
+
+func call(t *testing.T, m api.Module, name string, args ...uint64) uint64 {
+	t.Helper()
+	r, err := m.ExportedFunction(name).Call(context.Background(), args...)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return r[0]
+}
+
+// The instrumented module computes what the original does: every renumbered index (calls,
+// exports, start, element segments, ref.func in globals) still names the same function.
+func TestSameResults(t *testing.T) {
+	orig := sample()
+	inst, err := Instrument(orig, "env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	a := instantiate(t, orig, &n, func() bool { return false })
+	b := instantiate(t, inst, &n, func() bool { return false })
+	for _, c := range []struct {
+		name string
+		args []uint64
+	}{{"count", []uint64{5}}, {"helper", nil}, {"viaRef", nil}} {
+		if x, y := call(t, a, c.name, c.args...), call(t, b, c.name, c.args...); x != y {
+			t.Errorf("%s: %d instrumented, %d before", c.name, y, x)
+		}
+	}
+	if got := call(t, b, "helper"); got != 107 {
+		t.Errorf("helper answered %d, want 107 (seven through the table plus the start's 100)", got)
+	}
+	if n != 0 {
+		t.Errorf("refuel called %d times for a few dozen steps", n)
+	}
+}
+
+// A loop asks the host for fuel every Fuel iterations, and the host's trap ends it.
+func TestLoopsAskForFuel(t *testing.T) {
+	inst, err := Instrument(sample(), "env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	m := instantiate(t, inst, &n, func() bool { return false })
+	const iterations = 10 * Fuel
+	if got := call(t, m, "count", iterations); got != iterations+107 {
+		t.Fatalf("count answered %d", got)
+	}
+	// The loop header runs iterations+1 times, plus a few function entries.
+	if n < 10 || n > 11 {
+		t.Errorf("refuel called %d times for %d loop iterations, want 10 or 11", n, iterations)
+	}
+
+	var m2calls int
+	m2 := instantiate(t, inst, &m2calls, func() bool { return m2calls == 3 })
+	_, err = m2.ExportedFunction("count").Call(context.Background(), 1<<31-1)
+	if err == nil || !strings.Contains(err.Error(), "out of time") {
+		t.Errorf("a loop past the host's limit ended with %v, want the host's trap", err)
+	}
+}
+
+// Function entries count too: a recursion without loops is bounded as well.
+func TestCallsAskForFuel(t *testing.T) {
+	// rec(n) = n == 0 ? 0 : rec(n-1)  (no loop)
+	rec := []byte{0x00, 0x20, 0x00, 0x45, 0x04, 0x7f, 0x41, 0x00, 0x05,
+		0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x00, 0x0b, 0x0b}
+	mod := wasm(
+		sec(secType, 0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f),
+		sec(secFunc, 0x01, 0x00),
+		sec(secExport, 0x01, 0x03, 'r', 'e', 'c', 0x00, 0x00),
+		codeSec(rec),
+	)
+	inst, err := Instrument(mod, "env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	m := instantiate(t, inst, &n, func() bool { return false })
+	call(t, m, "rec", 3*Fuel)
+	if n != 3 {
+		t.Errorf("refuel called %d times for %d calls, want 3", n, 3*Fuel+1)
+	}
+}
+
+func TestRefused(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mod  []byte
+		want string
+	}{
+		{"not wasm", []byte("hello world"), "not a version 1"},
+		{"imports refuel itself", wasm(
+			sec(secType, 0x01, 0x60, 0x00, 0x01, 0x7f),
+			append(appendName(appendName([]byte{secImport, 0x01}, "env"), Import), 0x00, 0x00),
+			sec(secFunc, 0x01, 0x00),
+			codeSec([]byte{0x00, 0x41, 0x00, 0x0b}),
+		), "imports " + Import},
+		{"tail call", wasm(
+			sec(secType, 0x01, 0x60, 0x00, 0x01, 0x7f),
+			sec(secFunc, 0x01, 0x00),
+			codeSec([]byte{0x00, 0x12, 0x00, 0x0b}),
+		), "instruction 0x12"},
+		{"truncated body", wasm(
+			sec(secType, 0x01, 0x60, 0x00, 0x01, 0x7f),
+			sec(secFunc, 0x01, 0x00),
+			codeSec([]byte{0x00, 0x41}),
+		), "unexpected end"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Instrument(c.mod, "env")
+			if err == nil || !errors.Is(err, errMalformed) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err %v, want malformed naming %q", err, c.want)
+			}
+		})
+	}
+}
+
+// A module without code has nothing to meter.
+func TestNoCodeUnchanged(t *testing.T) {
+	mod := wasm(sec(secType, 0x01, 0x60, 0x00, 0x00))
+	got, err := Instrument(mod, "env")
+	if err != nil || string(got) != string(mod) {
+		t.Errorf("got %x, %v; want the module unchanged", got, err)
+	}
+}
+
+// The "name" section is dropped (its indices moved); other custom sections are kept.
+func TestCustomSections(t *testing.T) {
+	mod := append(sample(), appendSection(nil, secCustom, appendName(nil, "keep"))...)
+	got, err := Instrument(mod, "env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(got), "\x04name") || !strings.Contains(string(got), "\x04keep") {
+		t.Error("want the name section dropped and the other custom section kept")
+	}
+}
+
+func FuzzInstrument(f *testing.F) {
+	f.Add(sample())
+	f.Fuzz(func(t *testing.T, mod []byte) {
+		out, err := Instrument(mod, "env")
+		if err == nil && len(out) < 8 {
+			t.Fatalf("no error and a %d byte module", len(out))
+		}
+	})
+}
