@@ -112,7 +112,7 @@ func (p *plugin) declareMeta(path string) {
 	if p.metaDone == nil {
 		p.metaDone = map[string]bool{}
 	}
-	if p.metaDone[path] || p.metaStop {
+	if p.metaStop || p.metaDone[path] {
 		return
 	}
 	p.metaDone[path] = true
