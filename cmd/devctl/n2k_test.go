@@ -29,6 +29,9 @@ var (
 // n2kWasm builds plugins/n2k once for the package's tests.
 func n2kWasm(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("compiles plugins/n2k for wasip1 with the Go toolchain")
+	}
 	n2kWasmOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "devctl-n2k-test-")
 		if err != nil {
@@ -235,6 +238,9 @@ type refDifference struct {
 // reference values must be matched, and every value not matched must be listed, with its
 // reason, in plugins/n2k/testdata/reference-differences.json.
 func TestN2KDecodeMatchesReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the canboatjs reference under node: skipped in -short")
+	}
 	root := filepath.Dir(plugins.Dir())
 	modules := filepath.Join(root, ".cache", "n2k", "ref", "node_modules")
 	node, err := exec.LookPath("node")

@@ -27,6 +27,9 @@ var guestNames = []string{"trapinit", "badinit", "loop", "memhog", "garbage", "b
 
 func guestModule(t testing.TB, name string) ([]byte, abi.Manifest) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("compiles the SDK's test plugins for wasip1 with the Go toolchain")
+	}
 	guestOnce.Do(func() {
 		guestMods = map[string][]byte{}
 		var mu sync.Mutex

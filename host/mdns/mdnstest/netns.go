@@ -51,7 +51,8 @@ func AsRoot() Option { return func(s *setup) { s.root = true } }
 // at once. Inside it sets up loopback (up, multicast on, 224.0.0.0/4 and a default route
 // through it: some responders need a default route) and returns true.
 //
-// Where a namespace cannot be made the test is skipped, saying why.
+// Where a namespace cannot be made the test is skipped, saying why; under -short it is
+// skipped too (the fast loop leaves out the namespace tests).
 func Netns(t *testing.T, opts ...Option) bool {
 	t.Helper()
 	var s setup
@@ -64,6 +65,9 @@ func Netns(t *testing.T, opts ...Option) bool {
 	}
 	if strings.Contains(t.Name(), "/") {
 		t.Fatal("mdnstest.Netns must be called from a top-level test")
+	}
+	if testing.Short() {
+		t.Skip("runs in a network namespace with real peers: skipped in -short")
 	}
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skipf("cannot create a network namespace: unshare(1) not found: %v", err)
