@@ -22,7 +22,12 @@
 //     this process through its Go API with sk.batch_ms from -sk-batch-ms) beside a plain
 //     WebSocket client writing frames of the same size, with the stream's CPU per 1000 values/s
 //     and the Publish call latency; a server that cannot be started skips this with a printed
-//     line. signalk.go says how each side is measured.
+//     line. signalk.go says how each side is measured;
+//   - unless -boots 0, times whole boots of bin/devhost: to the first 200 on the ping and, with
+//     the server, to the device's Signal K stream open (boot.go says how);
+//   - with -json FILE, writes every figure beside its baseline and the machine as JSON
+//     (report.go); -merge -gobench OUT adds the output of Go benchmarks to that file
+//     afterwards (gobench.go), which is how `make bench BENCH_JSON=FILE` collects the rest.
 //
 // Choices where nothing else decides:
 //   - The anchor is a separate process (devbench re-executed with -serve-anchor), because the
