@@ -268,7 +268,11 @@ func (a *Auth) check(r *http.Request, key string) (Method, error) {
 // bearer extracts the token of an `Authorization: Bearer` header. ok is false when the header
 // is absent or uses another scheme; a Bearer header without a token is ok with token "".
 func bearer(r *http.Request) (token string, ok bool) {
-	h := r.Header.Get("Authorization")
+	var h string
+	// The name is already canonical: indexing skips Get's canonicalisation on every request.
+	if vs := r.Header["Authorization"]; len(vs) > 0 {
+		h = vs[0]
+	}
 	scheme, rest, _ := strings.Cut(h, " ")
 	if !strings.EqualFold(scheme, "Bearer") {
 		return "", false
@@ -332,7 +336,11 @@ func (a *Auth) countFailure(now time.Time) {
 func (a *Auth) OnPortal(r *http.Request) bool { return a.fromPortal(r) }
 
 func (a *Auth) fromPortal(r *http.Request) bool {
-	pip := net.ParseIP(a.portalIP())
+	ps := a.portalIP()
+	if ps == "" { // the portal is down: the common case, decided without parsing
+		return false
+	}
+	pip := net.ParseIP(ps)
 	if pip == nil {
 		return false
 	}

@@ -26,6 +26,10 @@ func (c *Config) handleGet(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, http.StatusRequestURITooLong, api.CodeURITooLong)
 		return
 	}
+	if r.URL.RawQuery == "" {
+		c.writeDocument(w, "")
+		return
+	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		api.WriteErr(w, api.Validation("", "malformed query string"))
@@ -47,6 +51,11 @@ func (c *Config) handleGet(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	c.writeDocument(w, ns)
+}
+
+// writeDocument answers the document of ns ("" for all).
+func (c *Config) writeDocument(w http.ResponseWriter, ns string) {
 	body, err := c.Document(ns)
 	if errors.Is(err, ErrUnknownNamespace) {
 		api.WriteError(w, http.StatusNotFound, api.CodeUnknownNamespace)

@@ -116,6 +116,12 @@ var numberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+
 // are allowed when the value is integral (80.0, 8e1), as JSON Schema's "integer" allows;
 // the check is done on the decimal digits, so no float rounding can turn 1.0000000001 into 1.
 func parseInt(s string) (int64, string) {
+	if n, ok := plainInt(s); ok {
+		if n < math.MinInt32 || n > math.MaxInt32 {
+			return 0, "integer out of range"
+		}
+		return n, ""
+	}
 	m := numberRE.FindStringSubmatch(s)
 	if m == nil {
 		return 0, "expected an integer"
@@ -166,6 +172,23 @@ func parseInt(s string) (int64, string) {
 		return 0, "integer out of range"
 	}
 	return n, ""
+}
+
+// plainInt reads the form nearly every stored and written integer has, an optional minus and
+// at most ten digits without a leading zero, without the regexp; ok is false for anything
+// else, which parseInt then reads the long way.
+func plainInt(s string) (int64, bool) {
+	d := strings.TrimPrefix(s, "-")
+	if d == "" || len(d) > 10 || (d[0] == '0' && len(d) > 1) {
+		return 0, false
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }
 
 // decodeBlob accepts RFC 4648 standard base64 with padding, nothing else (Go's decoder

@@ -3,6 +3,7 @@ package httpd
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"devhost/host/api"
@@ -25,7 +26,7 @@ func (s *Server) hostAllowed(r *http.Request) bool {
 		return true
 	}
 	host := hostOnly(r.Host)
-	if host == "" || host == "localhost" || net.ParseIP(host) != nil {
+	if host == "" || host == "localhost" || isIP(host) {
 		return true
 	}
 	if s.opts.AnyHost != nil && s.opts.AnyHost(r) {
@@ -37,6 +38,13 @@ func (s *Server) hostAllowed(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// isIP reports whether h is an IP literal, as net.ParseIP decides it (no zone: hostOnly has
+// cut it), without the allocation of a net.IP on every request.
+func isIP(h string) bool {
+	a, err := netip.ParseAddr(h)
+	return err == nil && a.Zone() == ""
 }
 
 // hostOnly strips the port, the brackets of an IPv6 literal and a trailing dot, and lowers

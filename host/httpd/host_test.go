@@ -66,3 +66,13 @@ func TestNoHostPolicyAcceptsAll(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 }
+
+// isIP decides as net.ParseIP does, which the rule was written against.
+func TestIsIPMatchesParseIP(t *testing.T) {
+	for _, h := range []string{"127.0.0.1", "10.0.0.256", "010.0.0.1", "::1", "fe80::1", "fe80::1%eth0",
+		"::ffff:192.168.1.1", "1.2.3", "", "dev-1.local", "localhost", "1.2.3.4.", "[::1]", "0x7f.0.0.1"} {
+		if got, want := isIP(h), net.ParseIP(h) != nil; got != want {
+			t.Errorf("isIP(%q) = %v, net.ParseIP says %v", h, got, want)
+		}
+	}
+}

@@ -387,6 +387,9 @@ func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request) {
 }
 
 func isJSON(ct string) bool {
+	if ct == "application/json" {
+		return true // what clients send; ParseMediaType would allocate a parameter map
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == "application/json"
 }
