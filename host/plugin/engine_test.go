@@ -213,3 +213,44 @@ func TestCodeCacheDir(t *testing.T) {
 		t.Errorf("another entry went: %v", err)
 	}
 }
+
+// A module that passed the link check is not compiled a second time for the check after a
+// reboot: the verdict is kept beside the compiled code. A refused module leaves none.
+func TestLinkVerdictKept(t *testing.T) {
+	dir := t.TempDir()
+	good := handModule(nil, []string{abi.ExportInit, abi.ExportEvent}, 7)
+	bad := handModule([]wasmImport{{"extism:host/env", "http_request", 1}}, []string{abi.ExportInit, abi.ExportEvent}, 7)
+	boot := func() *engine {
+		e, err := newEngine(dir, DefaultMemoryPages, DefaultStackBytes, hostFunctions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.close(context.Background()) })
+		return e
+	}
+	e := boot()
+	_, key, err := e.acquire(context.Background(), good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.release(key)
+	if _, _, err := e.acquire(context.Background(), bad); err == nil {
+		t.Fatal("the extism kernel import linked")
+	}
+	markers, _ := filepath.Glob(filepath.Join(dir, "fuel", "linked-*", "*"))
+	if len(markers) != 1 {
+		t.Fatalf("%d verdicts kept, want 1 (the good module's): %v", len(markers), markers)
+	}
+
+	e = boot()
+	if _, key, err = e.acquire(context.Background(), good); err != nil {
+		t.Fatal(err)
+	}
+	e.release(key)
+	if e.checker != nil {
+		t.Error("the known module was compiled for the check again")
+	}
+	if _, _, err := e.acquire(context.Background(), bad); err == nil || !isPermanent(err) {
+		t.Errorf("the refused module: %v, want refused again", err)
+	}
+}
