@@ -455,6 +455,10 @@ func (in *instance) invoke(ctx context.Context, export string) (uint32, error) {
 		rc, _, err := in.p.CallWithContext(ctx, export, nil)
 		return rc, err
 	}
+	if in.mod.IsClosed() {
+		// wazero answers a call into a closed module with exit code 0: not a success.
+		return 0, errors.New("module is closed")
+	}
 	f := in.fns[export]
 	if f == nil {
 		if f = in.mod.ExportedFunction(export); f == nil {
