@@ -215,6 +215,7 @@ func BenchmarkStart(b *testing.B) {
 				m.eng.release(key)
 			}
 			b.ResetTimer()
+			var cpu time.Duration
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				cache := warmDir
@@ -226,8 +227,11 @@ func BenchmarkStart(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
+				c := startCPU(b)
 				startDirect(b, m, manifest("good"), mod)
+				cpu += processCPU(b) - c.start
 			}
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		})
 	}
 }

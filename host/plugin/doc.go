@@ -133,7 +133,10 @@
 //   - Compiled code is cached in the partition's .cache/fuel (wazero's compilation cache), so
 //     a reboot loads instead of compiling. Code compiled with wazero's termination checks,
 //     kept in .cache itself by earlier versions, is never loaded again and is removed (wazero
-//     never evicts). Plugins built from the same module share one compiled copy.
+//     never evicts). Beside it, linked-<fingerprint>/<sha256> records that a module passed
+//     the link check, so a start after a reboot compiles (loads) it once instead of twice;
+//     the fingerprint covers the ABI table and the wazero version. Plugins built from the
+//     same module share one compiled copy.
 //   - The partition is separate from `nvs`: a factory reset erases plugin configuration, not
 //     installed bundles or publisher keys, unless the device erases the partition too.
 //

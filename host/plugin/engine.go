@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -31,10 +32,11 @@ import (
 // sandboxed instances of them through extism's CompiledPlugin and Plugin; the checks extism
 // has no API for go to wazero directly (see the package doc).
 type engine struct {
-	cache wazero.CompilationCache
-	pages uint32 // linear memory cap per memory, in 64 KiB pages (the cap less the stack)
-	stack uint32 // stack budget per instance, in bytes
-	funcs []extism.HostFunction
+	cache    wazero.CompilationCache
+	cacheDir string // where cache keeps its files; "" in memory
+	pages    uint32 // linear memory cap per memory, in 64 KiB pages (the cap less the stack)
+	stack    uint32 // stack budget per instance, in bytes
+	funcs    []extism.HostFunction
 	// checker compiles modules for checkLink, with extism's runtime configuration and the
 	// same compilation cache: wazero shares one compiled copy of a module between runtimes
 	// of one cache, so extism's compilation that follows finds it compiled. wasi is the WASI
@@ -80,8 +82,10 @@ func newEngine(cacheDir string, capPages, stack uint32, funcs []hostFn) (*engine
 		return nil, fmt.Errorf("plugin: a memory cap of %d pages leaves no linear memory beside a %d byte stack", capPages, stack)
 	}
 	var cache wazero.CompilationCache
+	code := ""
 	if cacheDir != "" {
-		c, err := wazero.NewCompilationCacheWithDir(codeCacheDir(cacheDir))
+		code = codeCacheDir(cacheDir)
+		c, err := wazero.NewCompilationCacheWithDir(code)
 		if err != nil {
 			return nil, fmt.Errorf("plugin: compilation cache: %w", err)
 		}
@@ -103,7 +107,7 @@ func newEngine(cacheDir string, capPages, stack uint32, funcs []hostFn) (*engine
 	}, nil, []api.ValueType{api.ValueTypeI32})
 	r.SetNamespace(abi.Module)
 	hf = append(hf, r)
-	return &engine{cache: cache, pages: capPages - stackPages, stack: stack, funcs: hf,
+	return &engine{cache: cache, cacheDir: code, pages: capPages - stackPages, stack: stack, funcs: hf,
 		compiled: map[string]*shared{}}, nil
 }
 
@@ -220,18 +224,64 @@ func (e *engine) compile(ctx context.Context, module []byte) (*compiled, error) 
 	}
 	rc := e.runtimeConfig()
 	ctx = experimental.WithFunctionListenerFactory(ctx, capture{})
-	cm, err := e.check(ctx, guarded)
-	if err != nil {
-		return nil, err
+	marker := e.linkedMarker(guarded)
+	if _, err := os.Stat(marker); marker == "" || err != nil {
+		cm, err := e.check(ctx, guarded)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = cm.Close(context.Background()) }()
 	}
-	defer func() { _ = cm.Close(context.Background()) }()
 	man := extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: guarded, Name: "main"}}}
 	cp, err := extism.NewCompiledPlugin(ctx, man, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, e.funcs)
 	if err != nil {
 		return nil, permanent(fmt.Errorf("compile: %w", err))
 	}
+	if marker != "" {
+		// Without it the next start checks again: a failure to write costs time, not safety.
+		if err := os.MkdirAll(filepath.Dir(marker), 0o755); err == nil {
+			_ = os.WriteFile(marker, nil, 0o644)
+		}
+	}
 	return &compiled{cp: cp}, nil
 }
+
+// linkedMarker names the file that records, beside the compiled code, that a module passed
+// checkLink, so that a later start (after a reboot) skips the checker's compilation: wazero
+// decodes and validates a module at every compilation, cache hit or not, and the check's was
+// about half of a warm start. The name holds the module's SHA-256 under a directory named by
+// what the verdict depends on: the host's ABI table and the wazero version (its WASI). ""
+// when code is not kept on disk. A file there is trusted as the compiled code next to it is.
+func (e *engine) linkedMarker(module []byte) string {
+	if e.cacheDir == "" {
+		return ""
+	}
+	sum := sha256.Sum256(module)
+	return filepath.Join(e.cacheDir, "linked-"+linkFingerprint(), hex.EncodeToString(sum[:]))
+}
+
+// linkFingerprint digests what checkLink's verdict depends on besides the module.
+var linkFingerprint = sync.OnceValue(func() string {
+	h := sha256.New()
+	names := make([]string, 0, len(abi.Signatures))
+	for n := range abi.Signatures {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(h, "%s%v%v;", n, abi.Signatures[n].Params, abi.Signatures[n].Results)
+	}
+	fmt.Fprintf(h, "%s%s%v;", abi.ExportInit, abi.ExportEvent, abi.ExportSignature.Results)
+	fmt.Fprintf(h, "%s;", fuel.Import)
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/tetratelabs/wazero" {
+				fmt.Fprintf(h, "%s%s", d.Version, d.Sum)
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+})
 
 // runtimeConfig is the configuration of every runtime: the per-memory cap and the
 // compilation cache. wazero's own termination checks stay off: the time limits are enforced
@@ -404,6 +454,10 @@ func (in *instance) invoke(ctx context.Context, export string) (uint32, error) {
 	if in.mod == nil {
 		rc, _, err := in.p.CallWithContext(ctx, export, nil)
 		return rc, err
+	}
+	if in.mod.IsClosed() {
+		// wazero answers a call into a closed module with exit code 0: not a success.
+		return 0, errors.New("module is closed")
 	}
 	f := in.fns[export]
 	if f == nil {

@@ -135,6 +135,9 @@ func TestInstanceThroughExtism(t *testing.T) {
 			t.Fatalf("%s = %d, %v; want 7", export, rc, err)
 		}
 	}
+	if in.mod == nil {
+		t.Error("calls after the first do not go to the plugin's module directly")
+	}
 	in.close()
 	if !in.isClosed() || in.bytes() != 0 {
 		t.Errorf("closed %v with %d bytes, want closed with none", in.isClosed(), in.bytes())
@@ -211,5 +214,93 @@ func TestCodeCacheDir(t *testing.T) {
 	}
 	if _, err := os.Stat(other); err != nil {
 		t.Errorf("another entry went: %v", err)
+	}
+}
+
+// A module that passed the link check is not compiled a second time for the check after a
+// reboot: the verdict is kept beside the compiled code. A refused module leaves none.
+func TestLinkVerdictKept(t *testing.T) {
+	dir := t.TempDir()
+	good := handModule(nil, []string{abi.ExportInit, abi.ExportEvent}, 7)
+	bad := handModule([]wasmImport{{"extism:host/env", "http_request", 1}}, []string{abi.ExportInit, abi.ExportEvent}, 7)
+	boot := func() *engine {
+		e, err := newEngine(dir, DefaultMemoryPages, DefaultStackBytes, hostFunctions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.close(context.Background()) })
+		return e
+	}
+	e := boot()
+	_, key, err := e.acquire(context.Background(), good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.release(key)
+	if _, _, err := e.acquire(context.Background(), bad); err == nil {
+		t.Fatal("the extism kernel import linked")
+	}
+	markers, _ := filepath.Glob(filepath.Join(dir, "fuel", "linked-*", "*"))
+	if len(markers) != 1 {
+		t.Fatalf("%d verdicts kept, want 1 (the good module's): %v", len(markers), markers)
+	}
+
+	e = boot()
+	if _, key, err = e.acquire(context.Background(), good); err != nil {
+		t.Fatal(err)
+	}
+	e.release(key)
+	if e.checker != nil {
+		t.Error("the known module was compiled for the check again")
+	}
+	if _, _, err := e.acquire(context.Background(), bad); err == nil || !isPermanent(err) {
+		t.Errorf("the refused module: %v, want refused again", err)
+	}
+}
+
+// A plugin that exits through WASI with code 0 ends its call successfully (as extism has it),
+// and a later call into the closed module fails instead of answering 0 without running.
+func TestExitZeroThenClosed(t *testing.T) {
+	section := func(out []byte, id byte, body ...byte) []byte {
+		return append(append(out, id, byte(len(body))), body...)
+	}
+	mod := []byte("\x00asm\x01\x00\x00\x00")
+	mod = section(mod, 1, 2, 0x60, 0, 1, 0x7f, 0x60, 1, 0x7f, 0) // ()→i32, (i32)→()
+	imp := append([]byte{1, byte(len("wasi_snapshot_preview1"))}, "wasi_snapshot_preview1"...)
+	imp = append(append(imp, byte(len("proc_exit"))), "proc_exit"...)
+	mod = section(mod, 2, append(imp, 0x00, 1)...)
+	mod = section(mod, 3, 2, 0, 0)
+	mod = section(mod, 5, 1, 0, 1)
+	exp := []byte{3, 6, 'm', 'e', 'm', 'o', 'r', 'y', 0x02, 0}
+	exp = append(append(append(exp, byte(len(abi.ExportInit))), abi.ExportInit...), 0x00, 1)
+	exp = append(append(append(exp, byte(len(abi.ExportEvent))), abi.ExportEvent...), 0x00, 2)
+	mod = section(mod, 7, exp...)
+	mod = section(mod, 10, 2,
+		4, 0x00, 0x41, 0x00, 0x0b, // dev_init: 0
+		8, 0x00, 0x41, 0x00, 0x10, 0x00, 0x41, 0x05, 0x0b) // dev_event: proc_exit(0); 5
+
+	e, err := newEngine("", DefaultMemoryPages, DefaultStackBytes, hostFunctions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close(context.Background())
+	cp, key, err := e.acquire(context.Background(), mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.release(key)
+	in, err := e.instantiate(context.Background(), cp, time.Now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.close()
+	if rc, err := in.call(context.Background(), abi.ExportInit); err != nil || rc != 0 {
+		t.Fatalf("dev_init = %d, %v", rc, err)
+	}
+	if rc, err := in.call(context.Background(), abi.ExportEvent); err != nil || rc != 0 {
+		t.Fatalf("dev_event exiting 0 = %d, %v; want 0 and no error", rc, err)
+	}
+	if rc, err := in.call(context.Background(), abi.ExportEvent); err == nil {
+		t.Fatalf("a call into the exited module answered %d and no error", rc)
 	}
 }

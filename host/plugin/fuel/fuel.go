@@ -163,7 +163,13 @@ func (w *writer) write(secs []section) ([]byte, error) {
 	global := append([]byte{0x7f, 0x01, 0x41}, appendS32(nil, Fuel)...)
 	global = append(global, 0x0b)
 
-	out := []byte("\x00asm\x01\x00\x00\x00")
+	// The checks add about a tenth to the code: one buffer for the whole module.
+	size := 8 + len(imp) + len(global) + 64
+	for _, s := range secs {
+		size += len(s.body) + len(s.body)/4 + 6
+	}
+	out := make([]byte, 0, size)
+	out = append(out, "\x00asm\x01\x00\x00\x00"...)
 	wroteImport, wroteGlobal := false, false
 	for _, s := range secs {
 		if s.id != secCustom {
@@ -346,25 +352,27 @@ func (w *writer) check(out []byte) []byte {
 func (w *writer) code(b []byte) ([]byte, error) {
 	r := reader{b: b}
 	n := r.u32()
-	out := appendU32(nil, n)
+	out := appendU32(make([]byte, 0, len(b)+len(b)/4), n)
+	var scratch []byte // one body at a time, reused
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		body := r.bytes(int(r.u32()))
 		if r.err != nil {
 			break
 		}
-		nb, err := w.body(body)
+		var err error
+		scratch, err = w.body(scratch[:0], body)
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", i, err)
 		}
-		out = appendU32(out, uint32(len(nb)))
-		out = append(out, nb...)
+		out = appendU32(out, uint32(len(scratch)))
+		out = append(out, scratch...)
 	}
 	return out, r.err
 }
 
-// body rewrites one function body: a check on entry and at every loop header, calls and
-// ref.func renumbered, every other instruction copied as it is.
-func (w *writer) body(b []byte) ([]byte, error) {
+// body appends the rewritten function body to out: a check on entry and at every loop
+// header, calls and ref.func renumbered, every other instruction copied as it is.
+func (w *writer) body(out, b []byte) ([]byte, error) {
 	r := reader{b: b}
 	decls := r.u32()
 	for j := uint32(0); j < decls && r.err == nil; j++ {
@@ -374,7 +382,7 @@ func (w *writer) body(b []byte) ([]byte, error) {
 	if r.err != nil {
 		return nil, fmt.Errorf("locals: %w", r.err)
 	}
-	out := append([]byte(nil), b[:len(b)-len(r.b)]...)
+	out = append(out, b[:len(b)-len(r.b)]...)
 	out = w.check(out)
 	for !r.done() {
 		start := len(b) - len(r.b)

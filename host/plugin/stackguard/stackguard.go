@@ -213,7 +213,11 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 		}
 	}
 	fn = appendU32(fn, getterType)
-	code := appendU32(nil, uint32(2*defined+1))
+	codeSize := 16
+	for _, b := range m.bodies {
+		codeSize += len(b) + 5 + 64 // the body, its size, its thunk
+	}
+	code := appendU32(make([]byte, 0, codeSize), uint32(2*defined+1))
 	for i, t := range m.funcTypes {
 		params := m.types[t][0]
 		cost := FrameBase + SlotBytes*(uint64(params)+uint64(m.locals[i]))
@@ -243,7 +247,14 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 	ourExports = append(ourExports, 0x00) // function
 	ourExports = appendU32(ourExports, getterIndex)
 
-	out := []byte("\x00asm\x01\x00\x00\x00")
+	size := 8 + len(fn) + len(code) + len(ourExports) + len(newGlobal) + 64
+	for _, s := range secs {
+		if s.id != secCode { // replaced by code
+			size += len(s.body) + 6
+		}
+	}
+	out := make([]byte, 0, size)
+	out = append(out, "\x00asm\x01\x00\x00\x00"...)
 	wroteGlobal, wroteExport := false, false
 	emitExport := func() {
 		out = appendSection(out, secExport, append(appendU32(nil, 2), ourExports...))
