@@ -13,7 +13,11 @@
 // otherwise answers the next allowance, Fuel. Every unbounded execution goes through a loop
 // header or a function entry, so the host is asked at least every Fuel of them; recursion
 // is bounded in depth separately (package stackguard), and a recursion fanning out without
-// loops is caught here too, since every entry counts.
+// loops is caught here too, since every entry counts. The instructions whose work grows
+// with an operand (memory.copy, memory.fill, memory.init, table.copy, table.fill,
+// table.init, table.grow) are charged a unit per KiB (or 1,024 entries) of their count
+// before they run, so a loop of large copies asks as often as its bytes warrant; the charge
+// keeps the count in a local added after the function's own.
 //
 // The import is appended after the module's own function imports, so every defined function
 // moves up by one index: calls, ref.func (in bodies and in constant expressions), exports,
@@ -34,8 +38,9 @@ import (
 // for the next stretch of execution.
 const Import = "devhost.refuel"
 
-// Fuel is the allowance between two calls of Import: loop iterations and function entries.
-// About ten to a hundred microseconds of plugin code; the call costs a fraction of one.
+// Fuel is the allowance between two calls of Import: loop iterations, function entries and
+// KiB of bulk memory work. About ten to a hundred microseconds of plugin code (20 MB of
+// copying at most); the call costs a fraction of one.
 const Fuel = 20000
 
 var errMalformed = errors.New("fuel: malformed module")
@@ -90,7 +95,9 @@ func Instrument(module []byte, importModule string) ([]byte, error) {
 // writer rewrites one module.
 type writer struct {
 	importModule string
-	types        uint32 // entries in the type section
+	types        uint32   // entries in the type section
+	params       []uint32 // parameters per type
+	funcParams   []uint32 // parameters per defined function
 	importFuncs  uint32
 	importGlobs  uint32
 	definedGlobs uint32
@@ -106,6 +113,24 @@ func (w *writer) scan(secs []section) error {
 		switch s.id {
 		case secType:
 			w.types = r.u32()
+			for i := uint32(0); i < w.types && r.err == nil; i++ {
+				if form := r.byte(); form != 0x60 {
+					return fmt.Errorf("%w: type form 0x%x", errMalformed, form)
+				}
+				p := r.u32()
+				r.bytes(int(p))
+				r.bytes(int(r.u32()))
+				w.params = append(w.params, p)
+			}
+		case secFunc:
+			n := r.u32()
+			for i := uint32(0); i < n && r.err == nil; i++ {
+				t := r.u32()
+				if int(t) >= len(w.params) {
+					return fmt.Errorf("%w: function %d has type %d of %d", errMalformed, i, t, len(w.params))
+				}
+				w.funcParams = append(w.funcParams, w.params[t])
+			}
 		case secImport:
 			n := r.u32()
 			for i := uint32(0); i < n && r.err == nil; i++ {
@@ -333,17 +358,13 @@ func (w *writer) constExpr(r *reader, out []byte) []byte {
 	return out
 }
 
-// check is the instrumentation: decrement the counter, asking the host for more when it is
-// empty. It leaves the operand stack as it found it.
+// check is the instrumentation of function entries and loop headers: ask the host for more
+// when the allowance is spent, then take one unit. It leaves the operand stack as it found
+// it.
 func (w *writer) check(out []byte) []byte {
+	out = w.refill(out)
 	g := appendU32(nil, w.global)
 	out = append(out, 0x23)
-	out = append(out, g...)
-	out = append(out, 0x45, 0x04, 0x40, 0x10) // i32.eqz, if (no result), call
-	out = appendU32(out, w.refuel)
-	out = append(out, 0x24) // global.set
-	out = append(out, g...)
-	out = append(out, 0x0b, 0x23) // end, global.get
 	out = append(out, g...)
 	out = append(out, 0x41, 0x01, 0x6b, 0x24) // i32.const 1, i32.sub, global.set
 	return append(out, g...)
@@ -353,14 +374,17 @@ func (w *writer) code(b []byte) ([]byte, error) {
 	r := reader{b: b}
 	n := r.u32()
 	out := appendU32(make([]byte, 0, len(b)+len(b)/4), n)
-	var scratch []byte // one body at a time, reused
+	var scratch, instrs []byte // one body at a time, reused
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		body := r.bytes(int(r.u32()))
 		if r.err != nil {
 			break
 		}
+		if int(i) >= len(w.funcParams) {
+			return nil, fmt.Errorf("%d bodies for %d functions", i+1, len(w.funcParams))
+		}
 		var err error
-		scratch, err = w.body(scratch[:0], body)
+		scratch, instrs, err = w.body(scratch[:0], instrs[:0], body, w.funcParams[i])
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", i, err)
 		}
@@ -371,40 +395,108 @@ func (w *writer) code(b []byte) ([]byte, error) {
 }
 
 // body appends the rewritten function body to out: a check on entry and at every loop
-// header, calls and ref.func renumbered, every other instruction copied as it is.
-func (w *writer) body(out, b []byte) ([]byte, error) {
+// header, a charge before every instruction whose work grows with an operand, calls and
+// ref.func renumbered, every other instruction copied as it is. The charge needs a local of
+// its own, appended after the function's parameters and locals (no index moves). instrs is
+// a scratch buffer for the instructions; both buffers are returned for reuse.
+func (w *writer) body(out, instrs, b []byte, params uint32) ([]byte, []byte, error) {
 	r := reader{b: b}
 	decls := r.u32()
+	locals := uint64(params)
 	for j := uint32(0); j < decls && r.err == nil; j++ {
-		r.u32()
+		locals += uint64(r.u32())
 		r.byte()
 	}
 	if r.err != nil {
-		return nil, fmt.Errorf("locals: %w", r.err)
+		return out, instrs, fmt.Errorf("locals: %w", r.err)
 	}
-	out = append(out, b[:len(b)-len(r.b)]...)
-	out = w.check(out)
+	if locals >= 50000 {
+		return out, instrs, fmt.Errorf("%d locals", locals)
+	}
+	declBytes := b[:len(b)-len(r.b)]
+	tmp := uint32(locals) // the charge's local, if one is needed
+	charged := false
+	instrs = w.check(instrs)
 	for !r.done() {
 		start := len(b) - len(r.b)
 		op := r.byte()
 		switch op {
 		case 0x10, 0xd2: // call, ref.func
-			out = append(out, op)
-			out = appendU32(out, w.fn(r.u32()))
+			instrs = append(instrs, op)
+			instrs = appendU32(instrs, w.fn(r.u32()))
 			continue
 		case 0x03: // loop
 			r.blockType()
-			out = append(out, b[start:len(b)-len(r.b)]...)
-			out = w.check(out)
+			instrs = append(instrs, b[start:len(b)-len(r.b)]...)
+			instrs = w.check(instrs)
 			continue
+		case 0xfc:
+			if sub, ok := peekU32(r.b); ok && bulk(sub) {
+				instrs = w.charge(instrs, tmp)
+				charged = true
+			}
 		}
 		r.immediates(op)
-		out = append(out, b[start:len(b)-len(r.b)]...)
+		instrs = append(instrs, b[start:len(b)-len(r.b)]...)
 	}
 	if r.err != nil {
-		return nil, r.err
+		return out, instrs, r.err
 	}
-	return out, nil
+	if charged {
+		// The declarations again, with one more: an i32.
+		dr := reader{b: declBytes}
+		dr.u32()
+		out = appendU32(out, decls+1)
+		out = append(out, dr.b...)
+		out = append(out, 0x01, 0x7f)
+	} else {
+		out = append(out, declBytes...)
+	}
+	return append(out, instrs...), instrs, nil
+}
+
+// bulk tells the 0xfc instructions whose work grows with their last operand, a count: the
+// memory's and the tables' init, copy and fill, and table.grow.
+func bulk(sub uint32) bool {
+	switch sub {
+	case 8, 10, 11, 12, 14, 15, 17:
+		return true
+	}
+	return false
+}
+
+// charge takes one unit of fuel per KiB (or 1,024 table entries) of the count on top of the
+// stack, leaving the stack as it was, and asks the host for more when the allowance is spent
+// before the instruction runs.
+func (w *writer) charge(out []byte, tmp uint32) []byte {
+	g := appendU32(nil, w.global)
+	out = append(out, 0x22) // local.tee
+	out = appendU32(out, tmp)
+	out = append(out, 0x23)
+	out = append(out, g...)
+	out = append(out, 0x20) // local.get
+	out = appendU32(out, tmp)
+	out = append(out, 0x41, 0x0a, 0x76, 0x6b, 0x24) // i32.const 10, i32.shr_u, i32.sub, global.set
+	out = append(out, g...)
+	return w.refill(out)
+}
+
+// refill asks the host for fuel when the allowance is spent (below 1).
+func (w *writer) refill(out []byte) []byte {
+	g := appendU32(nil, w.global)
+	out = append(out, 0x23)
+	out = append(out, g...)
+	out = append(out, 0x41, 0x01, 0x48, 0x04, 0x40, 0x10) // i32.const 1, i32.lt_s, if (no result), call
+	out = appendU32(out, w.refuel)
+	out = append(out, 0x24) // global.set
+	out = append(out, g...)
+	return append(out, 0x0b)
+}
+
+func peekU32(b []byte) (uint32, bool) {
+	r := reader{b: b}
+	v := r.u32()
+	return v, r.err == nil
 }
 
 // immediates skips the immediates of op (already read).

@@ -248,3 +248,41 @@ func FuzzInstrument(f *testing.F) {
 		}
 	})
 }
+
+// An instruction whose work grows with its count (here memory.fill of 64 KiB) is charged a
+// unit per KiB before it runs: a loop of them asks for fuel by the bytes it fills, not by
+// its iterations alone.
+func TestBulkMemoryIsCharged(t *testing.T) {
+	// fill(n i32) i32: n times memory.fill(0, 0, 65536); answers n. One i32 local (the counter).
+	fill := []byte{0x01, 0x01, 0x7f,
+		0x02, 0x40, 0x03, 0x40, // block, loop
+		0x20, 0x01, 0x20, 0x00, 0x4e, 0x0d, 0x01, // i >= n: out
+		0x41, 0x00, 0x41, 0x00, 0x41, 0x80, 0x80, 0x04, 0xfc, 0x0b, 0x00, // memory.fill(0, 0, 65536)
+		0x20, 0x01, 0x41, 0x01, 0x6a, 0x21, 0x01, 0x0c, 0x00, // i++, br 0
+		0x0b, 0x0b, 0x20, 0x00, 0x0b}
+	mod := wasm(
+		sec(secType, 0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f),
+		sec(secFunc, 0x01, 0x00),
+		sec(5, 0x01, 0x00, 0x01), // one page of memory
+		sec(secExport, 0x01, 0x04, 'f', 'i', 'l', 'l', 0x00, 0x00),
+		codeSec(fill),
+	)
+	inst, err := Instrument(mod, "env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	m := instantiate(t, inst, &n, func() bool { return false })
+	const iterations = 1000 // 64,000 units of filling, 1,000 of looping
+	if got := call(t, m, "fill", iterations); got != iterations {
+		t.Fatalf("fill answered %d", got)
+	}
+	if want := iterations * 65 / Fuel; n < want {
+		t.Errorf("refuel called %d times, want at least %d", n, want)
+	}
+	var stops int
+	m2 := instantiate(t, inst, &stops, func() bool { return true })
+	if _, err := m2.ExportedFunction("fill").Call(context.Background(), 1<<30); err == nil {
+		t.Error("a fill loop past the host's limit went on")
+	}
+}
