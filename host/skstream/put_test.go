@@ -401,10 +401,34 @@ func TestHandlePutRegistration(t *testing.T) {
 // the server sees.
 func TestPutableStateNotOvertakenByAnOlderRead(t *testing.T) {
 	f := newFixture(t, withSettings(func(s *Settings) { s.BatchMS = 0 }))
+	// The stream reads every current state once more after it connected, outside its lock
+	// and after Connected is already true. A sentinel path whose getter publishes nothing
+	// tells when that read is done, so the path below is registered after it and the only
+	// reads of its state are the ones this test scripts.
+	reads0 := make(chan struct{}, 4)
+	_, err := f.s.HandlePut(PutPath{
+		Path:   "dev.probe.sentinel",
+		Handle: func(_ sk.PutRequest, reply func(sk.PutResult, string)) { reply(sk.PutSuccess, "") },
+		Current: func() any {
+			select {
+			case reads0 <- struct{}{}:
+			default:
+			}
+			return nil
+		},
+	})
+	must(t, err)
 	c := f.connect()
+	for i, what := range []string{"at registration", "after connecting"} {
+		select {
+		case <-reads0:
+		case <-time.After(wait):
+			t.Fatalf("sentinel state not read %s (read %d times)", what, i)
+		}
+	}
 	var mu sync.Mutex
 	state, reads := "on", 0
-	_, err := f.s.HandlePut(PutPath{
+	_, err = f.s.HandlePut(PutPath{
 		Path:   "dev.probe.pump",
 		Handle: func(_ sk.PutRequest, reply func(sk.PutResult, string)) { reply(sk.PutSuccess, "") },
 		Current: func() any {
