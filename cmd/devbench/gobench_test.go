@@ -16,8 +16,8 @@ BenchmarkPublish/single-2         	  100000	      1200 ns/op	      1200 ns/value
 BenchmarkPublish/batch100-2       	 1000000	       700 ns/op	       737 ns/value
 BenchmarkPublish/batch100-nolimit-2         	 1000000	       190 ns/op	       196 ns/value
 time=2026-11-25T16:00:00Z level=INFO msg="plugin started" id=p1
-BenchmarkStart/cold-2             	       2	 676000000 ns/op
-BenchmarkStart/warm-2             	      20	  48000000 ns/op
+BenchmarkStart/boot-2             	       2	 676000000 ns/op
+BenchmarkStart/restart-2             	      20	  48000000 ns/op
 BenchmarkHTTPWhileSpinning/idle-2 	   50000	     20000 ns/op	     14442 req/s
 BenchmarkHTTPWhileSpinning/spinning-2         	   40000	     25000 ns/op	     11857 req/s
 BenchmarkMinimalPluginRSS/host-2 	       1	 900000000 ns/op	         4.86 MiB/plugin
@@ -144,7 +144,7 @@ func TestGoBenchMedianAndFigures(t *testing.T) {
 		{"plugin.cold_start", "ms", 676, 48},
 		{"plugin.rss_per_plugin", "MiB", 4.86, 2.43},
 		{"n2k.decode_rate", "frames/cpu-s", 4200, 36000}, // medians of the three runs
-		{"gobench.host/plugin.BenchmarkStart/cold", "ns/op", 676000000, 0},
+		{"gobench.host/plugin.BenchmarkStart/boot", "ns/op", 676000000, 0},
 		{"gobench.host/plugin.BenchmarkPublish/batch100", "ns/value", 737, 0},
 		{"gobench.cmd/devctl.BenchmarkN2KDecode", "ns/op", 200, 0}, // the median of three
 	}
@@ -172,16 +172,16 @@ func TestGoBenchMedianAndFigures(t *testing.T) {
 
 func TestGoBenchLeavesOutAFigureWithoutItsBaseline(t *testing.T) {
 	g := newGoBench()
-	in := "pkg: devhost/host/plugin\nBenchmarkStart/cold-2 2 676000000 ns/op\n"
+	in := "pkg: devhost/host/plugin\nBenchmarkStart/boot-2 2 676000000 ns/op\n"
 	if err := g.read(strings.NewReader(in), "test"); err != nil {
 		t.Fatal(err)
 	}
 	r := &Report{}
 	g.addTo(r)
 	if _, ok := r.find("plugin.cold_start", ""); ok {
-		t.Errorf("plugin.cold_start without BenchmarkStart/warm: %+v", r.Figures)
+		t.Errorf("plugin.cold_start without BenchmarkStart/restart: %+v", r.Figures)
 	}
-	if _, ok := r.find("gobench.host/plugin.BenchmarkStart/cold", "ns/op"); !ok {
+	if _, ok := r.find("gobench.host/plugin.BenchmarkStart/boot", "ns/op"); !ok {
 		t.Errorf("the Go figure itself is missing: %+v", r.Figures)
 	}
 }
