@@ -249,12 +249,22 @@ func decimals(res float64) int {
 	return p
 }
 
+// pow10 holds the powers of ten a float64 represents exactly.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
+	1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
 // roundTo rounds to p decimal places, halves away from zero (as JavaScript's toFixed does).
 func roundTo(v float64, p int) float64 {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return v
 	}
 	a := math.Abs(v)
+	if out, ok := roundFast(a, p); ok {
+		if v < 0 {
+			return -out
+		}
+		return out
+	}
 	s := strconv.FormatFloat(a, 'f', p, 64)
 	exact := strconv.FormatFloat(a, 'f', p+30, 64)
 	if rest := exact[len(exact)-30:]; rest[0] == '5' && strings.Trim(rest[1:], "0") == "" {
@@ -268,6 +278,31 @@ func roundTo(v float64, p int) float64 {
 		return -out
 	}
 	return out
+}
+
+// roundFast is roundTo of a non-negative a without formatting, when the answer is certain:
+// a·10^p is computed with a relative error of at most 2^-53, so unless its fraction lies
+// within that error of one half, the nearest integer n is the one the exact decimal expansion
+// rounds to; n and 10^p are exact float64s, so n/10^p is rounded once, to the float64
+// nearest the decimal, which is what parsing the formatted digits gives. Near a half (and
+// for values too large for the fraction to be exact) it answers false.
+func roundFast(a float64, p int) (float64, bool) {
+	if p < 0 || p >= len(pow10) {
+		return 0, false
+	}
+	y := a * pow10[p]
+	if y >= 1<<52 {
+		return 0, false
+	}
+	n := math.Floor(y)
+	frac := y - n // exact: y < 2^52
+	if math.Abs(frac-0.5) <= y*0x1p-50+0x1p-60 {
+		return 0, false
+	}
+	if frac > 0.5 {
+		n++
+	}
+	return n / pow10[p], true
 }
 
 // readField reads one field: its value, whether it has one, and whether decoding must stop
