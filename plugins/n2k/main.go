@@ -32,6 +32,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"math"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +44,14 @@ import (
 	"devhost/sdk"
 )
 
-func init() { sdk.Register(newPlugin().handlers()) }
+func init() {
+	// Decoding allocates per message and the guest's collector, single-threaded in Wasm,
+	// runs inside the calls: collect at five times the live heap instead of twice, within
+	// a bound well under the host's memory cap per plugin.
+	debug.SetGCPercent(400)
+	debug.SetMemoryLimit(16 << 20)
+	sdk.Register(newPlugin().handlers())
+}
 
 func main() {}
 
