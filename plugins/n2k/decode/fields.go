@@ -50,22 +50,36 @@ func IsProprietary(p uint32) bool {
 
 // Decode decodes the fields of m from its PGN's definition.
 func Decode(m Message) (*Decoded, error) {
+	d := &Decoded{}
+	if err := DecodeInto(m, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// DecodeInto is Decode into d, reusing its Fields map: a caller decoding message after message
+// allocates the map once. What d held before is gone.
+func DecodeInto(m Message, d *Decoded) error {
+	fields := d.Fields
+	clear(fields)
+	*d = Decoded{}
 	defs := pgn.Definitions(m.PGN)
 	if len(defs) == 0 {
-		return nil, fmt.Errorf("pgn %d: %w", m.PGN, ErrUnknownPGN)
+		return fmt.Errorf("pgn %d: %w", m.PGN, ErrUnknownPGN)
 	}
 	if len(m.Data) == 0 {
-		return nil, fmt.Errorf("pgn %d: %w", m.PGN, ErrEmpty)
+		return fmt.Errorf("pgn %d: %w", m.PGN, ErrEmpty)
 	}
 	// Candidates: the specific definitions; the first with a matching field leads.
-	cands := make([]*pgn.PGN, 0, len(defs))
+	var few [4]*pgn.PGN
+	cands := few[:0]
 	for i := range defs {
 		if !defs[i].Fallback {
 			cands = append(cands, &defs[i])
 		}
 	}
 	if len(cands) == 0 {
-		return nil, fmt.Errorf("pgn %d: %w", m.PGN, ErrNoMatch)
+		return fmt.Errorf("pgn %d: %w", m.PGN, ErrNoMatch)
 	}
 	def := cands[0]
 	if len(cands) > 1 {
@@ -76,7 +90,10 @@ func Decode(m Message) (*Decoded, error) {
 			}
 		}
 	}
-	d := &Decoded{Header: m.Header, Time: m.Time, Fields: make(map[string]any, len(def.Fields))}
+	if fields == nil {
+		fields = make(map[string]any, len(def.Fields))
+	}
+	*d = Decoded{Header: m.Header, Time: m.Time, Fields: fields}
 	r := &bitReader{data: m.Data}
 	target := int64(-1) // the PGN a PGN-type field named, for conditional fields
 	for i := 0; i < len(def.Fields)-repeating(def); i++ {
@@ -92,7 +109,7 @@ func Decode(m Message) (*Decoded, error) {
 			} else if f.BitLength == 8 && f.Match == 255 {
 				v = 255
 			} else {
-				return nil, fmt.Errorf("pgn %d: %w", m.PGN, ErrNoMatch)
+				return fmt.Errorf("pgn %d: %w", m.PGN, ErrNoMatch)
 			}
 			next := cands[:0:0]
 			for _, c := range cands {
@@ -101,7 +118,7 @@ func Decode(m Message) (*Decoded, error) {
 				}
 			}
 			if len(next) == 0 {
-				return nil, fmt.Errorf("pgn %d field %s=%v: %w", m.PGN, f.ID, v, ErrNoMatch)
+				return fmt.Errorf("pgn %d field %s=%v: %w", m.PGN, f.ID, v, ErrNoMatch)
 			}
 			cands, def = next, next[0]
 			f = &def.Fields[i]
@@ -132,7 +149,7 @@ func Decode(m Message) (*Decoded, error) {
 	if def.Rep2Size > 0 {
 		d.List2 = readRepeating(def, d, r, def.Rep2Start, def.Rep2Size, def.Rep2Count)
 	}
-	return d, nil
+	return nil
 }
 
 func hasMatchField(p *pgn.PGN) bool {

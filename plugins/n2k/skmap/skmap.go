@@ -101,6 +101,14 @@ type Mapper struct {
 	state map[uint8]*srcState
 }
 
+// srcNames are the source addresses in decimal, made once.
+var srcNames = func() (out [256]string) {
+	for i := range out {
+		out[i] = strconv.Itoa(i)
+	}
+	return out
+}()
+
 // New answers an empty Mapper.
 func New() *Mapper { return &Mapper{state: map[uint8]*srcState{}} }
 
@@ -139,7 +147,8 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 	if len(ts) > 10 {
 		ts = ts[:10] + "T" + ts[11:]
 	}
-	u := Update{Source: Source{Label: "", Type: "NMEA2000", PGN: d.PGN, Src: strconv.Itoa(int(d.Src))}, Timestamp: ts}
+	u := Update{Source: Source{Label: "", Type: "NMEA2000", PGN: d.PGN, Src: srcNames[d.Src]}, Timestamp: ts,
+		Values: make([]Value, 0, len(rs))}
 	if st.canName != "" {
 		u.Source.CanName = st.canName
 		u.Source.DeviceInstance = st.deviceInstance
