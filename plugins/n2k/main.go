@@ -29,7 +29,6 @@ package main
 //go:generate env GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o n2k.wasm .
 
 import (
-	"encoding/json"
 	"hash/fnv"
 	"math"
 	"runtime/debug"
@@ -250,7 +249,7 @@ func (p *plugin) flushDeltas() {
 		return
 	}
 	p.pending = append(p.pending, ']')
-	if err := sdk.Emit(eventDelta, json.RawMessage(p.pending), false); err != nil {
+	if err := sdk.EmitJSON(eventDelta, p.pending, false); err != nil {
 		sdk.Logf(sdk.LevelWarn, "delta event: %v", err)
 	}
 	p.pending = p.pending[:0]
