@@ -104,6 +104,8 @@ type plugin struct {
 	seq       map[uint32]uint8 // fast-packet sequence counters of sent PGNs
 	one       []byte           // a delta's JSON
 	pending   []byte           // deltas not yet sent as an event: "[d1,d2"
+	stamp     string           // the last delta timestamp, of the millisecond stampMs
+	stampMs   int64
 }
 
 func newPlugin() *plugin { return &plugin{gw: gateway.New(), source: "can", seq: map[uint32]uint8{}} }
@@ -202,7 +204,10 @@ func (p *plugin) publish(d *skmap.Delta) {
 	if d.Updates[0].Timestamp == "" {
 		if c, err := sdk.Now(); err == nil {
 			p.uptime = c.Uptime
-			d.Updates[0].Timestamp = c.Time.UTC().Format("2006-01-02T15:04:05.000Z")
+			if ms := c.Time.UnixMilli(); ms != p.stampMs || p.stamp == "" {
+				p.stampMs, p.stamp = ms, c.Time.UTC().Format("2006-01-02T15:04:05.000Z")
+			}
+			d.Updates[0].Timestamp = p.stamp // the messages of one millisecond share it
 		}
 	}
 	for _, v := range d.Updates[0].Values {
