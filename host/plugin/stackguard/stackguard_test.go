@@ -210,3 +210,93 @@ func FuzzInstrument(f *testing.F) {
 		}
 	})
 }
+
+// looping exports spin() (loops until the stop flag ends it) and sum(n i32) i32 (adds 1..n
+// in a loop, with a block, a branch table and a constant of each kind on the way).
+func looping() []byte {
+	spin := []byte{0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b} // loop, br 0, end
+	sum := []byte{0x01, 0x01, 0x7f,                          // one i32 local: the total
+		0x02, 0x40, // block
+		0x03, 0x40, // loop
+		0x20, 0x00, 0x45, 0x0d, 0x01, // local.get n, i32.eqz, br_if 1 (out of the block)
+		0x20, 0x01, 0x20, 0x00, 0x6a, 0x21, 0x01, // total += n
+		0x20, 0x00, 0x41, 0x01, 0x6b, 0x21, 0x00, // n -= 1
+		0x42, 0x80, 0x80, 0x80, 0x80, 0x10, 0x1a, // i64.const 2^32, drop
+		0x44, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0x1a, // f64.const 1, drop
+		0x41, 0x00, 0x0e, 0x01, 0x00, 0x00, // i32.const 0, br_table [0] 0: back to the loop
+		0x0b, 0x0b, // end loop, end block
+		0x20, 0x01, 0x0b} // local.get total, end
+	code := appendU32(nil, 2)
+	for _, b := range [][]byte{spin, sum} {
+		code = appendU32(code, uint32(len(b)))
+		code = append(code, b...)
+	}
+	return wasm(
+		sec(1, 0x02, 0x60, 0x00, 0x00, 0x60, 0x01, 0x7f, 0x01, 0x7f), // ()→(), (i32)→i32
+		sec(3, 0x02, 0x00, 0x01),
+		sec(5, 0x01, 0x00, 0x01), // a memory of one page: the checks grow it by 0
+		sec(7, 0x02, 0x04, 's', 'p', 'i', 'n', 0x00, 0x00, 0x03, 's', 'u', 'm', 0x00, 0x01),
+		append([]byte{10}, code...),
+	)
+}
+
+func TestLoopsRunWithTheStopCheck(t *testing.T) {
+	out, err := Instrument(looping(), 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, done := instantiate(t, out)
+	defer done()
+	// Past the fuel, several times: the refills leave the result alone.
+	if got, err := call(mod, "sum", 3*Fuel); err != nil || got != 3*Fuel*(3*Fuel+1)/2 {
+		t.Fatalf("sum(%d) = %d, %v", 3*Fuel, got, err)
+	}
+}
+
+func TestTheStopFlagEndsALoop(t *testing.T) {
+	out, err := Instrument(looping(), 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, done := instantiate(t, out)
+	defer done()
+	g, ok := mod.ExportedGlobal(Stop).(api.MutableGlobal)
+	if !ok {
+		t.Fatalf("%s is not an exported mutable global", Stop)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := mod.ExportedFunction("spin").Call(context.Background())
+		errc <- err
+	}()
+	// The loop is running (or about to); setting the flag from this goroutine ends it.
+	g.Set(1)
+	if err := <-errc; err == nil || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("spin after the stop flag: %v, want the unreachable trap", err)
+	}
+	// A call that starts with the flag set traps within Fuel iterations.
+	if _, err := call(mod, "sum", Fuel+1); err == nil || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("sum with the stop flag set: %v, want the unreachable trap", err)
+	}
+	if mod.Memory().Size() != 65536 {
+		t.Fatalf("memory of %d bytes after the checks, want one page", mod.Memory().Size())
+	}
+}
+
+func TestHasStart(t *testing.T) {
+	withStart := wasm(sec(1, 0x01, 0x60, 0x00, 0x00), sec(3, 0x01, 0x00), sec(8, 0x00),
+		sec(10, 0x01, 0x02, 0x00, 0x0b))
+	if !HasStart(withStart) || HasStart(looping()) || HasStart(nil) {
+		t.Fatal("HasStart: wrong answer")
+	}
+}
+
+func TestUnsupportedInstructionsAreRefused(t *testing.T) {
+	// A body with opcode 0x06 (try, of the exceptions proposal).
+	body := []byte{0x00, 0x06, 0x40, 0x0b, 0x0b}
+	code := append(appendU32(nil, 1), byte(len(body)))
+	mod := wasm(sec(1, 0x01, 0x60, 0x00, 0x00), sec(3, 0x01, 0x00), append([]byte{10}, append(code, body...)...))
+	if _, err := Instrument(mod, 64<<10); !errors.Is(err, errUnsupported) {
+		t.Fatalf("Instrument: %v, want errUnsupported", err)
+	}
+}
