@@ -29,6 +29,7 @@ package main
 //go:generate env GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o n2k.wasm .
 
 import (
+	"encoding/json"
 	"hash/fnv"
 	"math"
 	"runtime/debug"
@@ -104,6 +105,7 @@ type plugin struct {
 	seq       map[uint32]uint8 // fast-packet sequence counters of sent PGNs
 	one       []byte           // a delta's JSON
 	pending   []byte           // deltas not yet sent as an event: "[d1,d2"
+	val       []byte           // a composite value's JSON
 	stamp     string           // the last delta timestamp, of the millisecond stampMs
 	stampMs   int64
 }
@@ -219,8 +221,13 @@ func (p *plugin) publish(d *skmap.Delta) {
 			} else {
 				err = sdk.PublishNumber(v.Path, x)
 			}
-		default:
+		case string, bool, nil:
 			err = sdk.Publish(v.Path, x)
+		default:
+			// A composite (position, attitude...): written by hand, as reflection is slow
+			// inside the sandbox.
+			p.val = skmap.AppendValue(p.val[:0], x)
+			err = sdk.Publish(v.Path, json.RawMessage(p.val))
 		}
 		if err != nil {
 			sdk.Logf(sdk.LevelWarn, "publish %s: %v", v.Path, err)
