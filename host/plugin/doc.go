@@ -68,13 +68,8 @@
 //     traps (last_error "stack budget exceeded"). Every phase is under a limit: compiling is
 //     bounded by the bundle cap (wazero's compiler takes no cancellation), the start (the
 //     module's start function runs while it is instantiated) and every call, _initialize and
-//     dev_init included, by CallTimeout (default 1 s). A call is ended by stackguard's stop
-//     flag, which the host sets when the call's context ends and the guarded code checks
-//     every few thousand loop iterations and function entries, leaving for Go there so the
-//     scheduler and the collector can stop it; wazero's own termination checks leave for Go
-//     at every loop iteration and made a Go plugin several times slower, so only a module
-//     with a start function (which runs before the host can reach its flag) keeps them, and
-//     wazero closes it when its context ends. A start that runs out of time is a failure like any
+//     dev_init included, by CallTimeout (default 1 s, enforced by wazero's termination
+//     checks, which close the instance). A start that runs out of time is a failure like any
 //     other: restarted with backoff, disabled after MaxFailures, kept disabled across
 //     reboots. A stop or a removal cancels whatever phase is in progress at once. WASI gives
 //     no filesystem, no stdout or stderr, crypto random bytes, a monotonic clock at the real
@@ -84,11 +79,8 @@
 //     (stack-guarded) module with WASI and the ABI's host functions (NewHostFunctionWithStack,
 //     namespace "extism:host/user") in a runtime of its own, configured by a
 //     wazero.RuntimeConfig (the memory cap, the compilation cache, closing on a done
-//     context for a module with a start function); CompiledPlugin.Instance starts each
-//     instance under its time limit with the clocks and random source above;
-//     Plugin.CallWithContext makes the first call (see below), later calls go to the
-//     instance's exports through wazero (the module as a function listener saw it), as
-//     extism's call makes a new call engine every time.
+//     context); CompiledPlugin.Instance starts each instance under its time limit with the
+//     clocks and random source above; Plugin.CallWithContext calls dev_init and dev_event.
 //     extism names the guest runtime's _initialize and runs it in the first call; the host
 //     makes that first call to stackguard's getter, so a failure there is reported as
 //     _initialize's and extism does not run it again before the getter is asked, after a
@@ -128,9 +120,9 @@
 //     (same ETag); a different descriptor replaces it, and a refused replacement leaves the
 //     previous one registered. Remove unregisters; purge erases the stored values.
 //   - Compiled code is cached in the partition's .cache (wazero's compilation cache), so a
-//     reboot loads instead of compiling (wazero v1.12.0's cache key covers its termination
-//     checks and function listeners, so code with and without them can share the directory).
-//     Plugins built from the same module share one compiled copy.
+//     reboot loads instead of compiling. Note: wazero v1.12.0's cache key ignores the
+//     termination checks, so that directory must never be shared with a runtime compiled
+//     without them. Plugins built from the same module share one compiled copy.
 //   - The partition is separate from `nvs`: a factory reset erases plugin configuration, not
 //     installed bundles or publisher keys, unless the device erases the partition too.
 package plugin

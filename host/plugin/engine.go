@@ -32,14 +32,13 @@ type engine struct {
 	pages uint32 // linear memory cap per memory, in 64 KiB pages (the cap less the stack)
 	stack uint32 // stack budget per instance, in bytes
 	funcs []extism.HostFunction
-	// checkers compile modules for checkLink, with extism's runtime configuration and the
+	// checker compiles modules for checkLink, with extism's runtime configuration and the
 	// same compilation cache: wazero shares one compiled copy of a module between runtimes
-	// of one cache, so extism's compilation that follows finds it compiled. There is one per
-	// kind of termination check (by closeOnDone; see compile). wasi is the WASI the plugins
-	// link against, as the checker declares it. They are made at the first compilation of
-	// their kind (the configuration is final then).
-	checkers map[bool]wazero.Runtime
-	wasi     map[string]api.FunctionDefinition
+	// of one cache, so extism's compilation that follows finds it compiled. wasi is the WASI
+	// the plugins link against, as the checker declares it. Both are made at the first
+	// compilation (the configuration is final then).
+	checker wazero.Runtime
+	wasi    map[string]api.FunctionDefinition
 	// unbounded compiles without the termination checks that enforce the time limit. Only
 	// the benchmarks set it, with a cache directory of their own: wazero's cache key does not
 	// tell the two kinds of code apart.
@@ -55,8 +54,6 @@ type engine struct {
 // functions instantiated in that runtime for its instances to link against.
 type compiled struct {
 	cp *extism.CompiledPlugin
-	// stoppable: the module ends a call through stackguard's stop flag (see compile).
-	stoppable bool
 }
 
 // shared is a compiled module and how many plugins use it: plugins built from the same
@@ -100,13 +97,13 @@ func newEngine(cacheDir string, capPages, stack uint32, funcs []hostFn) (*engine
 		hf = append(hf, h)
 	}
 	return &engine{cache: cache, pages: capPages - stackPages, stack: stack, funcs: hf,
-		compiled: map[string]*shared{}, checkers: map[bool]wazero.Runtime{}}, nil
+		compiled: map[string]*shared{}}, nil
 }
 
 func (e *engine) close(ctx context.Context) {
 	e.compiling.Lock()
-	for _, rt := range e.checkers {
-		_ = rt.Close(ctx)
+	if e.checker != nil {
+		_ = e.checker.Close(ctx)
 	}
 	e.compiling.Unlock()
 	_ = e.cache.Close(ctx)
@@ -168,27 +165,16 @@ func (e *engine) release(key string) {
 }
 
 // compile bounds the module's stack (package stackguard), checks that it links against this
-// host, then has extism compile it in a runtime of its own that holds the per-memory cap.
-//
-// A call is ended at its time limit (or a stop) through stackguard's stop flag, which the
-// instance sets when the call's context ends (instance.call): the guarded code checks it at
-// every loop iteration and function entry, in the compiled code itself. wazero's own
-// termination checks (WithCloseOnContextDone) leave the compiled code for Go at every loop
-// iteration, which makes a Go module several times slower. A module with a start function
-// keeps them: the start runs while the module is instantiated, before the host can reach
-// the new instance's flag.
+// host, then has extism compile it in a runtime of its own that holds the per-memory cap and
+// closes an instance whose context ends (the time limits of the start and of every call).
 // wazero's compiler takes no cancellation: a compilation is bounded by the bundle size cap.
 func (e *engine) compile(ctx context.Context, module []byte) (*compiled, error) {
 	guarded, err := stackguard.Instrument(module, e.stack)
 	if err != nil {
 		return nil, permanent(fmt.Errorf("compile: %w", err))
 	}
-	closeOnDone := !e.unbounded && stackguard.HasStart(module)
-	if !closeOnDone {
-		ctx = experimental.WithFunctionListenerFactory(ctx, stopListener{})
-	}
-	rc := e.runtimeConfig(closeOnDone)
-	cm, err := e.check(ctx, guarded, closeOnDone)
+	rc := e.runtimeConfig()
+	cm, err := e.check(ctx, guarded)
 	if err != nil {
 		return nil, err
 	}
@@ -198,15 +184,15 @@ func (e *engine) compile(ctx context.Context, module []byte) (*compiled, error) 
 	if err != nil {
 		return nil, permanent(fmt.Errorf("compile: %w", err))
 	}
-	return &compiled{cp: cp, stoppable: !closeOnDone && !e.unbounded}, nil
+	return &compiled{cp: cp}, nil
 }
 
-// runtimeConfig is the configuration of a runtime: the per-memory cap, the compilation
-// cache, and whether wazero closes an instance whose context ends.
-func (e *engine) runtimeConfig(closeOnDone bool) wazero.RuntimeConfig {
+// runtimeConfig is the configuration of every runtime: the per-memory cap, the compilation
+// cache, and closing an instance whose context ends.
+func (e *engine) runtimeConfig() wazero.RuntimeConfig {
 	return wazero.NewRuntimeConfig().
 		WithCompilationCache(e.cache).
-		WithCloseOnContextDone(closeOnDone).
+		WithCloseOnContextDone(!e.unbounded).
 		WithMemoryLimitPages(e.pages)
 }
 
@@ -214,19 +200,17 @@ func (e *engine) runtimeConfig(closeOnDone bool) wazero.RuntimeConfig {
 // caller closes the compiled module once extism has compiled its own. extism compiles the
 // module in its own runtime and exposes neither the compiled module nor its imports, and an
 // instance's exports only by name: the types are wazero's to tell.
-func (e *engine) check(ctx context.Context, module []byte, closeOnDone bool) (wazero.CompiledModule, error) {
-	checker := e.checkers[closeOnDone]
-	if checker == nil {
-		rt := wazero.NewRuntimeWithConfig(ctx, e.runtimeConfig(closeOnDone))
+func (e *engine) check(ctx context.Context, module []byte) (wazero.CompiledModule, error) {
+	if e.checker == nil {
+		rt := wazero.NewRuntimeWithConfig(ctx, e.runtimeConfig())
 		if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 			_ = rt.Close(context.Background())
 			return nil, fmt.Errorf("compile: wasi: %w", err)
 		}
-		e.checkers[closeOnDone] = rt
+		e.checker = rt
 		e.wasi = rt.Module(wasi_snapshot_preview1.ModuleName).ExportedFunctionDefinitions()
-		checker = rt
 	}
-	cm, err := checker.CompileModule(ctx, module)
+	cm, err := e.checker.CompileModule(ctx, module)
 	if err != nil {
 		return nil, permanent(fmt.Errorf("compile: %w", err))
 	}
@@ -296,15 +280,6 @@ type instance struct {
 	initialized bool
 	closed      atomic.Bool
 	budget      uint32 // the stack budget
-	// stoppable: a call ends through the stop flag, stopFlag once stopListener found it;
-	// stopAsked: the flag is to be set (see requestStop).
-	stoppable bool
-	stopFlag  atomic.Pointer[api.MutableGlobal]
-	stopAsked atomic.Bool
-	// module is the instance's module once stopListener saw it (on the calling goroutine),
-	// exports the functions callExport called through it.
-	module  api.Module
-	exports map[string]api.Function
 }
 
 // instantiate starts an instance within limit (the module's start function runs here):
@@ -331,7 +306,6 @@ func (e *engine) instantiate(ctx context.Context, c *compiled, wall func() time.
 	}
 	p.SetLogger(func(extism.LogLevel, string) {})
 	in := &instance{p: p, alloc: al, budget: e.stack, guarded: p.FunctionExists(stackguard.Getter)}
-	in.stoppable = c.stoppable && in.guarded
 	// The allocator saw two memories: extism's kernel's (Plugin.Memory) and the plugin's own.
 	if b, ok := p.Memory().Read(0, 1); ok {
 		in.memory = al.other(b)
@@ -347,11 +321,6 @@ func (e *engine) instantiate(ctx context.Context, c *compiled, wall func() time.
 // the stack guard's getter, so that a failure there is named as such and a failure of the
 // export after it can still ask the getter (extism would initialise again otherwise).
 func (in *instance) call(ctx context.Context, export string) (uint32, error) {
-	if in.stoppable {
-		ctx = context.WithValue(ctx, instanceKey{}, in)
-		release := context.AfterFunc(ctx, in.requestStop)
-		defer release()
-	}
 	if !in.initialized {
 		in.initialized = true
 		if in.guarded {
@@ -360,7 +329,7 @@ func (in *instance) call(ctx context.Context, export string) (uint32, error) {
 			}
 		}
 	}
-	rc, err := in.callExport(ctx, export)
+	rc, _, err := in.p.CallWithContext(ctx, export, nil)
 	if err != nil {
 		if in.overBudget() {
 			return 0, fmt.Errorf("%s: trap: stack budget exceeded (unbounded recursion?)", export)
@@ -368,37 +337,6 @@ func (in *instance) call(ctx context.Context, export string) (uint32, error) {
 		return 0, callError(export, ctx, err)
 	}
 	return rc, nil
-}
-
-// callExport calls an export of the initialised instance. Once stopListener has found the
-// instance's module, the export is called through wazero directly, with the context value
-// extism's host function wrapper reads (its exported PluginCtxKey): extism's CallWithContext
-// looks the export up and makes a new call engine, with a fresh stack, on every call, which
-// at a CAN bus's rate of calls was a good part of the plugin's CPU. The host uses nothing
-// else of extism's call (no input, output or error buffers).
-func (in *instance) callExport(ctx context.Context, export string) (uint32, error) {
-	if in.module == nil {
-		rc, _, err := in.p.CallWithContext(ctx, export, nil)
-		return rc, err
-	}
-	fn := in.exports[export]
-	if fn == nil {
-		if fn = in.module.ExportedFunction(export); fn == nil {
-			return 0, fmt.Errorf("no export %s", export)
-		}
-		if in.exports == nil {
-			in.exports = map[string]api.Function{}
-		}
-		in.exports[export] = fn
-	}
-	res, err := fn.Call(context.WithValue(ctx, extism.PluginCtxKey("plugin"), in.p))
-	if err != nil {
-		return 0, err
-	}
-	if len(res) != 1 {
-		return 0, fmt.Errorf("%s returned %d values", export, len(res))
-	}
-	return uint32(res[0]), nil
 }
 
 // overBudget tells whether the instance's calls passed the stack budget: the counter is

@@ -7,8 +7,8 @@
 // entry, traps (unreachable) when the counter passes the budget, calls the original body and
 // subtracts on return. The thunk takes the function's index, so every way of calling it
 // (call, call_indirect through a table, ref.func, an export, the start function) goes through
-// the thunk, and the original bodies move to new indices after the last function: no
-// instruction inside a body is rewritten.
+// the thunk, and the original bodies move unchanged to new indices after the last function:
+// no instruction inside a body is decoded or rewritten.
 //
 // The counter is exported as Export, and read by a function exported as Getter, so the host
 // can tell a trap of the guard (the counter above the budget) from any other trap without
@@ -17,12 +17,6 @@
 // after any trap. Exceptions and tail calls (off in wazero's default features) would skip
 // the subtraction; modules using them are not rewritten differently, they are refused by the
 // runtime's feature set first.
-//
-// The same rewrite adds the stop flag a host uses to end a call (see Stop): a check at every
-// loop header and in every thunk, which needs the loop headers found, so function bodies are
-// scanned instruction by instruction (and a module using instructions outside wazero's
-// default feature set is refused); the checks are inserted whole, no existing instruction
-// changes.
 //
 // The estimate of a frame is FrameBase bytes plus SlotBytes per parameter and local, for the
 // body and its thunk together. It is deliberately generous: the budget bounds the real stack,
@@ -109,7 +103,6 @@ type module0 struct {
 	bodies      [][]byte // per defined function, with its locals
 	locals      []int    // declared locals per defined function
 	exports     bool     // the module has an export section
-	memory      bool     // the module has a memory (imported or its own)
 }
 
 func (m *module0) read(secs []section) error {
@@ -142,7 +135,6 @@ func (m *module0) read(secs []section) error {
 					r.limits()
 				case 0x02: // memory
 					r.limits()
-					m.memory = true
 				case 0x03: // global: valtype, mutability
 					r.byte()
 					r.byte()
@@ -165,12 +157,10 @@ func (m *module0) read(secs []section) error {
 			}
 		case secGlobal:
 			m.definedGlob = int(r.u32())
-		case 5: // memory
-			m.memory = r.u32() > 0
 		case secExport:
 			n := r.u32()
 			for i := uint32(0); i < n && r.err == nil; i++ {
-				if name := string(r.bytes(int(r.u32()))); name == Export || name == Getter || name == Stop {
+				if name := string(r.bytes(int(r.u32()))); name == Export || name == Getter {
 					return fmt.Errorf("%w: the module exports %s itself", errMalformed, name)
 				}
 				r.byte()
@@ -211,7 +201,6 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 		return nil, fmt.Errorf("stackguard: %d functions, too many to instrument", defined)
 	}
 	counter := uint32(m.importGlobs + m.definedGlob)
-	g := globals{stop: counter + 1, fuel: counter + 2, memory: m.memory}
 	getterType := uint32(len(m.types)) // () -> i32, appended to the type section
 	getterIndex := uint32(m.importFuncs + 2*defined)
 
@@ -229,15 +218,11 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 		params := m.types[t][0]
 		cost := FrameBase + SlotBytes*(uint64(params)+uint64(m.locals[i]))
 		cost = min(cost, uint64(budget)) // a huge frame still gets one call
-		thunk := thunkBody(counter, g, uint32(cost), budget, params, uint32(m.importFuncs+defined+i))
+		thunk := thunkBody(counter, uint32(cost), budget, params, uint32(m.importFuncs+defined+i))
 		code = appendU32(code, uint32(len(thunk)))
 		code = append(code, thunk...)
 	}
-	for i, b := range m.bodies {
-		b, err := addLoopChecks(b, g)
-		if err != nil {
-			return nil, fmt.Errorf("stackguard: function %d: %w", m.importFuncs+i, err)
-		}
+	for _, b := range m.bodies {
 		code = appendU32(code, uint32(len(b)))
 		code = append(code, b...)
 	}
@@ -245,12 +230,10 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 	getter = append(appendU32(getter, counter), 0x0b)
 	code = appendU32(code, uint32(len(getter)))
 	code = append(code, getter...)
-	// Three mutable i32s, appended after the module's own globals: the counter and the stop
-	// flag (0), the fuel (Fuel).
-	newGlobal := []byte{0x7f, 0x01, 0x41, 0x00, 0x0b, 0x7f, 0x01, 0x41, 0x00, 0x0b, 0x7f, 0x01, 0x41}
-	newGlobal = append(appendS32(newGlobal, Fuel), 0x0b)
+	// A mutable i32 initialised to 0, appended after the module's own globals.
+	newGlobal := []byte{0x7f, 0x01, 0x41, 0x00, 0x0b}
 
-	// The counter global, its getter and the stop flag.
+	// The counter global and its getter.
 	ourExports := appendU32(nil, uint32(len(Export)))
 	ourExports = append(ourExports, Export...)
 	ourExports = append(ourExports, 0x03) // global
@@ -259,20 +242,16 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 	ourExports = append(ourExports, Getter...)
 	ourExports = append(ourExports, 0x00) // function
 	ourExports = appendU32(ourExports, getterIndex)
-	ourExports = appendU32(ourExports, uint32(len(Stop)))
-	ourExports = append(ourExports, Stop...)
-	ourExports = append(ourExports, 0x03) // global
-	ourExports = appendU32(ourExports, g.stop)
 
 	out := []byte("\x00asm\x01\x00\x00\x00")
 	wroteGlobal, wroteExport := false, false
 	emitExport := func() {
-		out = appendSection(out, secExport, append(appendU32(nil, 3), ourExports...))
+		out = appendSection(out, secExport, append(appendU32(nil, 2), ourExports...))
 		wroteExport = true
 	}
 	emitGlobal := func() {
-		gs := appendU32(nil, 3)
-		out = appendSection(out, secGlobal, append(gs, newGlobal...))
+		g := appendU32(nil, 1)
+		out = appendSection(out, secGlobal, append(g, newGlobal...))
 		wroteGlobal = true
 	}
 	for _, s := range secs {
@@ -302,9 +281,9 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 			if r.err != nil {
 				return nil, fmt.Errorf("%w: global section", errMalformed)
 			}
-			gs := appendU32(nil, n+3)
-			gs = append(gs, r.b...)
-			out = appendSection(out, secGlobal, append(gs, newGlobal...))
+			g := appendU32(nil, n+1)
+			g = append(g, r.b...)
+			out = appendSection(out, secGlobal, append(g, newGlobal...))
 			wroteGlobal = true
 		case secExport:
 			r := reader{b: s.body}
@@ -312,7 +291,7 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 			if r.err != nil {
 				return nil, fmt.Errorf("%w: export section", errMalformed)
 			}
-			e := appendU32(nil, n+3)
+			e := appendU32(nil, n+2)
 			e = append(e, r.b...)
 			out = appendSection(out, secExport, append(e, ourExports...))
 			wroteExport = true
@@ -329,10 +308,9 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 	return out, nil
 }
 
-// thunkBody is: the stop check; counter += cost; if counter > budget { unreachable };
-// call body; counter -= cost.
-func thunkBody(counter uint32, g globals, cost, budget uint32, params int, body uint32) []byte {
-	b := stopCheck([]byte{0x00}, g) // no locals
+// thunkBody is: counter += cost; if counter > budget { unreachable }; call body; counter -= cost.
+func thunkBody(counter, cost, budget uint32, params int, body uint32) []byte {
+	b := []byte{0x00} // no locals
 	b = append(b, 0x23)
 	b = appendU32(b, counter)
 	b = append(b, 0x41)
