@@ -372,6 +372,13 @@ func Emit(event string, data any, retain bool) error {
 	return hostErr("event", callIn(abi.FnSSEPublish, abi.AppendSSEEvent(nil, abi.SSEEvent{Event: event, Retain: retain, Data: b})))
 }
 
+// EmitJSON is Emit for data the plugin already encoded as JSON; the host checks that it is.
+// It spares re-encoding (and so re-validating) a large document, which is slow inside the
+// sandbox. Needs events.
+func EmitJSON(event string, data []byte, retain bool) error {
+	return hostErr("event", callIn(abi.FnSSEPublish, abi.AppendSSEEvent(nil, abi.SSEEvent{Event: event, Retain: retain, Data: data})))
+}
+
 // GPIORead reads a pin. Needs gpio.
 func GPIORead(pin int) (bool, error) {
 	rc := callArgs(abi.FnGPIORead, int32(pin), 0)

@@ -238,6 +238,21 @@ func ExampleEmit() {
 	// demo {"count":3} true
 }
 
+// A document the plugin wrote itself goes as it is; the host refuses one that is not JSON.
+func ExampleEmitJSON() {
+	m := manifest(abi.CapEvents)
+	m.Events = []string{"demo"}
+	h := &sdk.FakeHost{Manifest: m}
+	_ = h.Start(&sdk.Plugin{})
+	fmt.Println(sdk.EmitJSON("demo", []byte(`[{"a":1},{"b":2}]`), false))
+	fmt.Println(sdk.EmitJSON("demo", []byte(`[{"a":`), false))
+	fmt.Println(h.SSE[0].Event, string(h.SSE[0].Data), len(h.SSE))
+	// Output:
+	// <nil>
+	// sdk: event: invalid argument
+	// demo [{"a":1},{"b":2}] 1
+}
+
 // A plugin can keep the power duty cycle awake while it works.
 func ExampleHoldPower() {
 	h := &sdk.FakeHost{Manifest: manifest(abi.CapPowerHold)}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"devhost/abi"
 	"devhost/plugins/n2k/decode"
+	"devhost/plugins/n2k/skmap"
 	"devhost/sdk"
 )
 
@@ -330,4 +332,34 @@ func TestSwitchPut(t *testing.T) {
 	if v := h.Values()["electrical.switches.bank.2.3.state"]; v.Num != 1 {
 		t.Errorf("state %+v", v)
 	}
+}
+
+// A composite value (129025's position) goes to Signal K as the JSON encoding/json writes.
+func TestCompositeValuePublishedAsJSON(t *testing.T) {
+	h := fakeHost(t)
+	defer h.Stop()
+	if err := h.SetConfig(map[string]any{"enabled": true}); err != nil {
+		t.Fatal(err)
+	}
+	// Latitude 42.5°, longitude -71.25°, in units of 1e-7 degrees.
+	lat, lon := int32(425000000), int32(-712500000)
+	data := binary.LittleEndian.AppendUint32(nil, uint32(lat))
+	data = binary.LittleEndian.AppendUint32(data, uint32(lon))
+	msg := decode.Message{Header: decode.Header{Prio: 2, PGN: 129025, Src: 9, Dst: 255}, Data: data}
+	for _, f := range decode.Frames(msg, 0, nil) {
+		h.CANReceive(sdk.CANFrame{ID: f.ID, Extended: true, Data: f.Data})
+	}
+	want, err := json.Marshal(skmap.Position{Longitude: -71.25, Latitude: 42.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range h.Published {
+		if v.Path == "navigation.position" {
+			if v.Value.Kind != abi.KindJSON || v.Value.Str != string(want) {
+				t.Fatalf("navigation.position %+v, want JSON %s", v.Value, want)
+			}
+			return
+		}
+	}
+	t.Fatalf("no navigation.position in %+v", h.Published)
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"time"
 
 	"devhost/abi"
 	"devhost/plugins/n2k/outflow"
+	"devhost/plugins/n2k/skmap"
 	"devhost/plugins/n2k/skmeta"
 	"devhost/sdk"
 )
@@ -69,7 +71,7 @@ func (p *plugin) shape(cfg sdk.Config) {
 	}
 	p.readClock()
 	for _, h := range p.limiter.Due(p.uptime + p.limiter.Interval) { // what was held goes out now
-		publishValue(h.Path, h.Value)
+		p.publishValue(h.Path, h.Value)
 	}
 	p.limiter = outflow.Limiter{Interval: interval}
 	var err error
@@ -84,7 +86,7 @@ func (p *plugin) shape(cfg sdk.Config) {
 }
 
 // publishValue sends one value to Signal K; a number that is not finite goes as null.
-func publishValue(path string, v any) {
+func (p *plugin) publishValue(path string, v any) {
 	var err error
 	switch x := v.(type) {
 	case float64:
@@ -93,8 +95,13 @@ func publishValue(path string, v any) {
 		} else {
 			err = sdk.PublishNumber(path, x)
 		}
-	default:
+	case string, bool, nil:
 		err = sdk.Publish(path, x)
+	default:
+		// A composite (position, attitude...): written by hand, as reflection is slow
+		// inside the sandbox.
+		p.val = skmap.AppendValue(p.val[:0], x)
+		err = sdk.Publish(path, json.RawMessage(p.val))
 	}
 	if err != nil {
 		sdk.Logf(sdk.LevelWarn, "publish %s: %v", path, err)

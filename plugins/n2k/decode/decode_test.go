@@ -3,6 +3,8 @@ package decode
 import (
 	"bytes"
 	"errors"
+	"math"
+	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"strings"
@@ -249,5 +251,52 @@ func TestTransportProtocol(t *testing.T) {
 	asm.Add(Frame{ID: abort.ID(), Data: []byte{255, 0xff, 0xff, 0xff, 0xff, 0x14, 0xf0, 0x01}})
 	if asm.Pending() != 0 {
 		t.Errorf("abort left %d pending", asm.Pending())
+	}
+}
+
+// TestRoundFastMatchesFormatting checks the arithmetic path of roundTo against formatting
+// and parsing the digits, over raw values of the resolutions canboat uses.
+func TestRoundFastMatchesFormatting(t *testing.T) {
+	slow := func(a float64, p int) float64 {
+		s := strconv.FormatFloat(a, 'f', p, 64)
+		out, _ := strconv.ParseFloat(s, 64)
+		return out
+	}
+	resolutions := []float64{1, 0.1, 0.01, 0.001, 0.0001, 1e-05, 1e-06, 1e-07, 1e-09, 1e-16,
+		0.0078125, 6.10352e-05, 0.25, 0.005, 0.004, 1.19209e-07, 3.63798e-12, 3.125e-05, 2.77778e-09, 0.05, 0.000488281}
+	raws := []int64{0, 1, 2, 3, 5, 7, 9, 10, 15, 25, 99, 101, 12345, 65533, 1 << 20, 123456789, -1, -15, -32767, 2147483647, -2147483648}
+	for _, res := range resolutions {
+		p := decimals(res)
+		for _, raw := range raws {
+			for _, off := range []int64{0, 1, 3, 17, 1000} {
+				v := float64(raw+off) * res
+				got, ok := roundFast(math.Abs(v), p)
+				if !ok {
+					continue
+				}
+				if want := slow(math.Abs(v), p); got != want {
+					t.Errorf("roundFast(%v, %d) = %v, formatting gives %v", v, p, got, want)
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		res := resolutions[rng.IntN(len(resolutions))]
+		p := decimals(res)
+		v := float64(rng.Int64N(1<<32)-1<<31) * res
+		if got, ok := roundFast(math.Abs(v), p); ok {
+			if want := slow(math.Abs(v), p); got != want {
+				t.Fatalf("roundFast(%v, %d) = %v, formatting gives %v", v, p, got, want)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		a float64
+		p int
+	}{{0.25, 1}, {2.5, 0}, {785.75, 1}, {1 << 53, 0}} {
+		if _, ok := roundFast(tc.a, tc.p); ok {
+			t.Errorf("roundFast(%v, %d) answered a half or an inexact value", tc.a, tc.p)
+		}
 	}
 }

@@ -50,22 +50,36 @@ func IsProprietary(p uint32) bool {
 
 // Decode decodes the fields of m from its PGN's definition.
 func Decode(m Message) (*Decoded, error) {
+	d := &Decoded{}
+	if err := DecodeInto(m, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// DecodeInto is Decode into d, reusing its Fields map: a caller decoding message after message
+// allocates the map once. What d held before is gone.
+func DecodeInto(m Message, d *Decoded) error {
+	fields := d.Fields
+	clear(fields)
+	*d = Decoded{}
 	defs := pgn.Definitions(m.PGN)
 	if len(defs) == 0 {
-		return nil, fmt.Errorf("pgn %d: %w", m.PGN, ErrUnknownPGN)
+		return fmt.Errorf("pgn %d: %w", m.PGN, ErrUnknownPGN)
 	}
 	if len(m.Data) == 0 {
-		return nil, fmt.Errorf("pgn %d: %w", m.PGN, ErrEmpty)
+		return fmt.Errorf("pgn %d: %w", m.PGN, ErrEmpty)
 	}
 	// Candidates: the specific definitions; the first with a matching field leads.
-	cands := make([]*pgn.PGN, 0, len(defs))
+	var few [4]*pgn.PGN
+	cands := few[:0]
 	for i := range defs {
 		if !defs[i].Fallback {
 			cands = append(cands, &defs[i])
 		}
 	}
 	if len(cands) == 0 {
-		return nil, fmt.Errorf("pgn %d: %w", m.PGN, ErrNoMatch)
+		return fmt.Errorf("pgn %d: %w", m.PGN, ErrNoMatch)
 	}
 	def := cands[0]
 	if len(cands) > 1 {
@@ -76,7 +90,10 @@ func Decode(m Message) (*Decoded, error) {
 			}
 		}
 	}
-	d := &Decoded{Header: m.Header, Time: m.Time, Fields: make(map[string]any, len(def.Fields))}
+	if fields == nil {
+		fields = make(map[string]any, len(def.Fields))
+	}
+	*d = Decoded{Header: m.Header, Time: m.Time, Fields: fields}
 	r := &bitReader{data: m.Data}
 	target := int64(-1) // the PGN a PGN-type field named, for conditional fields
 	for i := 0; i < len(def.Fields)-repeating(def); i++ {
@@ -92,7 +109,7 @@ func Decode(m Message) (*Decoded, error) {
 			} else if f.BitLength == 8 && f.Match == 255 {
 				v = 255
 			} else {
-				return nil, fmt.Errorf("pgn %d: %w", m.PGN, ErrNoMatch)
+				return fmt.Errorf("pgn %d: %w", m.PGN, ErrNoMatch)
 			}
 			next := cands[:0:0]
 			for _, c := range cands {
@@ -101,7 +118,7 @@ func Decode(m Message) (*Decoded, error) {
 				}
 			}
 			if len(next) == 0 {
-				return nil, fmt.Errorf("pgn %d field %s=%v: %w", m.PGN, f.ID, v, ErrNoMatch)
+				return fmt.Errorf("pgn %d field %s=%v: %w", m.PGN, f.ID, v, ErrNoMatch)
 			}
 			cands, def = next, next[0]
 			f = &def.Fields[i]
@@ -132,7 +149,7 @@ func Decode(m Message) (*Decoded, error) {
 	if def.Rep2Size > 0 {
 		d.List2 = readRepeating(def, d, r, def.Rep2Start, def.Rep2Size, def.Rep2Count)
 	}
-	return d, nil
+	return nil
 }
 
 func hasMatchField(p *pgn.PGN) bool {
@@ -249,12 +266,22 @@ func decimals(res float64) int {
 	return p
 }
 
+// pow10 holds the powers of ten a float64 represents exactly.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
+	1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
 // roundTo rounds to p decimal places, halves away from zero (as JavaScript's toFixed does).
 func roundTo(v float64, p int) float64 {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return v
 	}
 	a := math.Abs(v)
+	if out, ok := roundFast(a, p); ok {
+		if v < 0 {
+			return -out
+		}
+		return out
+	}
 	s := strconv.FormatFloat(a, 'f', p, 64)
 	exact := strconv.FormatFloat(a, 'f', p+30, 64)
 	if rest := exact[len(exact)-30:]; rest[0] == '5' && strings.Trim(rest[1:], "0") == "" {
@@ -268,6 +295,31 @@ func roundTo(v float64, p int) float64 {
 		return -out
 	}
 	return out
+}
+
+// roundFast is roundTo of a non-negative a without formatting, when the answer is certain:
+// a·10^p is computed with a relative error of at most 2^-53, so unless its fraction lies
+// within that error of one half, the nearest integer n is the one the exact decimal expansion
+// rounds to; n and 10^p are exact float64s, so n/10^p is rounded once, to the float64
+// nearest the decimal, which is what parsing the formatted digits gives. Near a half (and
+// for values too large for the fraction to be exact) it answers false.
+func roundFast(a float64, p int) (float64, bool) {
+	if p < 0 || p >= len(pow10) {
+		return 0, false
+	}
+	y := a * pow10[p]
+	if y >= 1<<52 {
+		return 0, false
+	}
+	n := math.Floor(y)
+	frac := y - n // exact: y < 2^52
+	if math.Abs(frac-0.5) <= y*0x1p-50+0x1p-60 {
+		return 0, false
+	}
+	if frac > 0.5 {
+		n++
+	}
+	return n / pow10[p], true
 }
 
 // readField reads one field: its value, whether it has one, and whether decoding must stop

@@ -47,6 +47,7 @@ type Device struct {
 // handler, one call at a time).
 type Gateway struct {
 	asm     *decode.Assembler
+	decoded decode.Decoded // reused message after message (Map keeps nothing of it)
 	mapper  *skmap.Mapper
 	stats   Stats
 	pgns    map[uint32]uint64
@@ -92,7 +93,8 @@ func (g *Gateway) Message(m decode.Message, now string) *skmap.Delta {
 	if !skmap.Maps(m.PGN) && m.PGN != 126996 {
 		return nil
 	}
-	d, err := decode.Decode(m)
+	d := &g.decoded
+	err := decode.DecodeInto(m, d)
 	if err != nil {
 		g.count(err)
 		return nil

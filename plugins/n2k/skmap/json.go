@@ -53,6 +53,9 @@ func (d *Delta) AppendJSON(b []byte) []byte {
 	return append(b, "]}"...)
 }
 
+// AppendValue appends a delta value (a Value's Value) as JSON, as AppendJSON writes it.
+func AppendValue(b []byte, v any) []byte { return appendValue(b, v) }
+
 func appendValue(b []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil:

@@ -67,7 +67,7 @@ func number(v any) (any, bool) {
 	case nil:
 		return nil, false
 	case float64:
-		return x, true
+		return v, true // as it is: boxing x again would allocate
 	case string:
 		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
 			return f, true

@@ -101,6 +101,14 @@ type Mapper struct {
 	state map[uint8]*srcState
 }
 
+// srcNames are the source addresses in decimal, made once.
+var srcNames = func() (out [256]string) {
+	for i := range out {
+		out[i] = strconv.Itoa(i)
+	}
+	return out
+}()
+
 // New answers an empty Mapper.
 func New() *Mapper { return &Mapper{state: map[uint8]*srcState{}} }
 
@@ -139,12 +147,19 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 	if len(ts) > 10 {
 		ts = ts[:10] + "T" + ts[11:]
 	}
-	u := Update{Source: Source{Label: "", Type: "NMEA2000", PGN: d.PGN, Src: strconv.Itoa(int(d.Src))}, Timestamp: ts}
+	mem := &deltaMem{}
+	u := &mem.upd[0]
+	*u = Update{Source: Source{Label: "", Type: "NMEA2000", PGN: d.PGN, Src: srcNames[d.Src]}, Timestamp: ts,
+		Values: mem.vals[:0]}
+	if len(rs) > len(mem.vals) {
+		u.Values = make([]Value, 0, len(rs))
+	}
 	if st.canName != "" {
 		u.Source.CanName = st.canName
 		u.Source.DeviceInstance = st.deviceInstance
 	}
-	c := &ctx{d: d, st: st, ts: ts}
+	c := &mem.c
+	*c = ctx{d: d, st: st, ts: ts}
 	for _, r := range rs {
 		r.apply(c, &u.Values)
 	}
@@ -158,7 +173,17 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 	if len(u.Values) == 0 {
 		return nil
 	}
-	return &Delta{Updates: []Update{u}}
+	mem.delta.Updates = mem.upd[:]
+	return &mem.delta
+}
+
+// deltaMem holds a delta with its one update, room for its first values and the mapping's
+// context: one allocation per message instead of four.
+type deltaMem struct {
+	delta Delta
+	upd   [1]Update
+	vals  [4]Value
+	c     ctx
 }
 
 // claim records a source's NAME and device instance from its address claim: the NAME is the
