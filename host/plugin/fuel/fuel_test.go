@@ -8,26 +8,21 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"devhost/host/plugin/wasmbin"
 )
 
-// wasm assembles a module from sections (id, body).
-func wasm(secs ...[]byte) []byte {
-	out := []byte("\x00asm\x01\x00\x00\x00")
-	for _, s := range secs {
-		out = appendSection(out, s[0], s[1:])
-	}
-	return out
-}
+var wasm = wasmbin.Encode
 
-func sec(id byte, body ...byte) []byte { return append([]byte{id}, body...) }
+func sec(id byte, body ...byte) wasmbin.Section { return wasmbin.Section{ID: id, Body: body} }
 
-func codeSec(bodies ...[]byte) []byte {
-	c := appendU32([]byte{secCode}, uint32(len(bodies)))
+func codeSec(bodies ...[]byte) wasmbin.Section {
+	c := wasmbin.AppendU32(nil, uint32(len(bodies)))
 	for _, b := range bodies {
-		c = appendU32(c, uint32(len(b)))
+		c = wasmbin.AppendU32(c, uint32(len(b)))
 		c = append(c, b...)
 	}
-	return c
+	return sec(secCode, c...)
 }
 
 // sample imports env.seven ()→i32 and defines, in this order:
@@ -70,7 +65,7 @@ func sample() []byte {
 		sec(secElement, 0x02, 0x00, 0x41, 0x00, 0x0b, 0x02, 0x00, 0x02,
 			0x05, 0x70, 0x01, 0xd2, 0x01, 0x0b),
 		codeSec(count, helper, viaRef, start),
-		append(appendName([]byte{secCustom}, "name"), 0x00, 0x02, 0x01, 'm'),
+		sec(secCustom, append(wasmbin.AppendName(nil, "name"), 0x00, 0x02, 0x01, 'm')...),
 	)
 }
 
@@ -194,7 +189,7 @@ func TestRefused(t *testing.T) {
 		{"not wasm", []byte("hello world"), "not a version 1"},
 		{"imports refuel itself", wasm(
 			sec(secType, 0x01, 0x60, 0x00, 0x01, 0x7f),
-			append(appendName(appendName([]byte{secImport, 0x01}, "env"), Import), 0x00, 0x00),
+			sec(secImport, append(wasmbin.AppendName(wasmbin.AppendName([]byte{0x01}, "env"), Import), 0x00, 0x00)...),
 			sec(secFunc, 0x01, 0x00),
 			codeSec([]byte{0x00, 0x41, 0x00, 0x0b}),
 		), "imports " + Import},
@@ -229,7 +224,7 @@ func TestNoCodeUnchanged(t *testing.T) {
 
 // The "name" section is dropped (its indices moved); other custom sections are kept.
 func TestCustomSections(t *testing.T) {
-	mod := append(sample(), appendSection(nil, secCustom, appendName(nil, "keep"))...)
+	mod := append(sample(), wasmbin.AppendSection(nil, secCustom, wasmbin.AppendName(nil, "keep"))...)
 	got, err := Instrument(mod, "env")
 	if err != nil {
 		t.Fatal(err)
