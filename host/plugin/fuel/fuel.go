@@ -46,19 +46,6 @@ const Fuel = 20000
 
 var errMalformed = errors.New("fuel: malformed module")
 
-// Section ids of the binary format.
-const (
-	secCustom  = wasmbin.SecCustom
-	secType    = wasmbin.SecType
-	secImport  = wasmbin.SecImport
-	secFunc    = wasmbin.SecFunction
-	secGlobal  = wasmbin.SecGlobal
-	secExport  = wasmbin.SecExport
-	secStart   = wasmbin.SecStart
-	secElement = wasmbin.SecElement
-	secCode    = wasmbin.SecCode
-)
-
 type section = wasmbin.Section
 
 // Instrument returns a copy of module that calls importModule.Import every Fuel loop
@@ -97,7 +84,7 @@ func (w *writer) scan(secs []section) error {
 	for _, s := range secs {
 		r := wasmbin.NewReader(s.Body)
 		switch s.ID {
-		case secType:
+		case wasmbin.SecType:
 			w.types = r.U32()
 			for i := uint32(0); i < w.types && r.Err() == nil; i++ {
 				if form := r.Byte(); form != 0x60 {
@@ -108,16 +95,15 @@ func (w *writer) scan(secs []section) error {
 				r.Bytes(int(r.U32()))
 				w.params = append(w.params, p)
 			}
-		case secFunc:
-			n := r.U32()
-			for i := uint32(0); i < n && r.Err() == nil; i++ {
-				t := r.U32()
-				if int(t) >= len(w.params) {
-					return fmt.Errorf("%w: function %d has type %d of %d", errMalformed, i, t, len(w.params))
-				}
+		case wasmbin.SecFunction:
+			types, err := r.FuncTypes(len(w.params))
+			if err != nil {
+				return fmt.Errorf("%w: %w", errMalformed, err)
+			}
+			for _, t := range types {
 				w.funcParams = append(w.funcParams, w.params[t])
 			}
-		case secImport:
+		case wasmbin.SecImport:
 			n := r.U32()
 			for i := uint32(0); i < n && r.Err() == nil; i++ {
 				mod := r.Name()
@@ -142,9 +128,9 @@ func (w *writer) scan(secs []section) error {
 					return fmt.Errorf("%w: import kind 0x%x", errMalformed, kind)
 				}
 			}
-		case secGlobal:
+		case wasmbin.SecGlobal:
 			w.definedGlobs = r.U32()
-		case secCode:
+		case wasmbin.SecCode:
 			w.hasCode = r.U32() > 0
 		}
 		if r.Err() != nil {
@@ -183,20 +169,20 @@ func (w *writer) write(secs []section) ([]byte, error) {
 	out = append(out, wasmbin.Header...)
 	wroteImport, wroteGlobal := false, false
 	for _, s := range secs {
-		if s.ID != secCustom {
-			if !wroteImport && wasmbin.Order(s.ID) > wasmbin.Order(secImport) {
-				out = wasmbin.AppendSection(out, secImport, append(wasmbin.AppendU32(nil, 1), imp...))
+		if s.ID != wasmbin.SecCustom {
+			if !wroteImport && wasmbin.Order(s.ID) > wasmbin.Order(wasmbin.SecImport) {
+				out = wasmbin.AppendSection(out, wasmbin.SecImport, append(wasmbin.AppendU32(nil, 1), imp...))
 				wroteImport = true
 			}
-			if !wroteGlobal && wasmbin.Order(s.ID) > wasmbin.Order(secGlobal) {
-				out = wasmbin.AppendSection(out, secGlobal, append(wasmbin.AppendU32(nil, 1), global...))
+			if !wroteGlobal && wasmbin.Order(s.ID) > wasmbin.Order(wasmbin.SecGlobal) {
+				out = wasmbin.AppendSection(out, wasmbin.SecGlobal, append(wasmbin.AppendU32(nil, 1), global...))
 				wroteGlobal = true
 			}
 		}
 		var body []byte
 		var err error
 		switch s.ID {
-		case secCustom:
+		case wasmbin.SecCustom:
 			r := wasmbin.NewReader(s.Body)
 			name := r.Name()
 			if r.Err() != nil {
@@ -206,32 +192,24 @@ func (w *writer) write(secs []section) ([]byte, error) {
 				continue // refers to function indices or code offsets that moved
 			}
 			body = s.Body
-		case secType:
-			r := wasmbin.NewReader(s.Body)
-			n := r.U32()
-			body = append(wasmbin.AppendU32(nil, n+1), r.Rest()...)
-			body = append(body, 0x60, 0x00, 0x01, 0x7f)
-			err = r.Err()
-		case secImport:
-			r := wasmbin.NewReader(s.Body)
-			n := r.U32()
-			body = append(wasmbin.AppendU32(nil, n+1), r.Rest()...)
-			body = append(body, imp...)
-			err = r.Err()
+		case wasmbin.SecType:
+			body, err = wasmbin.Grow(s.Body, 1, []byte{0x60, 0x00, 0x01, 0x7f})
+		case wasmbin.SecImport:
+			body, err = wasmbin.Grow(s.Body, 1, imp)
 			wroteImport = true
-		case secGlobal:
+		case wasmbin.SecGlobal:
 			body, err = w.globals(s.Body)
 			body = append(body, global...)
 			wroteGlobal = true
-		case secExport:
+		case wasmbin.SecExport:
 			body, err = w.exports(s.Body)
-		case secStart:
+		case wasmbin.SecStart:
 			r := wasmbin.NewReader(s.Body)
 			body = wasmbin.AppendU32(nil, w.fn(r.U32()))
 			err = r.Err()
-		case secElement:
+		case wasmbin.SecElement:
 			body, err = w.elements(s.Body)
-		case secCode:
+		case wasmbin.SecCode:
 			body, err = w.code(s.Body)
 		default:
 			body = s.Body
@@ -349,11 +327,8 @@ func (w *writer) constExpr(r *wasmbin.Reader, out []byte) []byte {
 // it.
 func (w *writer) check(out []byte) []byte {
 	out = w.refill(out)
-	g := wasmbin.AppendU32(nil, w.global)
-	out = append(out, 0x23)
-	out = append(out, g...)
-	out = append(out, 0x41, 0x01, 0x6b, 0x24) // i32.const 1, i32.sub, global.set
-	return append(out, g...)
+	out = wasmbin.AppendOpU32(out, 0x23, w.global)                            // global.get
+	return wasmbin.AppendOpU32(append(out, 0x41, 0x01, 0x6b), 0x24, w.global) // i32.const 1, i32.sub, global.set
 }
 
 func (w *writer) code(b []byte) ([]byte, error) {
@@ -455,28 +430,20 @@ func bulk(sub uint32) bool {
 // stack, leaving the stack as it was, and asks the host for more when the allowance is spent
 // before the instruction runs.
 func (w *writer) charge(out []byte, tmp uint32) []byte {
-	g := wasmbin.AppendU32(nil, w.global)
-	out = append(out, 0x22) // local.tee
-	out = wasmbin.AppendU32(out, tmp)
-	out = append(out, 0x23)
-	out = append(out, g...)
-	out = append(out, 0x20) // local.get
-	out = wasmbin.AppendU32(out, tmp)
-	out = append(out, 0x41, 0x0a, 0x76, 0x6b, 0x24) // i32.const 10, i32.shr_u, i32.sub, global.set
-	out = append(out, g...)
+	out = wasmbin.AppendOpU32(out, 0x22, tmp)      // local.tee
+	out = wasmbin.AppendOpU32(out, 0x23, w.global) // global.get
+	out = wasmbin.AppendOpU32(out, 0x20, tmp)      // local.get
+	// i32.const 10, i32.shr_u, i32.sub, global.set
+	out = wasmbin.AppendOpU32(append(out, 0x41, 0x0a, 0x76, 0x6b), 0x24, w.global)
 	return w.refill(out)
 }
 
 // refill asks the host for fuel when the allowance is spent (below 1).
 func (w *writer) refill(out []byte) []byte {
-	g := wasmbin.AppendU32(nil, w.global)
-	out = append(out, 0x23)
-	out = append(out, g...)
-	out = append(out, 0x41, 0x01, 0x48, 0x04, 0x40, 0x10) // i32.const 1, i32.lt_s, if (no result), call
-	out = wasmbin.AppendU32(out, w.refuel)
-	out = append(out, 0x24) // global.set
-	out = append(out, g...)
-	return append(out, 0x0b)
+	out = wasmbin.AppendOpU32(out, 0x23, w.global) // global.get
+	// i32.const 1, i32.lt_s, if (no result), call refuel, global.set, end
+	out = wasmbin.AppendOpU32(append(out, 0x41, 0x01, 0x48, 0x04, 0x40), 0x10, w.refuel)
+	return append(wasmbin.AppendOpU32(out, 0x24, w.global), 0x0b)
 }
 
 func peekU32(b []byte) (uint32, bool) {

@@ -44,17 +44,6 @@ const Export = "devhost.stack_bytes"
 // once the counter is past the budget.
 const Getter = "devhost.stack_bytes_get"
 
-// Section ids of the binary format.
-const (
-	secCustom   = wasmbin.SecCustom
-	secType     = wasmbin.SecType
-	secImport   = wasmbin.SecImport
-	secFunction = wasmbin.SecFunction
-	secGlobal   = wasmbin.SecGlobal
-	secExport   = wasmbin.SecExport
-	secCode     = wasmbin.SecCode
-)
-
 var errMalformed = errors.New("stackguard: malformed module")
 
 type section = wasmbin.Section
@@ -95,7 +84,7 @@ func (m *module0) read(secs []section) error {
 	for _, s := range secs {
 		r := wasmbin.NewReader(s.Body)
 		switch s.ID {
-		case secType:
+		case wasmbin.SecType:
 			n := r.U32()
 			for i := uint32(0); i < n && r.Err() == nil; i++ {
 				if form := r.Byte(); form != 0x60 {
@@ -107,7 +96,7 @@ func (m *module0) read(secs []section) error {
 				r.Bytes(int(res))
 				m.types = append(m.types, [2]int{int(p), int(res)})
 			}
-		case secImport:
+		case wasmbin.SecImport:
 			n := r.U32()
 			for i := uint32(0); i < n && r.Err() == nil; i++ {
 				r.Name() // module
@@ -132,18 +121,15 @@ func (m *module0) read(secs []section) error {
 					return fmt.Errorf("%w: import kind 0x%x", errMalformed, kind)
 				}
 			}
-		case secFunction:
-			n := r.U32()
-			for i := uint32(0); i < n && r.Err() == nil; i++ {
-				t := r.U32()
-				if int(t) >= len(m.types) {
-					return fmt.Errorf("%w: function %d has type %d of %d", errMalformed, i, t, len(m.types))
-				}
-				m.funcTypes = append(m.funcTypes, t)
+		case wasmbin.SecFunction:
+			types, err := r.FuncTypes(len(m.types))
+			if err != nil {
+				return fmt.Errorf("%w: %w", errMalformed, err)
 			}
-		case secGlobal:
+			m.funcTypes = append(m.funcTypes, types...)
+		case wasmbin.SecGlobal:
 			m.definedGlob = int(r.U32())
-		case secExport:
+		case wasmbin.SecExport:
 			n := r.U32()
 			for i := uint32(0); i < n && r.Err() == nil; i++ {
 				if name := r.Name(); name == Export || name == Getter {
@@ -153,7 +139,7 @@ func (m *module0) read(secs []section) error {
 				r.U32()
 			}
 			m.exports = true
-		case secCode:
+		case wasmbin.SecCode:
 			n := r.U32()
 			for i := uint32(0); i < n && r.Err() == nil; i++ {
 				body := r.Bytes(int(r.U32()))
@@ -235,7 +221,7 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 
 	size := 8 + len(fn) + len(code) + len(ourExports) + len(newGlobal) + 64
 	for _, s := range secs {
-		if s.ID != secCode { // replaced by code
+		if s.ID != wasmbin.SecCode { // replaced by code
 			size += len(s.Body) + 6
 		}
 	}
@@ -243,54 +229,45 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 	out = append(out, wasmbin.Header...)
 	wroteGlobal, wroteExport := false, false
 	emitExport := func() {
-		out = wasmbin.AppendSection(out, secExport, append(wasmbin.AppendU32(nil, 2), ourExports...))
+		out = wasmbin.AppendSection(out, wasmbin.SecExport, append(wasmbin.AppendU32(nil, 2), ourExports...))
 		wroteExport = true
 	}
 	emitGlobal := func() {
 		g := wasmbin.AppendU32(nil, 1)
-		out = wasmbin.AppendSection(out, secGlobal, append(g, newGlobal...))
+		out = wasmbin.AppendSection(out, wasmbin.SecGlobal, append(g, newGlobal...))
 		wroteGlobal = true
 	}
 	for _, s := range secs {
-		if !wroteGlobal && s.ID != secCustom && wasmbin.Order(s.ID) > wasmbin.Order(secGlobal) {
+		if !wroteGlobal && s.ID != wasmbin.SecCustom && wasmbin.Order(s.ID) > wasmbin.Order(wasmbin.SecGlobal) {
 			emitGlobal()
 		}
-		if !m.exports && !wroteExport && s.ID != secCustom && wasmbin.Order(s.ID) > wasmbin.Order(secExport) {
+		if !m.exports && !wroteExport && s.ID != wasmbin.SecCustom && wasmbin.Order(s.ID) > wasmbin.Order(wasmbin.SecExport) {
 			emitExport()
 		}
 		switch s.ID {
-		case secType:
-			r := wasmbin.NewReader(s.Body)
-			n := r.U32()
-			if r.Err() != nil {
+		case wasmbin.SecType:
+			t, err := wasmbin.Grow(s.Body, 1, []byte{0x60, 0x00, 0x01, 0x7f})
+			if err != nil {
 				return nil, fmt.Errorf("%w: type section", errMalformed)
 			}
-			t := wasmbin.AppendU32(nil, n+1)
-			t = append(t, r.Rest()...)
-			out = wasmbin.AppendSection(out, secType, append(t, 0x60, 0x00, 0x01, 0x7f))
-		case secFunction:
-			out = wasmbin.AppendSection(out, secFunction, fn)
-		case secCode:
-			out = wasmbin.AppendSection(out, secCode, code)
-		case secGlobal:
-			r := wasmbin.NewReader(s.Body)
-			n := r.U32()
-			if r.Err() != nil {
+			out = wasmbin.AppendSection(out, wasmbin.SecType, t)
+		case wasmbin.SecFunction:
+			out = wasmbin.AppendSection(out, wasmbin.SecFunction, fn)
+		case wasmbin.SecCode:
+			out = wasmbin.AppendSection(out, wasmbin.SecCode, code)
+		case wasmbin.SecGlobal:
+			g, err := wasmbin.Grow(s.Body, 1, newGlobal)
+			if err != nil {
 				return nil, fmt.Errorf("%w: global section", errMalformed)
 			}
-			g := wasmbin.AppendU32(nil, n+1)
-			g = append(g, r.Rest()...)
-			out = wasmbin.AppendSection(out, secGlobal, append(g, newGlobal...))
+			out = wasmbin.AppendSection(out, wasmbin.SecGlobal, g)
 			wroteGlobal = true
-		case secExport:
-			r := wasmbin.NewReader(s.Body)
-			n := r.U32()
-			if r.Err() != nil {
+		case wasmbin.SecExport:
+			e, err := wasmbin.Grow(s.Body, 2, ourExports)
+			if err != nil {
 				return nil, fmt.Errorf("%w: export section", errMalformed)
 			}
-			e := wasmbin.AppendU32(nil, n+2)
-			e = append(e, r.Rest()...)
-			out = wasmbin.AppendSection(out, secExport, append(e, ourExports...))
+			out = wasmbin.AppendSection(out, wasmbin.SecExport, e)
 			wroteExport = true
 		default:
 			out = wasmbin.AppendSection(out, s.ID, s.Body)
@@ -307,29 +284,19 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 
 // thunkBody is: counter += cost; if counter > budget { unreachable }; call body; counter -= cost.
 func thunkBody(counter, cost, budget uint32, params int, body uint32) []byte {
-	b := []byte{0x00} // no locals
-	b = append(b, 0x23)
-	b = wasmbin.AppendU32(b, counter)
-	b = append(b, 0x41)
-	b = wasmbin.AppendS32(b, int32(cost))
-	b = append(b, 0x6a, 0x24) // i32.add, global.set
-	b = wasmbin.AppendU32(b, counter)
-	b = append(b, 0x23)
-	b = wasmbin.AppendU32(b, counter)
-	b = append(b, 0x41)
-	b = wasmbin.AppendS32(b, int32(budget))
+	b := []byte{0x00}                                       // no locals
+	b = wasmbin.AppendOpU32(b, 0x23, counter)               // global.get
+	b = wasmbin.AppendOpS32(b, 0x41, int32(cost))           // i32.const
+	b = wasmbin.AppendOpU32(append(b, 0x6a), 0x24, counter) // i32.add, global.set
+	b = wasmbin.AppendOpU32(b, 0x23, counter)
+	b = wasmbin.AppendOpS32(b, 0x41, int32(budget))
 	b = append(b, 0x4b, 0x04, 0x40, 0x00, 0x0b) // i32.gt_u, if, unreachable, end
 	for i := 0; i < params; i++ {
-		b = append(b, 0x20)
-		b = wasmbin.AppendU32(b, uint32(i))
+		b = wasmbin.AppendOpU32(b, 0x20, uint32(i)) // local.get
 	}
-	b = append(b, 0x10)
-	b = wasmbin.AppendU32(b, body)
-	b = append(b, 0x23)
-	b = wasmbin.AppendU32(b, counter)
-	b = append(b, 0x41)
-	b = wasmbin.AppendS32(b, int32(cost))
-	b = append(b, 0x6b, 0x24) // i32.sub, global.set
-	b = wasmbin.AppendU32(b, counter)
+	b = wasmbin.AppendOpU32(b, 0x10, body) // call
+	b = wasmbin.AppendOpU32(b, 0x23, counter)
+	b = wasmbin.AppendOpS32(b, 0x41, int32(cost))
+	b = wasmbin.AppendOpU32(append(b, 0x6b), 0x24, counter) // i32.sub, global.set
 	return append(b, 0x0b)
 }

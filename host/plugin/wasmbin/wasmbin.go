@@ -97,6 +97,26 @@ func AppendSection(out []byte, id byte, body []byte) []byte {
 	return append(out, body...)
 }
 
+// AppendOpU32 appends an instruction with one unsigned immediate: local.get, global.set,
+// call and the like.
+func AppendOpU32(b []byte, op byte, imm uint32) []byte { return AppendU32(append(b, op), imm) }
+
+// AppendOpS32 appends an instruction with one signed immediate: i32.const.
+func AppendOpS32(b []byte, op byte, imm int32) []byte { return AppendS32(append(b, op), imm) }
+
+// Grow answers the body of a vector section (a count, then the items) with n more items,
+// given encoded in items, appended after the section's own.
+func Grow(body []byte, n uint32, items []byte) ([]byte, error) {
+	r := NewReader(body)
+	count := r.U32()
+	if r.Err() != nil {
+		return nil, r.Err()
+	}
+	out := AppendU32(make([]byte, 0, len(body)+len(items)+5), count+n)
+	out = append(out, r.Rest()...)
+	return append(out, items...), nil
+}
+
 // AppendName appends a name: its length in bytes, then its bytes.
 func AppendName(b []byte, s string) []byte {
 	return append(AppendU32(b, uint32(len(s))), s...)
@@ -169,39 +189,35 @@ func (r *Reader) Byte() byte {
 
 // U32 reads an unsigned LEB128 number of at most five bytes.
 func (r *Reader) U32() uint32 {
-	var v uint32
-	for shift := 0; shift < 35; shift += 7 {
-		c := r.Byte()
-		if r.err != nil {
-			return 0
-		}
-		v |= uint32(c&0x7f) << shift
-		if c&0x80 == 0 {
-			return v
-		}
-	}
-	r.Fail(ErrTooLong)
-	return 0
+	v, _ := r.leb32()
+	return v
 }
 
 // S32 reads a signed LEB128 number of at most five bytes.
 func (r *Reader) S32() int32 {
+	v, bits := r.leb32()
+	if bits > 0 && bits < 32 && v&(1<<(bits-1)) != 0 {
+		v |= ^uint32(0) << bits // sign extension
+	}
+	return int32(v)
+}
+
+// leb32 reads the bits of a LEB128 number of at most five bytes and answers them with how
+// many bits it read (7 per byte); 0, 0 after an error.
+func (r *Reader) leb32() (uint32, int) {
 	var v uint32
 	for shift := 0; shift < 35; shift += 7 {
 		c := r.Byte()
 		if r.err != nil {
-			return 0
+			return 0, 0
 		}
 		v |= uint32(c&0x7f) << shift
 		if c&0x80 == 0 {
-			if shift+7 < 32 && c&0x40 != 0 {
-				v |= ^uint32(0) << (shift + 7) // sign extension
-			}
-			return int32(v)
+			return v, shift + 7
 		}
 	}
 	r.Fail(ErrTooLong)
-	return 0
+	return 0, 0
 }
 
 // LEB skips a LEB128 number of at most max bytes and answers its bytes, for copying an
@@ -237,6 +253,24 @@ func (r *Reader) Bytes(n int) []byte {
 
 // Name reads a name: a length, then that many bytes. It does not check that they are UTF-8.
 func (r *Reader) Name() string { return string(r.Bytes(int(r.U32()))) }
+
+// FuncTypes reads the body of a function section, the type index of every defined function,
+// for a module of types types. An index past them is answered as an error; a read that
+// fails sticks in the reader as usual, and the indices read until then are answered.
+func (r *Reader) FuncTypes(types int) ([]uint32, error) {
+	n := r.U32()
+	var idx []uint32
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		t := r.U32()
+		if int(t) >= types {
+			return nil, fmt.Errorf("function %d has type %d of %d", i, t, types)
+		}
+		if r.err == nil {
+			idx = append(idx, t)
+		}
+	}
+	return idx, nil
+}
 
 // Limits skips the limits of a table or memory: flags, the minimum and, when flag bit 0 is
 // set, the maximum.

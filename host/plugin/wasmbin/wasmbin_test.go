@@ -269,3 +269,63 @@ func FuzzLEB(f *testing.F) {
 		}
 	})
 }
+
+func TestFuncTypes(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		in      []byte
+		types   int
+		want    []uint32
+		bad     bool  // an index past the types
+		readErr error // the reader's error
+	}{
+		{"none", []byte{0x00}, 0, nil, false, nil},
+		{"three", []byte{0x03, 0x00, 0x01, 0x00}, 2, []uint32{0, 1, 0}, false, nil},
+		{"index past the types", []byte{0x02, 0x00, 0x02}, 2, nil, true, nil},
+		{"cut", []byte{0x03, 0x00, 0x01}, 2, []uint32{0, 1}, false, ErrUnexpectedEnd},
+		{"count too long", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 2, nil, false, ErrTooLong},
+	} {
+		r := NewReader(c.in)
+		got, err := r.FuncTypes(c.types)
+		if (err != nil) != c.bad || !errors.Is(r.Err(), c.readErr) || len(got) != len(c.want) {
+			t.Errorf("%s: %v, %v, reader %v", c.name, got, err, r.Err())
+			continue
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("%s: %v, want %v", c.name, got, c.want)
+			}
+		}
+	}
+}
+
+func TestGrow(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		body  []byte
+		n     uint32
+		items []byte
+		want  []byte
+		err   error
+	}{
+		{"empty vector", []byte{0x00}, 1, []byte{0xaa}, []byte{0x01, 0xaa}, nil},
+		{"after the own items", []byte{0x02, 0x01, 0x02}, 2, []byte{0x03, 0x04}, []byte{0x04, 0x01, 0x02, 0x03, 0x04}, nil},
+		{"count grows a byte", append([]byte{0x7f}, make([]byte, 3)...), 1, []byte{0x09}, []byte{0x80, 0x01, 0, 0, 0, 0x09}, nil},
+		{"no count", nil, 1, []byte{0x01}, nil, ErrUnexpectedEnd},
+		{"count too long", []byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x00}, 1, nil, nil, ErrTooLong},
+	} {
+		got, err := Grow(c.body, c.n, c.items)
+		if !bytes.Equal(got, c.want) || !errors.Is(err, c.err) {
+			t.Errorf("%s: % x, %v; want % x, %v", c.name, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestAppendOp(t *testing.T) {
+	if got := AppendOpU32([]byte{0x01}, 0x23, 200); !bytes.Equal(got, []byte{0x01, 0x23, 0xc8, 0x01}) {
+		t.Errorf("global.get 200 = % x", got)
+	}
+	if got := AppendOpS32(nil, 0x41, -1); !bytes.Equal(got, []byte{0x41, 0x7f}) {
+		t.Errorf("i32.const -1 = % x", got)
+	}
+}
