@@ -237,6 +237,17 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 		out = wasmbin.AppendSection(out, wasmbin.SecGlobal, append(g, newGlobal...))
 		wroteGlobal = true
 	}
+	// What the module's own type, global and export sections gain: the getter's type
+	// () -> i32, the counter, the counter's and the getter's exports.
+	grows := map[byte]struct {
+		n     uint32
+		items []byte
+		name  string
+	}{
+		wasmbin.SecType:   {1, []byte{0x60, 0x00, 0x01, 0x7f}, "type"},
+		wasmbin.SecGlobal: {1, newGlobal, "global"},
+		wasmbin.SecExport: {2, ourExports, "export"},
+	}
 	for _, s := range secs {
 		if !wroteGlobal && s.ID != wasmbin.SecCustom && wasmbin.Order(s.ID) > wasmbin.Order(wasmbin.SecGlobal) {
 			emitGlobal()
@@ -245,30 +256,19 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 			emitExport()
 		}
 		switch s.ID {
-		case wasmbin.SecType:
-			t, err := wasmbin.Grow(s.Body, 1, []byte{0x60, 0x00, 0x01, 0x7f})
-			if err != nil {
-				return nil, fmt.Errorf("%w: type section", errMalformed)
-			}
-			out = wasmbin.AppendSection(out, wasmbin.SecType, t)
 		case wasmbin.SecFunction:
 			out = wasmbin.AppendSection(out, wasmbin.SecFunction, fn)
 		case wasmbin.SecCode:
 			out = wasmbin.AppendSection(out, wasmbin.SecCode, code)
-		case wasmbin.SecGlobal:
-			g, err := wasmbin.Grow(s.Body, 1, newGlobal)
+		case wasmbin.SecType, wasmbin.SecGlobal, wasmbin.SecExport:
+			g := grows[s.ID]
+			body, err := wasmbin.Grow(s.Body, g.n, g.items)
 			if err != nil {
-				return nil, fmt.Errorf("%w: global section", errMalformed)
+				return nil, fmt.Errorf("%w: %s section", errMalformed, g.name)
 			}
-			out = wasmbin.AppendSection(out, wasmbin.SecGlobal, g)
-			wroteGlobal = true
-		case wasmbin.SecExport:
-			e, err := wasmbin.Grow(s.Body, 2, ourExports)
-			if err != nil {
-				return nil, fmt.Errorf("%w: export section", errMalformed)
-			}
-			out = wasmbin.AppendSection(out, wasmbin.SecExport, e)
-			wroteExport = true
+			out = wasmbin.AppendSection(out, s.ID, body)
+			wroteGlobal = wroteGlobal || s.ID == wasmbin.SecGlobal
+			wroteExport = wroteExport || s.ID == wasmbin.SecExport
 		default:
 			out = wasmbin.AppendSection(out, s.ID, s.Body)
 		}
