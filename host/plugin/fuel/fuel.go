@@ -28,10 +28,11 @@
 package fuel
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
+
+	"devhost/host/plugin/wasmbin"
 )
 
 // Import is the name of the function the instrumented module imports: () → i32, the fuel
@@ -45,42 +46,14 @@ const Fuel = 20000
 
 var errMalformed = errors.New("fuel: malformed module")
 
-// Section ids of the binary format.
-const (
-	secCustom  = 0
-	secType    = 1
-	secImport  = 2
-	secFunc    = 3
-	secGlobal  = 6
-	secExport  = 7
-	secStart   = 8
-	secElement = 9
-	secCode    = 10
-)
-
-// order ranks the known sections as the binary format requires them to appear.
-var order = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8, 8: 9, 9: 10, 12: 11, 10: 12, 11: 13}
-
-type section struct {
-	id   byte
-	body []byte
-}
+type section = wasmbin.Section
 
 // Instrument returns a copy of module that calls importModule.Import every Fuel loop
 // iterations and function entries. A module that defines no function is returned as it is.
 func Instrument(module []byte, importModule string) ([]byte, error) {
-	if len(module) < 8 || string(module[:4]) != "\x00asm" || binary.LittleEndian.Uint32(module[4:8]) != 1 {
-		return nil, fmt.Errorf("%w: not a version 1 WebAssembly binary", errMalformed)
-	}
-	var secs []section
-	for r := (reader{b: module[8:]}); !r.done(); {
-		id := r.byte()
-		n := r.u32()
-		body := r.bytes(int(n))
-		if r.err != nil {
-			return nil, fmt.Errorf("%w: section %d: %w", errMalformed, id, r.err)
-		}
-		secs = append(secs, section{id, body})
+	secs, err := wasmbin.Sections(module)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	w := &writer{importModule: importModule}
 	if err := w.scan(secs); err != nil {
@@ -109,60 +82,59 @@ type writer struct {
 // scan counts what the rewrite needs: types, imported functions and globals, defined globals.
 func (w *writer) scan(secs []section) error {
 	for _, s := range secs {
-		r := reader{b: s.body}
-		switch s.id {
-		case secType:
-			w.types = r.u32()
-			for i := uint32(0); i < w.types && r.err == nil; i++ {
-				if form := r.byte(); form != 0x60 {
+		r := wasmbin.NewReader(s.Body)
+		switch s.ID {
+		case wasmbin.SecType:
+			w.types = r.U32()
+			for i := uint32(0); i < w.types && r.Err() == nil; i++ {
+				if form := r.Byte(); form != 0x60 {
 					return fmt.Errorf("%w: type form 0x%x", errMalformed, form)
 				}
-				p := r.u32()
-				r.bytes(int(p))
-				r.bytes(int(r.u32()))
+				p := r.U32()
+				r.Bytes(int(p))
+				r.Bytes(int(r.U32()))
 				w.params = append(w.params, p)
 			}
-		case secFunc:
-			n := r.u32()
-			for i := uint32(0); i < n && r.err == nil; i++ {
-				t := r.u32()
-				if int(t) >= len(w.params) {
-					return fmt.Errorf("%w: function %d has type %d of %d", errMalformed, i, t, len(w.params))
-				}
+		case wasmbin.SecFunction:
+			types, err := r.FuncTypes(len(w.params))
+			if err != nil {
+				return fmt.Errorf("%w: %w", errMalformed, err)
+			}
+			for _, t := range types {
 				w.funcParams = append(w.funcParams, w.params[t])
 			}
-		case secImport:
-			n := r.u32()
-			for i := uint32(0); i < n && r.err == nil; i++ {
-				mod := string(r.bytes(int(r.u32())))
-				name := string(r.bytes(int(r.u32())))
+		case wasmbin.SecImport:
+			n := r.U32()
+			for i := uint32(0); i < n && r.Err() == nil; i++ {
+				mod := r.Name()
+				name := r.Name()
 				if mod == w.importModule && name == Import {
 					return fmt.Errorf("%w: the module imports %s itself", errMalformed, Import)
 				}
-				switch kind := r.byte(); kind {
+				switch kind := r.Byte(); kind {
 				case 0x00:
-					r.u32()
+					r.U32()
 					w.importFuncs++
 				case 0x01:
-					r.byte()
-					r.limits()
+					r.Byte()
+					r.Limits()
 				case 0x02:
-					r.limits()
+					r.Limits()
 				case 0x03:
-					r.byte()
-					r.byte()
+					r.Byte()
+					r.Byte()
 					w.importGlobs++
 				default:
 					return fmt.Errorf("%w: import kind 0x%x", errMalformed, kind)
 				}
 			}
-		case secGlobal:
-			w.definedGlobs = r.u32()
-		case secCode:
-			w.hasCode = r.u32() > 0
+		case wasmbin.SecGlobal:
+			w.definedGlobs = r.U32()
+		case wasmbin.SecCode:
+			w.hasCode = r.U32() > 0
 		}
-		if r.err != nil {
-			return fmt.Errorf("%w: section %d: %w", errMalformed, s.id, r.err)
+		if r.Err() != nil {
+			return fmt.Errorf("%w: section %d: %w", errMalformed, s.ID, r.Err())
 		}
 	}
 	w.refuel = w.importFuncs
@@ -180,80 +152,72 @@ func (w *writer) fn(i uint32) uint32 {
 
 func (w *writer) write(secs []section) ([]byte, error) {
 	refuelType := w.types // () → i32, appended to the type section
-	imp := appendName(nil, w.importModule)
-	imp = appendName(imp, Import)
+	imp := wasmbin.AppendName(nil, w.importModule)
+	imp = wasmbin.AppendName(imp, Import)
 	imp = append(imp, 0x00)
-	imp = appendU32(imp, refuelType)
+	imp = wasmbin.AppendU32(imp, refuelType)
 	// A mutable i32 holding the allowance, full at the start.
-	global := append([]byte{0x7f, 0x01, 0x41}, appendS32(nil, Fuel)...)
+	global := append([]byte{0x7f, 0x01, 0x41}, wasmbin.AppendS32(nil, Fuel)...)
 	global = append(global, 0x0b)
 
 	// The checks add about a tenth to the code: one buffer for the whole module.
 	size := 8 + len(imp) + len(global) + 64
 	for _, s := range secs {
-		size += len(s.body) + len(s.body)/4 + 6
+		size += len(s.Body) + len(s.Body)/4 + 6
 	}
 	out := make([]byte, 0, size)
-	out = append(out, "\x00asm\x01\x00\x00\x00"...)
+	out = append(out, wasmbin.Header...)
 	wroteImport, wroteGlobal := false, false
 	for _, s := range secs {
-		if s.id != secCustom {
-			if !wroteImport && order[s.id] > order[secImport] {
-				out = appendSection(out, secImport, append(appendU32(nil, 1), imp...))
+		if s.ID != wasmbin.SecCustom {
+			if !wroteImport && wasmbin.Order(s.ID) > wasmbin.Order(wasmbin.SecImport) {
+				out = wasmbin.AppendSection(out, wasmbin.SecImport, append(wasmbin.AppendU32(nil, 1), imp...))
 				wroteImport = true
 			}
-			if !wroteGlobal && order[s.id] > order[secGlobal] {
-				out = appendSection(out, secGlobal, append(appendU32(nil, 1), global...))
+			if !wroteGlobal && wasmbin.Order(s.ID) > wasmbin.Order(wasmbin.SecGlobal) {
+				out = wasmbin.AppendSection(out, wasmbin.SecGlobal, append(wasmbin.AppendU32(nil, 1), global...))
 				wroteGlobal = true
 			}
 		}
 		var body []byte
 		var err error
-		switch s.id {
-		case secCustom:
-			r := reader{b: s.body}
-			name := string(r.bytes(int(r.u32())))
-			if r.err != nil {
-				return nil, fmt.Errorf("%w: custom section: %w", errMalformed, r.err)
+		switch s.ID {
+		case wasmbin.SecCustom:
+			r := wasmbin.NewReader(s.Body)
+			name := r.Name()
+			if r.Err() != nil {
+				return nil, fmt.Errorf("%w: custom section: %w", errMalformed, r.Err())
 			}
 			if name == "name" || strings.HasPrefix(name, ".debug_") {
 				continue // refers to function indices or code offsets that moved
 			}
-			body = s.body
-		case secType:
-			r := reader{b: s.body}
-			n := r.u32()
-			body = append(appendU32(nil, n+1), r.b...)
-			body = append(body, 0x60, 0x00, 0x01, 0x7f)
-			err = r.err
-		case secImport:
-			r := reader{b: s.body}
-			n := r.u32()
-			body = append(appendU32(nil, n+1), r.b...)
-			body = append(body, imp...)
-			err = r.err
+			body = s.Body
+		case wasmbin.SecType:
+			body, err = wasmbin.Grow(s.Body, 1, []byte{0x60, 0x00, 0x01, 0x7f})
+		case wasmbin.SecImport:
+			body, err = wasmbin.Grow(s.Body, 1, imp)
 			wroteImport = true
-		case secGlobal:
-			body, err = w.globals(s.body)
+		case wasmbin.SecGlobal:
+			body, err = w.globals(s.Body)
 			body = append(body, global...)
 			wroteGlobal = true
-		case secExport:
-			body, err = w.exports(s.body)
-		case secStart:
-			r := reader{b: s.body}
-			body = appendU32(nil, w.fn(r.u32()))
-			err = r.err
-		case secElement:
-			body, err = w.elements(s.body)
-		case secCode:
-			body, err = w.code(s.body)
+		case wasmbin.SecExport:
+			body, err = w.exports(s.Body)
+		case wasmbin.SecStart:
+			r := wasmbin.NewReader(s.Body)
+			body = wasmbin.AppendU32(nil, w.fn(r.U32()))
+			err = r.Err()
+		case wasmbin.SecElement:
+			body, err = w.elements(s.Body)
+		case wasmbin.SecCode:
+			body, err = w.code(s.Body)
 		default:
-			body = s.body
+			body = s.Body
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: section %d: %w", errMalformed, s.id, err)
+			return nil, fmt.Errorf("%w: section %d: %w", errMalformed, s.ID, err)
 		}
-		out = appendSection(out, s.id, body)
+		out = wasmbin.AppendSection(out, s.ID, body)
 	}
 	return out, nil
 }
@@ -261,98 +225,98 @@ func (w *writer) write(secs []section) ([]byte, error) {
 // globals rewrites the global section without its trailing count fix: the caller appends
 // the counter, so the count is one more than the module's.
 func (w *writer) globals(b []byte) ([]byte, error) {
-	r := reader{b: b}
-	n := r.u32()
-	out := appendU32(nil, n+1)
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		out = append(out, r.byte(), r.byte()) // valtype, mutability
-		out = w.constExpr(&r, out)
+	r := wasmbin.NewReader(b)
+	n := r.U32()
+	out := wasmbin.AppendU32(nil, n+1)
+	for i := uint32(0); i < n && r.Err() == nil; i++ {
+		out = append(out, r.Byte(), r.Byte()) // valtype, mutability
+		out = w.constExpr(r, out)
 	}
-	return out, r.err
+	return out, r.Err()
 }
 
 func (w *writer) exports(b []byte) ([]byte, error) {
-	r := reader{b: b}
-	n := r.u32()
-	out := appendU32(nil, n)
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		out = appendName(out, string(r.bytes(int(r.u32()))))
-		kind := r.byte()
-		idx := r.u32()
+	r := wasmbin.NewReader(b)
+	n := r.U32()
+	out := wasmbin.AppendU32(nil, n)
+	for i := uint32(0); i < n && r.Err() == nil; i++ {
+		out = wasmbin.AppendName(out, r.Name())
+		kind := r.Byte()
+		idx := r.U32()
 		if kind == 0x00 {
 			idx = w.fn(idx)
 		}
-		out = appendU32(append(out, kind), idx)
+		out = wasmbin.AppendU32(append(out, kind), idx)
 	}
-	return out, r.err
+	return out, r.Err()
 }
 
 // elements rewrites the element section's function indices, in each of its eight forms.
 func (w *writer) elements(b []byte) ([]byte, error) {
-	r := reader{b: b}
-	n := r.u32()
-	out := appendU32(nil, n)
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		flags := r.u32()
-		out = appendU32(out, flags)
+	r := wasmbin.NewReader(b)
+	n := r.U32()
+	out := wasmbin.AppendU32(nil, n)
+	for i := uint32(0); i < n && r.Err() == nil; i++ {
+		flags := r.U32()
+		out = wasmbin.AppendU32(out, flags)
 		if flags > 7 {
 			return nil, fmt.Errorf("element segment form %d", flags)
 		}
 		if flags&2 != 0 && flags&1 == 0 { // an explicit table index
-			out = appendU32(out, r.u32())
+			out = wasmbin.AppendU32(out, r.U32())
 		}
 		if flags&1 == 0 { // active: the offset
-			out = w.constExpr(&r, out)
+			out = w.constExpr(r, out)
 		}
 		if flags&3 != 0 { // elemkind or reftype
-			out = append(out, r.byte())
+			out = append(out, r.Byte())
 		}
-		count := r.u32()
-		out = appendU32(out, count)
-		for j := uint32(0); j < count && r.err == nil; j++ {
+		count := r.U32()
+		out = wasmbin.AppendU32(out, count)
+		for j := uint32(0); j < count && r.Err() == nil; j++ {
 			if flags&4 != 0 {
-				out = w.constExpr(&r, out)
+				out = w.constExpr(r, out)
 			} else {
-				out = appendU32(out, w.fn(r.u32()))
+				out = wasmbin.AppendU32(out, w.fn(r.U32()))
 			}
 		}
 	}
-	return out, r.err
+	return out, r.Err()
 }
 
 // constExpr copies a constant expression up to and including its end, renumbering ref.func.
-func (w *writer) constExpr(r *reader, out []byte) []byte {
-	for r.err == nil {
-		op := r.byte()
+func (w *writer) constExpr(r *wasmbin.Reader, out []byte) []byte {
+	for r.Err() == nil {
+		op := r.Byte()
 		out = append(out, op)
 		switch op {
 		case 0x0b:
 			return out
 		case 0x41:
-			out = append(out, r.leb(5)...)
+			out = append(out, r.LEB(5)...)
 		case 0x42:
-			out = append(out, r.leb(10)...)
+			out = append(out, r.LEB(10)...)
 		case 0x43:
-			out = append(out, r.bytes(4)...)
+			out = append(out, r.Bytes(4)...)
 		case 0x44:
-			out = append(out, r.bytes(8)...)
+			out = append(out, r.Bytes(8)...)
 		case 0x23: // global.get
-			out = appendU32(out, r.u32())
+			out = wasmbin.AppendU32(out, r.U32())
 		case 0xd0: // ref.null t
-			out = append(out, r.byte())
+			out = append(out, r.Byte())
 		case 0xd2: // ref.func
-			out = appendU32(out, w.fn(r.u32()))
+			out = wasmbin.AppendU32(out, w.fn(r.U32()))
 		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e: // extended constant arithmetic
 		case 0xfd: // v128.const
-			sub := r.u32()
+			sub := r.U32()
 			if sub != 12 {
-				r.fail(fmt.Errorf("instruction 0xfd %d in a constant expression", sub))
+				r.Fail(fmt.Errorf("instruction 0xfd %d in a constant expression", sub))
 				return out
 			}
-			out = appendU32(out, sub)
-			out = append(out, r.bytes(16)...)
+			out = wasmbin.AppendU32(out, sub)
+			out = append(out, r.Bytes(16)...)
 		default:
-			r.fail(fmt.Errorf("instruction 0x%x in a constant expression", op))
+			r.Fail(fmt.Errorf("instruction 0x%x in a constant expression", op))
 		}
 	}
 	return out
@@ -363,21 +327,18 @@ func (w *writer) constExpr(r *reader, out []byte) []byte {
 // it.
 func (w *writer) check(out []byte) []byte {
 	out = w.refill(out)
-	g := appendU32(nil, w.global)
-	out = append(out, 0x23)
-	out = append(out, g...)
-	out = append(out, 0x41, 0x01, 0x6b, 0x24) // i32.const 1, i32.sub, global.set
-	return append(out, g...)
+	out = wasmbin.AppendOpU32(out, 0x23, w.global)                            // global.get
+	return wasmbin.AppendOpU32(append(out, 0x41, 0x01, 0x6b), 0x24, w.global) // i32.const 1, i32.sub, global.set
 }
 
 func (w *writer) code(b []byte) ([]byte, error) {
-	r := reader{b: b}
-	n := r.u32()
-	out := appendU32(make([]byte, 0, len(b)+len(b)/4), n)
+	r := wasmbin.NewReader(b)
+	n := r.U32()
+	out := wasmbin.AppendU32(make([]byte, 0, len(b)+len(b)/4), n)
 	var scratch, instrs []byte // one body at a time, reused
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		body := r.bytes(int(r.u32()))
-		if r.err != nil {
+	for i := uint32(0); i < n && r.Err() == nil; i++ {
+		body := r.Bytes(int(r.U32()))
+		if r.Err() != nil {
 			break
 		}
 		if int(i) >= len(w.funcParams) {
@@ -388,10 +349,10 @@ func (w *writer) code(b []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", i, err)
 		}
-		out = appendU32(out, uint32(len(scratch)))
+		out = wasmbin.AppendU32(out, uint32(len(scratch)))
 		out = append(out, scratch...)
 	}
-	return out, r.err
+	return out, r.Err()
 }
 
 // body appends the rewritten function body to out: a check on entry and at every loop
@@ -400,54 +361,54 @@ func (w *writer) code(b []byte) ([]byte, error) {
 // its own, appended after the function's parameters and locals (no index moves). instrs is
 // a scratch buffer for the instructions; both buffers are returned for reuse.
 func (w *writer) body(out, instrs, b []byte, params uint32) ([]byte, []byte, error) {
-	r := reader{b: b}
-	decls := r.u32()
+	r := wasmbin.NewReader(b)
+	decls := r.U32()
 	locals := uint64(params)
-	for j := uint32(0); j < decls && r.err == nil; j++ {
-		locals += uint64(r.u32())
-		r.byte()
+	for j := uint32(0); j < decls && r.Err() == nil; j++ {
+		locals += uint64(r.U32())
+		r.Byte()
 	}
-	if r.err != nil {
-		return out, instrs, fmt.Errorf("locals: %w", r.err)
+	if r.Err() != nil {
+		return out, instrs, fmt.Errorf("locals: %w", r.Err())
 	}
 	if locals >= 50000 {
 		return out, instrs, fmt.Errorf("%d locals", locals)
 	}
-	declBytes := b[:len(b)-len(r.b)]
+	declBytes := b[:len(b)-len(r.Rest())]
 	tmp := uint32(locals) // the charge's local, if one is needed
 	charged := false
 	instrs = w.check(instrs)
-	for !r.done() {
-		start := len(b) - len(r.b)
-		op := r.byte()
+	for !r.Done() {
+		start := len(b) - len(r.Rest())
+		op := r.Byte()
 		switch op {
 		case 0x10, 0xd2: // call, ref.func
 			instrs = append(instrs, op)
-			instrs = appendU32(instrs, w.fn(r.u32()))
+			instrs = wasmbin.AppendU32(instrs, w.fn(r.U32()))
 			continue
 		case 0x03: // loop
-			r.blockType()
-			instrs = append(instrs, b[start:len(b)-len(r.b)]...)
+			blockType(r)
+			instrs = append(instrs, b[start:len(b)-len(r.Rest())]...)
 			instrs = w.check(instrs)
 			continue
 		case 0xfc:
-			if sub, ok := peekU32(r.b); ok && bulk(sub) {
+			if sub, ok := peekU32(r.Rest()); ok && bulk(sub) {
 				instrs = w.charge(instrs, tmp)
 				charged = true
 			}
 		}
-		r.immediates(op)
-		instrs = append(instrs, b[start:len(b)-len(r.b)]...)
+		immediates(r, op)
+		instrs = append(instrs, b[start:len(b)-len(r.Rest())]...)
 	}
-	if r.err != nil {
-		return out, instrs, r.err
+	if r.Err() != nil {
+		return out, instrs, r.Err()
 	}
 	if charged {
 		// The declarations again, with one more: an i32.
-		dr := reader{b: declBytes}
-		dr.u32()
-		out = appendU32(out, decls+1)
-		out = append(out, dr.b...)
+		dr := wasmbin.NewReader(declBytes)
+		dr.U32()
+		out = wasmbin.AppendU32(out, decls+1)
+		out = append(out, dr.Rest()...)
 		out = append(out, 0x01, 0x7f)
 	} else {
 		out = append(out, declBytes...)
@@ -469,235 +430,115 @@ func bulk(sub uint32) bool {
 // stack, leaving the stack as it was, and asks the host for more when the allowance is spent
 // before the instruction runs.
 func (w *writer) charge(out []byte, tmp uint32) []byte {
-	g := appendU32(nil, w.global)
-	out = append(out, 0x22) // local.tee
-	out = appendU32(out, tmp)
-	out = append(out, 0x23)
-	out = append(out, g...)
-	out = append(out, 0x20) // local.get
-	out = appendU32(out, tmp)
-	out = append(out, 0x41, 0x0a, 0x76, 0x6b, 0x24) // i32.const 10, i32.shr_u, i32.sub, global.set
-	out = append(out, g...)
+	out = wasmbin.AppendOpU32(out, 0x22, tmp)      // local.tee
+	out = wasmbin.AppendOpU32(out, 0x23, w.global) // global.get
+	out = wasmbin.AppendOpU32(out, 0x20, tmp)      // local.get
+	// i32.const 10, i32.shr_u, i32.sub, global.set
+	out = wasmbin.AppendOpU32(append(out, 0x41, 0x0a, 0x76, 0x6b), 0x24, w.global)
 	return w.refill(out)
 }
 
 // refill asks the host for fuel when the allowance is spent (below 1).
 func (w *writer) refill(out []byte) []byte {
-	g := appendU32(nil, w.global)
-	out = append(out, 0x23)
-	out = append(out, g...)
-	out = append(out, 0x41, 0x01, 0x48, 0x04, 0x40, 0x10) // i32.const 1, i32.lt_s, if (no result), call
-	out = appendU32(out, w.refuel)
-	out = append(out, 0x24) // global.set
-	out = append(out, g...)
-	return append(out, 0x0b)
+	out = wasmbin.AppendOpU32(out, 0x23, w.global) // global.get
+	// i32.const 1, i32.lt_s, if (no result), call refuel, global.set, end
+	out = wasmbin.AppendOpU32(append(out, 0x41, 0x01, 0x48, 0x04, 0x40), 0x10, w.refuel)
+	return append(wasmbin.AppendOpU32(out, 0x24, w.global), 0x0b)
 }
 
 func peekU32(b []byte) (uint32, bool) {
-	r := reader{b: b}
-	v := r.u32()
-	return v, r.err == nil
+	r := wasmbin.NewReader(b)
+	v := r.U32()
+	return v, r.Err() == nil
 }
 
 // immediates skips the immediates of op (already read).
-func (r *reader) immediates(op byte) {
+func immediates(r *wasmbin.Reader, op byte) {
 	switch {
 	case op == 0x00, op == 0x01, op == 0x05, op == 0x0b, op == 0x0f, op == 0x1a, op == 0x1b,
 		op >= 0x45 && op <= 0xc4, op == 0xd1:
 	case op == 0x02, op == 0x04: // block, if
-		r.blockType()
+		blockType(r)
 	case op == 0x0c, op == 0x0d, op >= 0x20 && op <= 0x26: // br, br_if, locals, globals, tables
-		r.u32()
+		r.U32()
 	case op == 0x0e: // br_table
-		n := r.u32()
-		for i := uint32(0); i <= n && r.err == nil; i++ {
-			r.u32()
+		n := r.U32()
+		for i := uint32(0); i <= n && r.Err() == nil; i++ {
+			r.U32()
 		}
 	case op == 0x11: // call_indirect
-		r.u32()
-		r.u32()
+		r.U32()
+		r.U32()
 	case op == 0x1c: // select t*
-		r.bytes(int(r.u32()))
+		r.Bytes(int(r.U32()))
 	case op >= 0x28 && op <= 0x3e: // memarg
-		r.u32()
-		r.u32()
+		r.U32()
+		r.U32()
 	case op == 0x3f, op == 0x40: // memory.size, memory.grow
-		r.u32()
+		r.U32()
 	case op == 0x41:
-		r.leb(5)
+		r.LEB(5)
 	case op == 0x42:
-		r.leb(10)
+		r.LEB(10)
 	case op == 0x43:
-		r.bytes(4)
+		r.Bytes(4)
 	case op == 0x44:
-		r.bytes(8)
+		r.Bytes(8)
 	case op == 0xd0:
-		r.byte()
+		r.Byte()
 	case op == 0xfc:
-		r.misc()
+		misc(r)
 	case op == 0xfd:
-		r.simd()
+		simd(r)
 	default:
-		r.fail(fmt.Errorf("instruction 0x%x outside the supported features", op))
+		r.Fail(fmt.Errorf("instruction 0x%x outside the supported features", op))
 	}
 }
 
 // misc skips a 0xfc instruction: saturating conversions, bulk memory, tables.
-func (r *reader) misc() {
-	switch sub := r.u32(); {
+func misc(r *wasmbin.Reader) {
+	switch sub := r.U32(); {
 	case sub <= 7:
 	case sub == 8, sub == 10, sub == 12, sub == 14: // two indices
-		r.u32()
-		r.u32()
+		r.U32()
+		r.U32()
 	case sub == 9, sub == 11, sub == 13, sub <= 17:
-		r.u32()
+		r.U32()
 	default:
-		r.fail(fmt.Errorf("instruction 0xfc %d outside the supported features", sub))
+		r.Fail(fmt.Errorf("instruction 0xfc %d outside the supported features", sub))
 	}
 }
 
 // simd skips a 0xfd instruction.
-func (r *reader) simd() {
-	switch sub := r.u32(); {
+func simd(r *wasmbin.Reader) {
+	switch sub := r.U32(); {
 	case sub <= 11, sub == 92, sub == 93: // loads and stores
-		r.u32()
-		r.u32()
+		r.U32()
+		r.U32()
 	case sub == 12, sub == 13: // v128.const, i8x16.shuffle
-		r.bytes(16)
+		r.Bytes(16)
 	case sub >= 21 && sub <= 34: // lane
-		r.byte()
+		r.Byte()
 	case sub >= 84 && sub <= 91: // lane loads and stores
-		r.u32()
-		r.u32()
-		r.byte()
+		r.U32()
+		r.U32()
+		r.Byte()
 	case sub <= 255:
 	default:
-		r.fail(fmt.Errorf("instruction 0xfd %d outside the supported features", sub))
+		r.Fail(fmt.Errorf("instruction 0xfd %d outside the supported features", sub))
 	}
 }
 
 // blockType skips a block type: empty, a value type or a type index (s33).
-func (r *reader) blockType() {
-	if r.err != nil || len(r.b) == 0 {
-		r.fail(errors.New("unexpected end"))
+func blockType(r *wasmbin.Reader) {
+	if r.Err() != nil || len(r.Rest()) == 0 {
+		r.Fail(wasmbin.ErrUnexpectedEnd)
 		return
 	}
-	switch r.b[0] {
+	switch r.Rest()[0] {
 	case 0x40, 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
-		r.byte()
+		r.Byte()
 	default:
-		r.leb(5)
-	}
-}
-
-func appendName(b []byte, s string) []byte {
-	return append(appendU32(b, uint32(len(s))), s...)
-}
-
-func appendSection(out []byte, id byte, body []byte) []byte {
-	out = append(out, id)
-	out = appendU32(out, uint32(len(body)))
-	return append(out, body...)
-}
-
-func appendU32(b []byte, v uint32) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v == 0 {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
-
-func appendS32(b []byte, v int32) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
-
-// reader decodes the binary format; the first error sticks.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) done() bool { return len(r.b) == 0 || r.err != nil }
-
-func (r *reader) fail(err error) {
-	if r.err == nil {
-		r.err = err
-	}
-}
-
-func (r *reader) byte() byte {
-	if r.err != nil {
-		return 0
-	}
-	if len(r.b) == 0 {
-		r.fail(errors.New("unexpected end"))
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *reader) u32() uint32 {
-	var v uint32
-	for shift := 0; shift < 35; shift += 7 {
-		c := r.byte()
-		if r.err != nil {
-			return 0
-		}
-		v |= uint32(c&0x7f) << shift
-		if c&0x80 == 0 {
-			return v
-		}
-	}
-	r.fail(errors.New("integer too long"))
-	return 0
-}
-
-// leb skips a LEB128 number of at most max bytes and returns its bytes.
-func (r *reader) leb(max int) []byte {
-	b := r.b
-	for i := 0; i < max; i++ {
-		c := r.byte()
-		if r.err != nil {
-			return nil
-		}
-		if c&0x80 == 0 {
-			return b[:i+1]
-		}
-	}
-	r.fail(errors.New("integer too long"))
-	return nil
-}
-
-func (r *reader) bytes(n int) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(r.b) {
-		r.fail(errors.New("unexpected end"))
-		return nil
-	}
-	b := r.b[:n]
-	r.b = r.b[n:]
-	return b
-}
-
-func (r *reader) limits() {
-	flags := r.byte()
-	r.u32()
-	if flags&1 != 0 {
-		r.u32()
+		r.LEB(5)
 	}
 }

@@ -8,26 +8,21 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"devhost/host/plugin/wasmbin"
 )
 
-// wasm assembles a module from sections (id, body).
-func wasm(secs ...[]byte) []byte {
-	out := []byte("\x00asm\x01\x00\x00\x00")
-	for _, s := range secs {
-		out = appendSection(out, s[0], s[1:])
-	}
-	return out
-}
+var wasm = wasmbin.Encode
 
-func sec(id byte, body ...byte) []byte { return append([]byte{id}, body...) }
+func sec(id byte, body ...byte) wasmbin.Section { return wasmbin.Section{ID: id, Body: body} }
 
-func codeSec(bodies ...[]byte) []byte {
-	c := appendU32([]byte{secCode}, uint32(len(bodies)))
+func codeSec(bodies ...[]byte) wasmbin.Section {
+	c := wasmbin.AppendU32(nil, uint32(len(bodies)))
 	for _, b := range bodies {
-		c = appendU32(c, uint32(len(b)))
+		c = wasmbin.AppendU32(c, uint32(len(b)))
 		c = append(c, b...)
 	}
-	return c
+	return sec(wasmbin.SecCode, c...)
 }
 
 // sample imports env.seven ()→i32 and defines, in this order:
@@ -55,22 +50,22 @@ func sample() []byte {
 	viaRef := []byte{0x00, 0x41, 0x01, 0x11, 0x00, 0x00, 0x0b} // the table's slot 1: helper
 	start := []byte{0x00, 0x41, 0xe4, 0x00, 0x24, 0x00, 0x0b}  // g = 100
 	return wasm(
-		sec(secType, 0x03, 0x60, 0x00, 0x01, 0x7f, 0x60, 0x01, 0x7f, 0x01, 0x7f, 0x60, 0x00, 0x00),
-		sec(secImport, 0x01, 0x03, 'e', 'n', 'v', 0x05, 's', 'e', 'v', 'e', 'n', 0x00, 0x00),
-		sec(secFunc, 0x04, 0x01, 0x00, 0x00, 0x02),
+		sec(wasmbin.SecType, 0x03, 0x60, 0x00, 0x01, 0x7f, 0x60, 0x01, 0x7f, 0x01, 0x7f, 0x60, 0x00, 0x00),
+		sec(wasmbin.SecImport, 0x01, 0x03, 'e', 'n', 'v', 0x05, 's', 'e', 'v', 'e', 'n', 0x00, 0x00),
+		sec(wasmbin.SecFunction, 0x04, 0x01, 0x00, 0x00, 0x02),
 		sec(4, 0x01, 0x70, 0x00, 0x02), // a funcref table of at least 2
 		// g (mut i32 = 0), and a funcref global holding helper.
-		sec(secGlobal, 0x02, 0x7f, 0x01, 0x41, 0x00, 0x0b, 0x70, 0x00, 0xd2, 0x02, 0x0b),
-		sec(secExport, 0x03,
+		sec(wasmbin.SecGlobal, 0x02, 0x7f, 0x01, 0x41, 0x00, 0x0b, 0x70, 0x00, 0xd2, 0x02, 0x0b),
+		sec(wasmbin.SecExport, 0x03,
 			0x05, 'c', 'o', 'u', 'n', 't', 0x00, 0x01,
 			0x06, 'h', 'e', 'l', 'p', 'e', 'r', 0x00, 0x02,
 			0x06, 'v', 'i', 'a', 'R', 'e', 'f', 0x00, 0x03),
-		sec(secStart, 0x04),
+		sec(wasmbin.SecStart, 0x04),
 		// Form 0: table 0 at offset 0 = [seven, helper]; form 5 (passive, expressions): [ref.func count].
-		sec(secElement, 0x02, 0x00, 0x41, 0x00, 0x0b, 0x02, 0x00, 0x02,
+		sec(wasmbin.SecElement, 0x02, 0x00, 0x41, 0x00, 0x0b, 0x02, 0x00, 0x02,
 			0x05, 0x70, 0x01, 0xd2, 0x01, 0x0b),
 		codeSec(count, helper, viaRef, start),
-		append(appendName([]byte{secCustom}, "name"), 0x00, 0x02, 0x01, 'm'),
+		sec(wasmbin.SecCustom, append(wasmbin.AppendName(nil, "name"), 0x00, 0x02, 0x01, 'm')...),
 	)
 }
 
@@ -168,9 +163,9 @@ func TestCallsAskForFuel(t *testing.T) {
 	rec := []byte{0x00, 0x20, 0x00, 0x45, 0x04, 0x7f, 0x41, 0x00, 0x05,
 		0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x00, 0x0b, 0x0b}
 	mod := wasm(
-		sec(secType, 0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f),
-		sec(secFunc, 0x01, 0x00),
-		sec(secExport, 0x01, 0x03, 'r', 'e', 'c', 0x00, 0x00),
+		sec(wasmbin.SecType, 0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f),
+		sec(wasmbin.SecFunction, 0x01, 0x00),
+		sec(wasmbin.SecExport, 0x01, 0x03, 'r', 'e', 'c', 0x00, 0x00),
 		codeSec(rec),
 	)
 	inst, err := Instrument(mod, "env")
@@ -193,19 +188,19 @@ func TestRefused(t *testing.T) {
 	}{
 		{"not wasm", []byte("hello world"), "not a version 1"},
 		{"imports refuel itself", wasm(
-			sec(secType, 0x01, 0x60, 0x00, 0x01, 0x7f),
-			append(appendName(appendName([]byte{secImport, 0x01}, "env"), Import), 0x00, 0x00),
-			sec(secFunc, 0x01, 0x00),
+			sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x01, 0x7f),
+			sec(wasmbin.SecImport, append(wasmbin.AppendName(wasmbin.AppendName([]byte{0x01}, "env"), Import), 0x00, 0x00)...),
+			sec(wasmbin.SecFunction, 0x01, 0x00),
 			codeSec([]byte{0x00, 0x41, 0x00, 0x0b}),
 		), "imports " + Import},
 		{"tail call", wasm(
-			sec(secType, 0x01, 0x60, 0x00, 0x01, 0x7f),
-			sec(secFunc, 0x01, 0x00),
+			sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x01, 0x7f),
+			sec(wasmbin.SecFunction, 0x01, 0x00),
 			codeSec([]byte{0x00, 0x12, 0x00, 0x0b}),
 		), "instruction 0x12"},
 		{"truncated body", wasm(
-			sec(secType, 0x01, 0x60, 0x00, 0x01, 0x7f),
-			sec(secFunc, 0x01, 0x00),
+			sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x01, 0x7f),
+			sec(wasmbin.SecFunction, 0x01, 0x00),
 			codeSec([]byte{0x00, 0x41}),
 		), "unexpected end"},
 	} {
@@ -220,7 +215,7 @@ func TestRefused(t *testing.T) {
 
 // A module without code has nothing to meter.
 func TestNoCodeUnchanged(t *testing.T) {
-	mod := wasm(sec(secType, 0x01, 0x60, 0x00, 0x00))
+	mod := wasm(sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x00))
 	got, err := Instrument(mod, "env")
 	if err != nil || string(got) != string(mod) {
 		t.Errorf("got %x, %v; want the module unchanged", got, err)
@@ -229,7 +224,7 @@ func TestNoCodeUnchanged(t *testing.T) {
 
 // The "name" section is dropped (its indices moved); other custom sections are kept.
 func TestCustomSections(t *testing.T) {
-	mod := append(sample(), appendSection(nil, secCustom, appendName(nil, "keep"))...)
+	mod := append(sample(), wasmbin.AppendSection(nil, wasmbin.SecCustom, wasmbin.AppendName(nil, "keep"))...)
 	got, err := Instrument(mod, "env")
 	if err != nil {
 		t.Fatal(err)
@@ -261,10 +256,10 @@ func TestBulkMemoryIsCharged(t *testing.T) {
 		0x20, 0x01, 0x41, 0x01, 0x6a, 0x21, 0x01, 0x0c, 0x00, // i++, br 0
 		0x0b, 0x0b, 0x20, 0x00, 0x0b}
 	mod := wasm(
-		sec(secType, 0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f),
-		sec(secFunc, 0x01, 0x00),
+		sec(wasmbin.SecType, 0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f),
+		sec(wasmbin.SecFunction, 0x01, 0x00),
 		sec(5, 0x01, 0x00, 0x01), // one page of memory
-		sec(secExport, 0x01, 0x04, 'f', 'i', 'l', 'l', 0x00, 0x00),
+		sec(wasmbin.SecExport, 0x01, 0x04, 'f', 'i', 'l', 'l', 0x00, 0x00),
 		codeSec(fill),
 	)
 	inst, err := Instrument(mod, "env")

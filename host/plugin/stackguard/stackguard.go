@@ -24,9 +24,10 @@
 package stackguard
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"devhost/host/plugin/wasmbin"
 )
 
 // Frame estimate, in bytes.
@@ -43,26 +44,9 @@ const Export = "devhost.stack_bytes"
 // once the counter is past the budget.
 const Getter = "devhost.stack_bytes_get"
 
-// Section ids of the binary format.
-const (
-	secCustom   = 0
-	secType     = 1
-	secImport   = 2
-	secFunction = 3
-	secGlobal   = 6
-	secExport   = 7
-	secCode     = 10
-)
-
-// order ranks the known sections as the binary format requires them to appear.
-var order = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8, 8: 9, 9: 10, 12: 11, 10: 12, 11: 13}
-
 var errMalformed = errors.New("stackguard: malformed module")
 
-type section struct {
-	id   byte
-	body []byte
-}
+type section = wasmbin.Section
 
 // Instrument returns a copy of module whose calls fail (trap) once the estimated stack of
 // the calls in progress exceeds budget bytes.
@@ -70,18 +54,9 @@ func Instrument(module []byte, budget uint32) ([]byte, error) {
 	if budget == 0 || budget > 1<<30 {
 		return nil, fmt.Errorf("stackguard: budget %d out of range", budget)
 	}
-	if len(module) < 8 || string(module[:4]) != "\x00asm" || binary.LittleEndian.Uint32(module[4:8]) != 1 {
-		return nil, fmt.Errorf("%w: not a version 1 WebAssembly binary", errMalformed)
-	}
-	var secs []section
-	for r := (reader{b: module[8:]}); !r.done(); {
-		id := r.byte()
-		n := r.u32()
-		body := r.bytes(int(n))
-		if r.err != nil {
-			return nil, fmt.Errorf("%w: section %d: %w", errMalformed, id, r.err)
-		}
-		secs = append(secs, section{id, body})
+	secs, err := wasmbin.Sections(module)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	m := &module0{}
 	if err := m.read(secs); err != nil {
@@ -107,86 +82,83 @@ type module0 struct {
 
 func (m *module0) read(secs []section) error {
 	for _, s := range secs {
-		r := reader{b: s.body}
-		switch s.id {
-		case secType:
-			n := r.u32()
-			for i := uint32(0); i < n && r.err == nil; i++ {
-				if form := r.byte(); form != 0x60 {
+		r := wasmbin.NewReader(s.Body)
+		switch s.ID {
+		case wasmbin.SecType:
+			n := r.U32()
+			for i := uint32(0); i < n && r.Err() == nil; i++ {
+				if form := r.Byte(); form != 0x60 {
 					return fmt.Errorf("%w: type form 0x%x", errMalformed, form)
 				}
-				p := r.u32()
-				r.bytes(int(p))
-				res := r.u32()
-				r.bytes(int(res))
+				p := r.U32()
+				r.Bytes(int(p))
+				res := r.U32()
+				r.Bytes(int(res))
 				m.types = append(m.types, [2]int{int(p), int(res)})
 			}
-		case secImport:
-			n := r.u32()
-			for i := uint32(0); i < n && r.err == nil; i++ {
-				r.bytes(int(r.u32())) // module
-				r.bytes(int(r.u32())) // name
-				switch kind := r.byte(); kind {
+		case wasmbin.SecImport:
+			n := r.U32()
+			for i := uint32(0); i < n && r.Err() == nil; i++ {
+				r.Name() // module
+				r.Name() // name
+				switch kind := r.Byte(); kind {
 				case 0x00: // function
-					r.u32()
+					r.U32()
 					m.importFuncs++
 				case 0x01: // table: reftype, limits
-					r.byte()
-					r.limits()
+					r.Byte()
+					r.Limits()
 				case 0x02: // memory
-					r.limits()
+					r.Limits()
 				case 0x03: // global: valtype, mutability
-					r.byte()
-					r.byte()
+					r.Byte()
+					r.Byte()
 					m.importGlobs++
 				case 0x04: // tag
-					r.byte()
-					r.u32()
+					r.Byte()
+					r.U32()
 				default:
 					return fmt.Errorf("%w: import kind 0x%x", errMalformed, kind)
 				}
 			}
-		case secFunction:
-			n := r.u32()
-			for i := uint32(0); i < n && r.err == nil; i++ {
-				t := r.u32()
-				if int(t) >= len(m.types) {
-					return fmt.Errorf("%w: function %d has type %d of %d", errMalformed, i, t, len(m.types))
-				}
-				m.funcTypes = append(m.funcTypes, t)
+		case wasmbin.SecFunction:
+			types, err := r.FuncTypes(len(m.types))
+			if err != nil {
+				return fmt.Errorf("%w: %w", errMalformed, err)
 			}
-		case secGlobal:
-			m.definedGlob = int(r.u32())
-		case secExport:
-			n := r.u32()
-			for i := uint32(0); i < n && r.err == nil; i++ {
-				if name := string(r.bytes(int(r.u32()))); name == Export || name == Getter {
+			m.funcTypes = append(m.funcTypes, types...)
+		case wasmbin.SecGlobal:
+			m.definedGlob = int(r.U32())
+		case wasmbin.SecExport:
+			n := r.U32()
+			for i := uint32(0); i < n && r.Err() == nil; i++ {
+				if name := r.Name(); name == Export || name == Getter {
 					return fmt.Errorf("%w: the module exports %s itself", errMalformed, name)
 				}
-				r.byte()
-				r.u32()
+				r.Byte()
+				r.U32()
 			}
 			m.exports = true
-		case secCode:
-			n := r.u32()
-			for i := uint32(0); i < n && r.err == nil; i++ {
-				body := r.bytes(int(r.u32()))
-				br := reader{b: body}
-				decls := br.u32()
+		case wasmbin.SecCode:
+			n := r.U32()
+			for i := uint32(0); i < n && r.Err() == nil; i++ {
+				body := r.Bytes(int(r.U32()))
+				br := wasmbin.NewReader(body)
+				decls := br.U32()
 				locals := 0
-				for j := uint32(0); j < decls && br.err == nil; j++ {
-					locals += int(br.u32())
-					br.byte()
+				for j := uint32(0); j < decls && br.Err() == nil; j++ {
+					locals += int(br.U32())
+					br.Byte()
 				}
-				if br.err != nil {
-					return fmt.Errorf("%w: locals of function %d: %w", errMalformed, i, br.err)
+				if br.Err() != nil {
+					return fmt.Errorf("%w: locals of function %d: %w", errMalformed, i, br.Err())
 				}
 				m.bodies = append(m.bodies, body)
 				m.locals = append(m.locals, locals)
 			}
 		}
-		if r.err != nil {
-			return fmt.Errorf("%w: section %d: %w", errMalformed, s.id, r.err)
+		if r.Err() != nil {
+			return fmt.Errorf("%w: section %d: %w", errMalformed, s.ID, r.Err())
 		}
 	}
 	if len(m.bodies) != len(m.funcTypes) {
@@ -206,108 +178,99 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 
 	// The function section lists the thunks (the old entries), the moved bodies, then the
 	// getter.
-	fn := appendU32(nil, uint32(2*defined+1))
+	fn := wasmbin.AppendU32(nil, uint32(2*defined+1))
 	for range 2 {
 		for _, t := range m.funcTypes {
-			fn = appendU32(fn, t)
+			fn = wasmbin.AppendU32(fn, t)
 		}
 	}
-	fn = appendU32(fn, getterType)
+	fn = wasmbin.AppendU32(fn, getterType)
 	codeSize := 16
 	for _, b := range m.bodies {
 		codeSize += len(b) + 5 + 64 // the body, its size, its thunk
 	}
-	code := appendU32(make([]byte, 0, codeSize), uint32(2*defined+1))
+	code := wasmbin.AppendU32(make([]byte, 0, codeSize), uint32(2*defined+1))
 	for i, t := range m.funcTypes {
 		params := m.types[t][0]
 		cost := FrameBase + SlotBytes*(uint64(params)+uint64(m.locals[i]))
 		cost = min(cost, uint64(budget)) // a huge frame still gets one call
 		thunk := thunkBody(counter, uint32(cost), budget, params, uint32(m.importFuncs+defined+i))
-		code = appendU32(code, uint32(len(thunk)))
+		code = wasmbin.AppendU32(code, uint32(len(thunk)))
 		code = append(code, thunk...)
 	}
 	for _, b := range m.bodies {
-		code = appendU32(code, uint32(len(b)))
+		code = wasmbin.AppendU32(code, uint32(len(b)))
 		code = append(code, b...)
 	}
 	getter := []byte{0x00, 0x23} // no locals, global.get counter, end
-	getter = append(appendU32(getter, counter), 0x0b)
-	code = appendU32(code, uint32(len(getter)))
+	getter = append(wasmbin.AppendU32(getter, counter), 0x0b)
+	code = wasmbin.AppendU32(code, uint32(len(getter)))
 	code = append(code, getter...)
 	// A mutable i32 initialised to 0, appended after the module's own globals.
 	newGlobal := []byte{0x7f, 0x01, 0x41, 0x00, 0x0b}
 
 	// The counter global and its getter.
-	ourExports := appendU32(nil, uint32(len(Export)))
+	ourExports := wasmbin.AppendU32(nil, uint32(len(Export)))
 	ourExports = append(ourExports, Export...)
 	ourExports = append(ourExports, 0x03) // global
-	ourExports = appendU32(ourExports, counter)
-	ourExports = appendU32(ourExports, uint32(len(Getter)))
+	ourExports = wasmbin.AppendU32(ourExports, counter)
+	ourExports = wasmbin.AppendU32(ourExports, uint32(len(Getter)))
 	ourExports = append(ourExports, Getter...)
 	ourExports = append(ourExports, 0x00) // function
-	ourExports = appendU32(ourExports, getterIndex)
+	ourExports = wasmbin.AppendU32(ourExports, getterIndex)
 
 	size := 8 + len(fn) + len(code) + len(ourExports) + len(newGlobal) + 64
 	for _, s := range secs {
-		if s.id != secCode { // replaced by code
-			size += len(s.body) + 6
+		if s.ID != wasmbin.SecCode { // replaced by code
+			size += len(s.Body) + 6
 		}
 	}
 	out := make([]byte, 0, size)
-	out = append(out, "\x00asm\x01\x00\x00\x00"...)
+	out = append(out, wasmbin.Header...)
 	wroteGlobal, wroteExport := false, false
 	emitExport := func() {
-		out = appendSection(out, secExport, append(appendU32(nil, 2), ourExports...))
+		out = wasmbin.AppendSection(out, wasmbin.SecExport, append(wasmbin.AppendU32(nil, 2), ourExports...))
 		wroteExport = true
 	}
 	emitGlobal := func() {
-		g := appendU32(nil, 1)
-		out = appendSection(out, secGlobal, append(g, newGlobal...))
+		g := wasmbin.AppendU32(nil, 1)
+		out = wasmbin.AppendSection(out, wasmbin.SecGlobal, append(g, newGlobal...))
 		wroteGlobal = true
 	}
+	// What the module's own type, global and export sections gain: the getter's type
+	// () -> i32, the counter, the counter's and the getter's exports.
+	grows := map[byte]struct {
+		n     uint32
+		items []byte
+		name  string
+	}{
+		wasmbin.SecType:   {1, []byte{0x60, 0x00, 0x01, 0x7f}, "type"},
+		wasmbin.SecGlobal: {1, newGlobal, "global"},
+		wasmbin.SecExport: {2, ourExports, "export"},
+	}
 	for _, s := range secs {
-		if !wroteGlobal && s.id != secCustom && order[s.id] > order[secGlobal] {
+		if !wroteGlobal && s.ID != wasmbin.SecCustom && wasmbin.Order(s.ID) > wasmbin.Order(wasmbin.SecGlobal) {
 			emitGlobal()
 		}
-		if !m.exports && !wroteExport && s.id != secCustom && order[s.id] > order[secExport] {
+		if !m.exports && !wroteExport && s.ID != wasmbin.SecCustom && wasmbin.Order(s.ID) > wasmbin.Order(wasmbin.SecExport) {
 			emitExport()
 		}
-		switch s.id {
-		case secType:
-			r := reader{b: s.body}
-			n := r.u32()
-			if r.err != nil {
-				return nil, fmt.Errorf("%w: type section", errMalformed)
+		switch s.ID {
+		case wasmbin.SecFunction:
+			out = wasmbin.AppendSection(out, wasmbin.SecFunction, fn)
+		case wasmbin.SecCode:
+			out = wasmbin.AppendSection(out, wasmbin.SecCode, code)
+		case wasmbin.SecType, wasmbin.SecGlobal, wasmbin.SecExport:
+			g := grows[s.ID]
+			body, err := wasmbin.Grow(s.Body, g.n, g.items)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s section", errMalformed, g.name)
 			}
-			t := appendU32(nil, n+1)
-			t = append(t, r.b...)
-			out = appendSection(out, secType, append(t, 0x60, 0x00, 0x01, 0x7f))
-		case secFunction:
-			out = appendSection(out, secFunction, fn)
-		case secCode:
-			out = appendSection(out, secCode, code)
-		case secGlobal:
-			r := reader{b: s.body}
-			n := r.u32()
-			if r.err != nil {
-				return nil, fmt.Errorf("%w: global section", errMalformed)
-			}
-			g := appendU32(nil, n+1)
-			g = append(g, r.b...)
-			out = appendSection(out, secGlobal, append(g, newGlobal...))
-			wroteGlobal = true
-		case secExport:
-			r := reader{b: s.body}
-			n := r.u32()
-			if r.err != nil {
-				return nil, fmt.Errorf("%w: export section", errMalformed)
-			}
-			e := appendU32(nil, n+2)
-			e = append(e, r.b...)
-			out = appendSection(out, secExport, append(e, ourExports...))
-			wroteExport = true
+			out = wasmbin.AppendSection(out, s.ID, body)
+			wroteGlobal = wroteGlobal || s.ID == wasmbin.SecGlobal
+			wroteExport = wroteExport || s.ID == wasmbin.SecExport
 		default:
-			out = appendSection(out, s.id, s.body)
+			out = wasmbin.AppendSection(out, s.ID, s.Body)
 		}
 	}
 	if !wroteGlobal {
@@ -321,115 +284,19 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 
 // thunkBody is: counter += cost; if counter > budget { unreachable }; call body; counter -= cost.
 func thunkBody(counter, cost, budget uint32, params int, body uint32) []byte {
-	b := []byte{0x00} // no locals
-	b = append(b, 0x23)
-	b = appendU32(b, counter)
-	b = append(b, 0x41)
-	b = appendS32(b, int32(cost))
-	b = append(b, 0x6a, 0x24) // i32.add, global.set
-	b = appendU32(b, counter)
-	b = append(b, 0x23)
-	b = appendU32(b, counter)
-	b = append(b, 0x41)
-	b = appendS32(b, int32(budget))
+	b := []byte{0x00}                                       // no locals
+	b = wasmbin.AppendOpU32(b, 0x23, counter)               // global.get
+	b = wasmbin.AppendOpS32(b, 0x41, int32(cost))           // i32.const
+	b = wasmbin.AppendOpU32(append(b, 0x6a), 0x24, counter) // i32.add, global.set
+	b = wasmbin.AppendOpU32(b, 0x23, counter)
+	b = wasmbin.AppendOpS32(b, 0x41, int32(budget))
 	b = append(b, 0x4b, 0x04, 0x40, 0x00, 0x0b) // i32.gt_u, if, unreachable, end
 	for i := 0; i < params; i++ {
-		b = append(b, 0x20)
-		b = appendU32(b, uint32(i))
+		b = wasmbin.AppendOpU32(b, 0x20, uint32(i)) // local.get
 	}
-	b = append(b, 0x10)
-	b = appendU32(b, body)
-	b = append(b, 0x23)
-	b = appendU32(b, counter)
-	b = append(b, 0x41)
-	b = appendS32(b, int32(cost))
-	b = append(b, 0x6b, 0x24) // i32.sub, global.set
-	b = appendU32(b, counter)
+	b = wasmbin.AppendOpU32(b, 0x10, body) // call
+	b = wasmbin.AppendOpU32(b, 0x23, counter)
+	b = wasmbin.AppendOpS32(b, 0x41, int32(cost))
+	b = wasmbin.AppendOpU32(append(b, 0x6b), 0x24, counter) // i32.sub, global.set
 	return append(b, 0x0b)
-}
-
-func appendSection(out []byte, id byte, body []byte) []byte {
-	out = append(out, id)
-	out = appendU32(out, uint32(len(body)))
-	return append(out, body...)
-}
-
-func appendU32(b []byte, v uint32) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v == 0 {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
-
-func appendS32(b []byte, v int32) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
-
-// reader decodes the binary format; the first error sticks.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) done() bool { return len(r.b) == 0 || r.err != nil }
-
-func (r *reader) byte() byte {
-	if r.err != nil {
-		return 0
-	}
-	if len(r.b) == 0 {
-		r.err = errors.New("unexpected end")
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *reader) u32() uint32 {
-	var v uint32
-	for shift := 0; shift < 35; shift += 7 {
-		c := r.byte()
-		if r.err != nil {
-			return 0
-		}
-		v |= uint32(c&0x7f) << shift
-		if c&0x80 == 0 {
-			return v
-		}
-	}
-	r.err = errors.New("integer too long")
-	return 0
-}
-
-func (r *reader) bytes(n int) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(r.b) {
-		r.err = errors.New("unexpected end")
-		return nil
-	}
-	b := r.b[:n]
-	r.b = r.b[n:]
-	return b
-}
-
-func (r *reader) limits() {
-	flags := r.byte()
-	r.u32()
-	if flags&1 != 0 {
-		r.u32()
-	}
 }

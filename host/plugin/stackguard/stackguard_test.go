@@ -9,18 +9,13 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"devhost/host/plugin/wasmbin"
 )
 
-// wasm assembles a module from sections (id, body).
-func wasm(secs ...[]byte) []byte {
-	out := []byte("\x00asm\x01\x00\x00\x00")
-	for _, s := range secs {
-		out = appendSection(out, s[0], s[1:])
-	}
-	return out
-}
+var wasm = wasmbin.Encode
 
-func sec(id byte, body ...byte) []byte { return append([]byte{id}, body...) }
+func sec(id byte, body ...byte) wasmbin.Section { return wasmbin.Section{ID: id, Body: body} }
 
 // counting imports env.seven ()→i32, defines a global of 42, and exports:
 //
@@ -35,10 +30,10 @@ func counting() []byte {
 		0x41, 0x01, 0x6a, // i32.const 1, i32.add
 		0x0b, 0x0b}
 	answer := []byte{0x00, 0x23, 0x00, 0x0b}
-	code := appendU32(nil, 2)
-	code = appendU32(code, uint32(len(depth)))
+	code := wasmbin.AppendU32(nil, 2)
+	code = wasmbin.AppendU32(code, uint32(len(depth)))
 	code = append(code, depth...)
-	code = appendU32(code, uint32(len(answer)))
+	code = wasmbin.AppendU32(code, uint32(len(answer)))
 	code = append(code, answer...)
 	return wasm(
 		sec(1, 0x02, 0x60, 0x00, 0x01, 0x7f, 0x60, 0x01, 0x7f, 0x01, 0x7f), // ()→i32, (i32)→i32
@@ -46,7 +41,7 @@ func counting() []byte {
 		sec(3, 0x02, 0x01, 0x00),
 		sec(6, 0x01, 0x7f, 0x00, 0x41, 0x2a, 0x0b),
 		sec(7, 0x02, 0x05, 'd', 'e', 'p', 't', 'h', 0x00, 0x01, 0x06, 'a', 'n', 's', 'w', 'e', 'r', 0x00, 0x02),
-		append([]byte{10}, code...),
+		sec(10, code...),
 	)
 }
 
@@ -162,10 +157,10 @@ func TestMalformedModulesAreRefused(t *testing.T) {
 		"bodies missing": wasm(sec(1, 0x01, 0x60, 0x00, 0x00), sec(3, 0x01, 0x00)),
 		"bad import":     wasm(sec(2, 0x01, 0x00, 0x00, 0x09)),
 		"export clash": wasm(sec(1, 0x01, 0x60, 0x00, 0x00), sec(3, 0x01, 0x00),
-			append([]byte{7, 0x01, byte(len(Export))}, append([]byte(Export), 0x00, 0x00)...),
+			sec(7, append(wasmbin.AppendName([]byte{0x01}, Export), 0x00, 0x00)...),
 			sec(10, 0x01, 0x02, 0x00, 0x0b)),
 		"getter clash": wasm(sec(1, 0x01, 0x60, 0x00, 0x00), sec(3, 0x01, 0x00),
-			append([]byte{7, 0x01, byte(len(Getter))}, append([]byte(Getter), 0x00, 0x00)...),
+			sec(7, append(wasmbin.AppendName([]byte{0x01}, Getter), 0x00, 0x00)...),
 			sec(10, 0x01, 0x02, 0x00, 0x0b)),
 	}
 	for name, b := range cases {
