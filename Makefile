@@ -66,7 +66,7 @@ lint: tools
 
 # The server was just installed, so a Signal K test that cannot start it fails instead of skipping.
 unit: signalk-server test-deps portal-deps bt-sensors-ref n2k-reference
-	for m in $(MODULES); do (cd $$m && SKTEST_REQUIRED=1 N2KREF_REQUIRED=1 go test -race -count=1 -timeout 15m ./...) || exit 1; done
+	for m in $(MODULES); do (cd $$m && SKTEST_REQUIRED=1 N2KREF_REQUIRED=1 go test -race -count=1 -timeout 30m ./...) || exit 1; done
 
 # The fast loop: what a developer runs between edits (see README, "Developing").
 short:
