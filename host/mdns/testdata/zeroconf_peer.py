@@ -14,13 +14,22 @@ TYPE is like _dev._tcp. It works on 127.0.0.1 only.
 import json
 import socket
 import sys
+import threading
 import time
 
 from zeroconf import DNSQuestionType, IPVersion, ServiceBrowser, ServiceInfo, ServiceStateChange, Zeroconf
 
 
+_out_lock = threading.Lock()
+
+
 def out(obj):
-    print(json.dumps(obj), flush=True)
+    # zeroconf calls back on its own threads: print() writes the text and the newline
+    # separately, so two events could share a line. One write under a lock keeps a line whole.
+    line = json.dumps(obj) + "\n"
+    with _out_lock:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def describe(zc, service_type, name, event):
