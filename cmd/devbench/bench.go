@@ -142,7 +142,14 @@ func (b *bench) runHTTP(ctx context.Context) (err error) {
 		return err
 	}
 
-	// Idle: both have answered a few requests and nothing else.
+	// Idle: both have answered a few requests and nothing else, and the device's plugins
+	// are started (a bundled one compiles for seconds after the first answer).
+	wctx, cancel := context.WithTimeout(ctx, b.opts.startTimeout)
+	err = waitPluginsSettled(wctx, client, dev.url, b.opts.key, 50*time.Millisecond)
+	cancel()
+	if err != nil {
+		return err
+	}
 	idle, idleErr := readMemory(dev.pid(), anc.pid())
 	b.printHeader(lg, version, devhost)
 	gets, err := b.measureGets(ctx, lg, dev.url, anc.url)
