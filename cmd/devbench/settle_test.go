@@ -4,28 +4,31 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"devhost/host/plugin/trust"
 )
 
 func TestPluginsSettled(t *testing.T) {
 	for _, tc := range []struct {
-		name, body string
-		want, err  bool
+		name, body, summary string
+		want, err           bool
 	}{
-		{"none installed", `{"plugins":[]}`, true, false},
-		{"running", `{"plugins":[{"id":"n2k","state":"running"}]}`, true, false},
-		{"stopped and failed", `{"plugins":[{"id":"a","state":"stopped"},{"id":"b","state":"failed"}]}`, true, false},
-		{"one loading", `{"plugins":[{"id":"a","state":"running"},{"id":"b","state":"loading"}]}`, false, false},
-		{"no list", `{}`, false, true},
-		{"no state", `{"plugins":[{"id":"a"}]}`, false, true},
-		{"not JSON", `<html>`, false, true},
+		{"none installed", `{"plugins":[]}`, "none", true, false},
+		{"running", `{"plugins":[{"id":"n2k","state":"running"}]}`, "n2k=running", true, false},
+		{"stopped and failed", `{"plugins":[{"id":"a","state":"stopped"},{"id":"b","state":"failed"}]}`, "a=stopped b=failed", true, false},
+		{"one loading", `{"plugins":[{"id":"a","state":"running"},{"id":"b","state":"loading"}]}`, "a=running b=loading", false, false},
+		{"no list", `{}`, "", false, true},
+		{"no state", `{"plugins":[{"id":"a"}]}`, "", false, true},
+		{"not JSON", `<html>`, "", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := pluginsSettled([]byte(tc.body))
-			if (err != nil) != tc.err || got != tc.want {
-				t.Errorf("pluginsSettled(%s) = %v, %v; want %v, error %v", tc.body, got, err, tc.want, tc.err)
+			got, summary, err := pluginsSettled([]byte(tc.body))
+			if (err != nil) != tc.err || got != tc.want || summary != tc.summary {
+				t.Errorf("pluginsSettled(%s) = %v, %q, %v; want %v, %q, error %v", tc.body, got, summary, err, tc.want, tc.summary, tc.err)
 			}
 		})
 	}
@@ -46,19 +49,37 @@ func TestWaitPluginsSettled(t *testing.T) {
 		_, _ = w.Write([]byte(`{"plugins":[{"id":"n2k","state":"` + state + `"}]}`))
 	}))
 	defer srv.Close()
-	if err := waitPluginsSettled(context.Background(), srv.Client(), srv.URL, "k", time.Millisecond); err != nil {
-		t.Fatal(err)
+	summary, err := waitPluginsSettled(context.Background(), srv.Client(), srv.URL, "k", time.Millisecond)
+	if err != nil || summary != "n2k=running" {
+		t.Fatalf("wait: %q, %v", summary, err)
 	}
 	if n := calls.Load(); n != 3 {
 		t.Errorf("%d polls, want 3", n)
 	}
-	if err := waitPluginsSettled(context.Background(), srv.Client(), srv.URL, "wrong", time.Millisecond); err == nil {
+	if _, err := waitPluginsSettled(context.Background(), srv.Client(), srv.URL, "wrong", time.Millisecond); err == nil {
 		t.Error("a 404 was taken for settled plugins")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	calls.Store(-1000)
-	if err := waitPluginsSettled(ctx, srv.Client(), srv.URL, "k", time.Millisecond); err == nil {
+	if _, err := waitPluginsSettled(ctx, srv.Client(), srv.URL, "k", time.Millisecond); err == nil {
 		t.Error("a cancelled wait returned no error")
+	}
+}
+
+// The device trusts the user's development key when there is one (the bundles `make build`
+// signed run, as on `make run`), and a key folder of the run's own otherwise.
+func TestDeviceKeyDir(t *testing.T) {
+	tmp := t.TempDir()
+	user := filepath.Join(t.TempDir(), "keys")
+	t.Setenv("DEVHOST_KEYS", user)
+	if dir, shared := deviceKeyDir(tmp); shared || dir != filepath.Join(tmp, "keys") {
+		t.Errorf("without a user key: %s, shared %v", dir, shared)
+	}
+	if _, _, err := trust.LoadOrCreateDevKey(user); err != nil {
+		t.Fatal(err)
+	}
+	if dir, shared := deviceKeyDir(tmp); !shared || dir != user {
+		t.Errorf("with a user key: %s, shared %v", dir, shared)
 	}
 }
