@@ -142,9 +142,17 @@ func (b *bench) runHTTP(ctx context.Context) (err error) {
 		return err
 	}
 
-	// Idle: both have answered a few requests and nothing else.
+	// Idle: both have answered a few requests and nothing else, and the device's plugins
+	// are started (a bundled one compiles for seconds after the first answer).
+	wctx, cancel := context.WithTimeout(ctx, b.opts.startTimeout)
+	plugins, err := waitPluginsSettled(wctx, client, dev.url, b.opts.key, 50*time.Millisecond)
+	cancel()
+	if err != nil {
+		return err
+	}
 	idle, idleErr := readMemory(dev.pid(), anc.pid())
 	b.printHeader(lg, version, devhost)
+	fmt.Fprintf(b.out, "device plugins at rest (GET %s): %s\n\n", pluginsPath, plugins)
 	gets, err := b.measureGets(ctx, lg, dev.url, anc.url)
 	if err != nil {
 		return err
@@ -218,8 +226,11 @@ func (b *bench) startDevice(ctx context.Context, devhost, tmp string) (*child, e
 	defer logFile.Close() // the child holds its own copy
 
 	cmd := exec.Command(devhost, "--data", filepath.Join(tmp, "data"), "--factory", factory, "--listen", "127.0.0.1")
-	// The development signing key the device creates goes to the run's folder, not the user's.
-	cmd.Env = append(os.Environ(), "DEVHOST_KEYS="+filepath.Join(tmp, "keys"))
+	keys, shared := deviceKeyDir(tmp)
+	cmd.Env = append(os.Environ(), "DEVHOST_KEYS="+keys)
+	if !shared {
+		b.log.Warn("no development key: the device refuses the bundled plugins", "keys", keys)
+	}
 	cmd.Stderr = logFile
 	b.log.Info("starting the device", "binary", devhost, "port", port, "log", logPath)
 	dev, err := startChild(ctx, b.clk, "devhost", cmd, devicePrefix, b.opts.startTimeout)

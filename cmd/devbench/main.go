@@ -16,7 +16,8 @@
 //   - times sequential PUT /api/v1/config writes with changing values (each one a real, durable
 //     write) against the bare handler answering the same PUT and against a raw write+fsync of a
 //     small record in the same folder, and prints the ratios;
-//   - prints the resident memory of the anchor and of the device after the load;
+//   - prints the resident memory of the anchor and of the device at rest (once the device's
+//     plugins have left their loading state) and after the load;
 //   - unless -signalk=false, starts the real signalk-server (host/signalk/sktest) and measures
 //     values per second published into it by the device's delta stream (host/skstream, run in
 //     this process through its Go API with sk.batch_ms from -sk-batch-ms) beside a plain

@@ -39,9 +39,9 @@ type engine struct {
 	funcs    []extism.HostFunction
 	// checker compiles modules for checkLink, with extism's runtime configuration and the
 	// same compilation cache: wazero shares one compiled copy of a module between runtimes
-	// of one cache, so extism's compilation that follows finds it compiled. wasi is the WASI
-	// the plugins link against, as the checker declares it. Both are made at the first
-	// compilation (the configuration is final then).
+	// of one cache, so the checker finds the module extism compiled just before. wasi is
+	// the WASI the plugins link against, as the checker declares it. Both are made at the
+	// first compilation (the configuration is final then).
 	checker wazero.Runtime
 	wasi    map[string]api.FunctionDefinition
 	// unbounded compiles without the fuel that enforces the time limit. Only the benchmarks
@@ -180,6 +180,12 @@ func (e *engine) acquire(ctx context.Context, module []byte) (*compiled, string,
 	}
 	e.mu.Unlock()
 	c, err := e.compile(ctx, module)
+	// wazero's compiler builds its IR on the Go heap: a few megabytes of module take
+	// hundreds of megabytes while compiling, all garbage once it returns. The heap goal
+	// stays at twice that peak until the next collection, and the scavenger keeps the pages
+	// resident while the heap is under its goal: an idle device would hold them for
+	// minutes. Collecting now gives them back to the OS at once.
+	debug.FreeOSMemory()
 	if err != nil {
 		return nil, "", err
 	}
@@ -206,9 +212,10 @@ func (e *engine) release(key string) {
 	_ = s.c.cp.Close(context.Background())
 }
 
-// compile bounds the module's stack (package stackguard), checks that it links against this
-// host, then has extism compile it in a runtime of its own that holds the per-memory cap and
-// closes an instance whose context ends (the time limits of the start and of every call).
+// compile bounds the module's stack (package stackguard), has extism compile it in a runtime
+// of its own that holds the per-memory cap and closes an instance whose context ends (the time
+// limits of the start and of every call), then checks that it links against this host; nothing
+// of a module is instantiated before it passed the check.
 // wazero's compiler takes no cancellation: a compilation is bounded by the bundle size cap.
 func (e *engine) compile(ctx context.Context, module []byte) (*compiled, error) {
 	if !e.unbounded {
@@ -224,18 +231,25 @@ func (e *engine) compile(ctx context.Context, module []byte) (*compiled, error) 
 	}
 	rc := e.runtimeConfig()
 	ctx = experimental.WithFunctionListenerFactory(ctx, capture{})
-	marker := e.linkedMarker(guarded)
-	if _, err := os.Stat(marker); marker == "" || err != nil {
-		cm, err := e.check(ctx, guarded)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { _ = cm.Close(context.Background()) }()
-	}
+	// extism compiles first and the check follows, before anything is instantiated: the
+	// code wazero shares between the two runtimes keeps the decoded module of whichever
+	// compiled it first, and the one kept should be extism's, which its compiled plugin
+	// holds anyway. Checking first kept the checker's copy (its data segments, function
+	// bodies and definitions, some 12 MB for the bundled n2k plugin) beside extism's for as
+	// long as the plugin was installed.
 	man := extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: guarded, Name: "main"}}}
 	cp, err := extism.NewCompiledPlugin(ctx, man, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, e.funcs)
 	if err != nil {
 		return nil, permanent(fmt.Errorf("compile: %w", err))
+	}
+	marker := e.linkedMarker(guarded)
+	if _, err := os.Stat(marker); marker == "" || err != nil {
+		cm, err := e.check(ctx, guarded)
+		if err != nil {
+			_ = cp.Close(context.Background())
+			return nil, err
+		}
+		_ = cm.Close(context.Background())
 	}
 	if marker != "" {
 		// Without it the next start checks again: a failure to write costs time, not safety.
@@ -293,9 +307,9 @@ func (e *engine) runtimeConfig() wazero.RuntimeConfig {
 }
 
 // check compiles the module in the checker and runs checkLink on its declarations; the
-// caller closes the compiled module once extism has compiled its own. extism compiles the
-// module in its own runtime and exposes neither the compiled module nor its imports, and an
-// instance's exports only by name: the types are wazero's to tell.
+// caller closes the compiled module (extism's compiled plugin keeps the shared code).
+// extism compiles the module in its own runtime and exposes neither the compiled module nor
+// its imports, and an instance's exports only by name: the types are wazero's to tell.
 func (e *engine) check(ctx context.Context, module []byte) (wazero.CompiledModule, error) {
 	if e.checker == nil {
 		rt := wazero.NewRuntimeWithConfig(ctx, e.runtimeConfig())
