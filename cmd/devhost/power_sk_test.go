@@ -41,18 +41,11 @@ func TestPowerCycleSignalK(t *testing.T) {
 	}
 	waitSK := func(what string, ok func(skStatus) bool) skStatus {
 		t.Helper()
-		deadline := time.Now().Add(hangGuard)
-		for {
+		return pollUntil(t, what, hangGuard, func() skStatus {
 			var st skStatus
 			get(what, "/api/v1/sk/status", &st)
-			if ok(st) {
-				return st
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: status %+v", what, st)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return st
+		}, ok)
 	}
 	var buffered struct {
 		WS struct {

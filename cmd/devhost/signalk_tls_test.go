@@ -47,25 +47,12 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	status := func() skStatus {
 		t.Helper()
 		var st skStatus
-		r := d.call("GET", "/api/v1/sk/status", "")
-		if r.status != 200 || json.Unmarshal(r.body, &st) != nil {
-			t.Fatalf("GET /sk/status: %d %s", r.status, r.body)
-		}
+		d.getJSON("/api/v1/sk/status", &st)
 		return st
 	}
 	waitStatus := func(what string, ok func(skStatus) bool) skStatus {
 		t.Helper()
-		deadline := time.Now().Add(hangGuard)
-		for {
-			st := status()
-			if ok(st) {
-				return st
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: status %+v", what, st)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		return pollUntil(t, what, hangGuard, status, ok)
 	}
 	// onHTTPS checks the scheme the device uses: https on the port the probe found, never a guess.
 	onHTTPS := func(what string, st skStatus) {
@@ -78,37 +65,17 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	tlsDoc := func() skTLSDoc {
 		t.Helper()
 		var doc skTLSDoc
-		r := d.call("GET", "/api/v1/sk/tls", "")
-		if r.status != 200 || json.Unmarshal(r.body, &doc) != nil {
-			t.Fatalf("GET /sk/tls: %d %s", r.status, r.body)
-		}
+		d.getJSON("/api/v1/sk/tls", &doc)
 		return doc
 	}
 	certCondition := func() string {
 		t.Helper()
-		var h struct {
-			Conditions []struct{ Key, State, Message string }
-		}
-		r := d.call("GET", "/api/v1/health", "")
-		if r.status != 200 || json.Unmarshal(r.body, &h) != nil {
-			t.Fatalf("GET /health: %d %s", r.status, r.body)
-		}
-		for _, c := range h.Conditions {
-			if c.Key == "skCertificate" {
-				return c.State
-			}
-		}
-		return ""
+		state, _ := d.condition("skCertificate")["state"].(string)
+		return state
 	}
 	waitCertCondition := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(hangGuard)
-		for got := certCondition(); got != want; got = certCondition() {
-			if time.Now().After(deadline) {
-				t.Fatalf("skCertificate is %q, want %q", got, want)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		pollUntil(t, "skCertificate, want "+want, hangGuard, certCondition, func(got string) bool { return got == want })
 	}
 	// uptime is the device's telemetry as the server holds it (a server restart forgets it).
 	waitUptime := func(what string, ok func(float64) bool) float64 {
