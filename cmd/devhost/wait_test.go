@@ -96,3 +96,18 @@ func (d *dev) condition(key string) map[string]any {
 	}
 	return nil
 }
+
+// noNewRequest fails when the server s lists an access request from clientID: the device asked
+// for access again instead of using the token it holds. what says since when.
+func noNewRequest(ctx context.Context, t *testing.T, s *sktest.Server, what, clientID string) {
+	t.Helper()
+	reqs, err := s.Requests(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reqs {
+		if r.ClientID == clientID {
+			t.Fatalf("%s: the device asked for access again: %+v", what, r)
+		}
+	}
+}
