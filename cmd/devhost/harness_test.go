@@ -120,16 +120,10 @@ func (l *lines) waitListening(t *testing.T, n int, timeout time.Duration) string
 // timeout the test fails with what and the output.
 func (l *lines) await(t *testing.T, timeout time.Duration, what string, found func(all []string) bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	timer := time.AfterFunc(timeout, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
-	defer timer.Stop()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for !found(l.all) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s within %v; output:\n%s", what, timeout, strings.Join(l.all, "\n"))
-		}
-		l.cond.Wait()
+	if !condWait(l.cond, timeout, func() bool { return found(l.all) }) {
+		t.Fatalf("%s within %v; output:\n%s", what, timeout, strings.Join(l.all, "\n"))
 	}
 }
 

@@ -374,25 +374,24 @@ func (l *eventLog) since(i int) []event {
 // wait answers the first event from index from on that ok accepts.
 func (l *eventLog) wait(t *testing.T, from int, timeout time.Duration, what string, ok func(event) bool) event {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	timer := time.AfterFunc(timeout, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
-	defer timer.Stop()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i := from; ; {
+	i, hit := from, -1
+	if !condWait(l.cond, timeout, func() bool {
 		for ; i < len(l.all); i++ {
 			if ok(l.all[i]) {
-				return l.all[i]
+				hit = i
+				return true
 			}
 		}
-		if l.done {
-			t.Fatalf("%s: the event stream ended", what)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no such event within %v", what, timeout)
-		}
-		l.cond.Wait()
+		return l.done
+	}) {
+		t.Fatalf("%s: no such event within %v", what, timeout)
 	}
+	if hit < 0 {
+		t.Fatalf("%s: the event stream ended", what)
+	}
+	return l.all[hit]
 }
 
 // skTLSCA is a test CA issuing leaves for the names the device dials (127.0.0.1, localhost).

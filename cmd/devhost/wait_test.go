@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,4 +111,20 @@ func noNewRequest(ctx context.Context, t *testing.T, s *sktest.Server, what, cli
 			t.Fatalf("%s: the device asked for access again: %+v", what, r)
 		}
 	}
+}
+
+// condWait waits on c, whose lock the caller holds, until done answers true (it runs with the
+// lock held, after each broadcast) and answers true then; after timeout it answers false. A
+// timer wakes the wait at the timeout, so no broadcast is needed to end it.
+func condWait(c *sync.Cond, timeout time.Duration, done func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	timer := time.AfterFunc(timeout, func() { c.L.Lock(); c.Broadcast(); c.L.Unlock() })
+	defer timer.Stop()
+	for !done() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		c.Wait()
+	}
+	return true
 }
