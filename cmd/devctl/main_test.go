@@ -17,30 +17,13 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"devhost/host/board"
+	"devhost/host/testio"
 )
-
-// syncBuffer collects output written from more than one goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type harness struct {
 	app            *app
 	clock          *clockwork.FakeClock
-	stdout, stderr *syncBuffer
+	stdout, stderr *testio.Buffer
 	env            map[string]string
 }
 
@@ -49,7 +32,7 @@ type harness struct {
 const hangGuard = 5 * time.Minute
 
 func newHarness() *harness {
-	h := &harness{clock: clockwork.NewFakeClock(), stdout: &syncBuffer{}, stderr: &syncBuffer{}, env: map[string]string{}}
+	h := &harness{clock: clockwork.NewFakeClock(), stdout: &testio.Buffer{}, stderr: &testio.Buffer{}, env: map[string]string{}}
 	h.app = &app{stdout: h.stdout, stderr: h.stderr, clock: h.clock, getenv: func(k string) string { return h.env[k] },
 		http: &http.Client{Timeout: 10 * time.Second}}
 	return h
@@ -467,7 +450,7 @@ func TestLogsFollow(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- h.app.run(ctx, []string{"logs", "--url", srv.URL, "--follow"}) }()
 
-	waitOutput := func(buf *syncBuffer, want string) {
+	waitOutput := func(buf *testio.Buffer, want string) {
 		t.Helper()
 		deadline := time.Now().Add(hangGuard)
 		for !strings.Contains(buf.String(), want) {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"devhost/plugins"
-	"devhost/plugins/n2k/input"
 )
 
 // BenchmarkN2KDecode compares decode throughput on the Dirona log, in frames per CPU second
@@ -20,19 +19,8 @@ import (
 // empty log, subtracted). `make bench` runs it; the reference comes from make n2k-reference.
 func BenchmarkN2KDecode(b *testing.B) {
 	logPath := filepath.Join(n2kLogs(), "dirona-actisense-serial.head.raw")
-	frames, _, _, err := readLog(logPath, input.Analyzer)
-	if err != nil {
-		b.Fatal(err)
-	}
+	frames, wasm := n2kBenchInput(b)
 	dir := b.TempDir()
-	wasmPath := filepath.Join(dir, "n2k.wasm")
-	if err := plugins.Build(context.Background(), "n2k", wasmPath); err != nil {
-		b.Fatal(err)
-	}
-	wasm, err := os.ReadFile(wasmPath)
-	if err != nil {
-		b.Fatal(err)
-	}
 	var sandboxCPU time.Duration
 	for i := 0; i < b.N; i++ {
 		st, err := runN2K(context.Background(), wasm, frames, io.Discard)

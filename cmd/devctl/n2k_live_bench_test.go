@@ -13,7 +13,6 @@ import (
 	"devhost/abi"
 	"devhost/host/plugin"
 	"devhost/plugins"
-	"devhost/plugins/n2k/input"
 )
 
 // liveRate is a full 250 kbit/s NMEA 2000 bus: about 1,850 frames a second.
@@ -27,19 +26,8 @@ const liveRate = 1850
 //
 //	go test -run '^$' -bench N2KLiveBus -benchtime 1x ./cmd/devctl/
 func BenchmarkN2KLiveBus(b *testing.B) {
-	frames, _, _, err := readLog(filepath.Join(n2kLogs(), "dirona-actisense-serial.head.raw"), input.Analyzer)
-	if err != nil {
-		b.Fatal(err)
-	}
+	frames, wasm := n2kBenchInput(b)
 	dir := b.TempDir()
-	wasmPath := filepath.Join(dir, "n2k.wasm")
-	if err := plugins.Build(context.Background(), "n2k", wasmPath); err != nil {
-		b.Fatal(err)
-	}
-	wasm, err := os.ReadFile(wasmPath)
-	if err != nil {
-		b.Fatal(err)
-	}
 	_, man, err := plugins.Manifest("n2k")
 	if err != nil {
 		b.Fatal(err)

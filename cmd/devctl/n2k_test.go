@@ -17,6 +17,7 @@ import (
 
 	"devhost/host/board"
 	"devhost/plugins"
+	"devhost/plugins/n2k/decode"
 	"devhost/plugins/n2k/input"
 )
 
@@ -26,8 +27,8 @@ var (
 	n2kWasmErr  error
 )
 
-// n2kWasm builds plugins/n2k once for the package's tests.
-func n2kWasm(t *testing.T) string {
+// n2kWasm builds plugins/n2k once for the package's tests and benchmarks.
+func n2kWasm(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("compiles plugins/n2k for wasip1 with the Go toolchain")
@@ -48,6 +49,21 @@ func n2kWasm(t *testing.T) string {
 }
 
 func n2kLogs() string { return filepath.Join(plugins.Dir(), "n2k", "testdata", "logs") }
+
+// n2kBenchInput is what the decode benchmarks feed: the frames of the Dirona log and the n2k
+// plugin's module.
+func n2kBenchInput(b *testing.B) ([]decode.Frame, []byte) {
+	b.Helper()
+	frames, _, _, err := readLog(filepath.Join(n2kLogs(), "dirona-actisense-serial.head.raw"), input.Analyzer)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wasm, err := os.ReadFile(n2kWasm(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return frames, wasm
+}
 
 // decodeFile runs devctl n2k decode and answers stdout and stderr.
 func decodeFile(t *testing.T, args ...string) (string, string) {

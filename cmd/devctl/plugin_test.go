@@ -101,7 +101,7 @@ func TestPluginAuthorPath(t *testing.T) {
 		{[]string{"plugin", "remove", "--url", url, "--purge-config", "demo"}, "demo removed with its configuration"},
 	}
 	for _, s := range steps {
-		h.stdout.b.Reset()
+		h.stdout.Reset()
 		if code := h.run(s.args...); code != exitOK {
 			t.Fatalf("%v: %d %s", s.args, code, h.stderr)
 		}
@@ -132,7 +132,7 @@ func TestPluginRefusedAndKeys(t *testing.T) {
 	if !strings.HasPrefix(first, "key ") || !strings.Contains(first, "dev.key") {
 		t.Fatalf("keygen printed %q", first)
 	}
-	h.stdout.b.Reset()
+	h.stdout.Reset()
 	h.run("plugin", "keygen")
 	if h.stdout.String() != first {
 		t.Fatalf("second keygen %q, first %q", h.stdout, first)
@@ -172,7 +172,7 @@ func TestPluginRefusedAndKeys(t *testing.T) {
 	}
 	// A key file of its own is created on first use, with its public half beside it.
 	own := filepath.Join(dir, "own", "publisher.pem")
-	h.stdout.b.Reset()
+	h.stdout.Reset()
 	if code := h.run("plugin", "keygen", "--sign-key", own); code != exitOK {
 		t.Fatal(h.stderr)
 	}

@@ -54,7 +54,7 @@ func TestPluginNewBuildInstall(t *testing.T) {
 	keyFile := testKeyFile(t)
 	key := readKey(t, keyFile)
 	out := filepath.Join(t.TempDir(), "probe.devplug")
-	h.stdout.b.Reset()
+	h.stdout.Reset()
 	if code := h.run("plugin", "build", dir, "--sign-key", keyFile, "--out", out); code != exitOK {
 		t.Fatalf("build: %d %s", code, h.stderr)
 	}
@@ -75,7 +75,7 @@ func TestPluginNewBuildInstall(t *testing.T) {
 		{[]string{"plugin", "install", "--url", url, "--grant-all", out}, "installed my_probe 0.1.0"},
 		{[]string{"plugin", "list", "--url", url}, "my_probe"},
 	} {
-		h.stdout.b.Reset()
+		h.stdout.Reset()
 		if code := h.run(s.args...); code != exitOK {
 			t.Fatalf("%v: %d %s", s.args, code, h.stderr)
 		}

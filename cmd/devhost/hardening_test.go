@@ -94,20 +94,11 @@ func TestBootOnAFullDataDirectory(t *testing.T) {
 	d.powerCut()
 	fill(t, filepath.Join(d.data, "flash"))
 	d.powerOn()
-	h := d.call("GET", "/api/v1/health", "").json(t)
-	found := false
-	for _, c := range h["conditions"].([]any) {
-		c := c.(map[string]any)
-		if c["key"] == "storageFull" {
-			found = true
-			msg := fmt.Sprint(c["message"])
-			if c["state"] != "warn" || !strings.Contains(msg, "no space left on device") || strings.Contains(msg, d.data) {
-				t.Errorf("storageFull %v", c)
-			}
-		}
-	}
-	if !found {
-		t.Errorf("no storageFull condition in %v", h)
+	c := d.condition("storageFull")
+	if c == nil {
+		t.Errorf("no storageFull condition in GET /health")
+	} else if msg := fmt.Sprint(c["message"]); c["state"] != "warn" || !strings.Contains(msg, "no space left on device") || strings.Contains(msg, d.data) {
+		t.Errorf("storageFull %v", c)
 	}
 	if got := d.call("GET", "/api/v1/config?ns=sk", "").json(t)["sk"].(map[string]any)["batch_ms"]; got != float64(119) {
 		t.Errorf("sk.batch_ms %v after the boot, want 119", got)

@@ -99,25 +99,31 @@ var listenRE = regexp.MustCompile(`^devhost: listening on (http://\S+)$`)
 // waitListening waits for the n-th listening line (one per boot of the app).
 func (l *lines) waitListening(t *testing.T, n int, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	timer := time.AfterFunc(timeout, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
-	defer timer.Stop()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for {
+	var url string
+	l.await(t, timeout, fmt.Sprintf("no listening line #%d", n), func(all []string) bool {
 		seen := 0
-		for _, s := range l.all {
+		for _, s := range all {
 			if m := listenRE.FindStringSubmatch(s); m != nil {
 				seen++
 				if seen == n {
-					return m[1]
+					url = m[1]
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening line #%d within %v; output:\n%s", n, timeout, strings.Join(l.all, "\n"))
-		}
-		l.cond.Wait()
+		return false
+	})
+	return url
+}
+
+// await waits until found accepts the output's lines so far (found runs with l.mu held). After
+// timeout the test fails with what and the output.
+func (l *lines) await(t *testing.T, timeout time.Duration, what string, found func(all []string) bool) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !condWait(l.cond, timeout, func() bool { return found(l.all) }) {
+		t.Fatalf("%s within %v; output:\n%s", what, timeout, strings.Join(l.all, "\n"))
 	}
 }
 

@@ -35,15 +35,15 @@ func TestN2KLogIntoSignalKServer(t *testing.T) {
 
 	s := sktest.Require(t, sktest.Options{})
 	d := newDev(t, withBinary(b.bin), withEnv("DEVHOST_KEYS="+b.keys))
-	n2kConnectSK(ctx, t, d, s)
-	n2kWait(t, "n2k running", func() bool {
+	connectSK(ctx, t, d, s)
+	eventually(t, "n2k running", func() bool {
 		r := d.call("GET", "/api/v1/plugins/n2k", "")
 		return r.status == 200 && r.json(t)["state"] == "running"
 	})
 	if r := d.call("PUT", "/api/v1/config", `{"f_n2k":{"enabled":true}}`); r.status != 200 {
 		t.Fatalf("enable: %d %s", r.status, r.body)
 	}
-	n2kWait(t, "n2k listening", func() bool {
+	eventually(t, "n2k listening", func() bool {
 		r := d.call("GET", "/api/v1/n2k/status", "")
 		return r.status == 200 && r.json(t)["state"] != "disabled"
 	})
@@ -182,41 +182,4 @@ func n2kSameValue(x, y any) bool {
 		return true
 	}
 	return fmt.Sprint(x) == fmt.Sprint(y)
-}
-
-// n2kConnectSK points the device at s and approves its access request, then waits for the
-// stream.
-func n2kConnectSK(ctx context.Context, t *testing.T, d *dev, s *sktest.Server) {
-	t.Helper()
-	if r := d.call("PUT", "/api/v1/config", fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d}}`, s.Host, s.Port)); r.status != 200 {
-		t.Fatalf("configure: %d %s", r.status, r.body)
-	}
-	var clientID string
-	n2kWait(t, "access request", func() bool {
-		tok := d.call("GET", "/api/v1/sk/status", "").json(t)["token"].(map[string]any)
-		clientID, _ = tok["client_id"].(string)
-		return tok["state"] == "REQUESTED"
-	})
-	if _, err := s.WaitRequest(ctx, clientID); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Approve(ctx, clientID, "readwrite"); err != nil {
-		t.Fatal(err)
-	}
-	n2kWait(t, "stream connected", func() bool {
-		ws, _ := d.call("GET", "/api/v1/sk/status", "").json(t)["ws"].(map[string]any)
-		return ws != nil && ws["connected"] == true
-	})
-}
-
-// n2kWait polls ok until it holds, failing after hangGuard.
-func n2kWait(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -3,13 +3,11 @@ package main_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"devhost/host/plugin/trust"
 	"devhost/host/signalk/sktest"
@@ -49,41 +47,13 @@ func TestAppPluginEndToEnd(t *testing.T) {
 
 	s := sktest.Require(t, sktest.Options{})
 	d := newDev(t, withEnv("DEVHOST_KEYS="+keys))
-	if r := d.call("PUT", "/api/v1/config", fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d}}`, s.Host, s.Port)); r.status != 200 {
-		t.Fatalf("configure: %d %s", r.status, r.body)
-	}
-	eventually := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(hangGuard)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s did not happen", what)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	var clientID string
-	eventually("access request", func() bool {
-		tok := d.call("GET", "/api/v1/sk/status", "").json(t)["token"].(map[string]any)
-		clientID, _ = tok["client_id"].(string)
-		return tok["state"] == "REQUESTED"
-	})
-	if _, err := s.WaitRequest(ctx, clientID); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Approve(ctx, clientID, "readwrite"); err != nil {
-		t.Fatal(err)
-	}
-	eventually("stream connected", func() bool {
-		ws, _ := d.call("GET", "/api/v1/sk/status", "").json(t)["ws"].(map[string]any)
-		return ws != nil && ws["connected"] == true
-	})
+	connectSK(ctx, t, d, s)
 
 	out := ctl("plugin", "install", "--url", d.base, "--grant-all", bundle)
 	if !strings.Contains(out, "app") {
 		t.Fatalf("install said %q", out)
 	}
-	eventually("plugin running", func() bool {
+	eventually(t, "plugin running", func() bool {
 		r := d.call("GET", "/api/v1/plugins/app", "")
 		return r.status == 200 && r.json(t)["state"] == "running"
 	})
@@ -134,7 +104,7 @@ func TestAppPluginEndToEnd(t *testing.T) {
 		}
 		return false
 	}
-	eventually("pin 4 high", func() bool { return pinHigh(4) })
+	eventually(t, "pin 4 high", func() bool { return pinHigh(4) })
 	sw := d.call("GET", "/api/v1/app/switches", "")
 	if sw.status != 200 || !strings.Contains(string(sw.body), "anchor") {
 		t.Fatalf("GET /app/switches: %d %s", sw.status, sw.body)
@@ -143,13 +113,9 @@ func TestAppPluginEndToEnd(t *testing.T) {
 	// A pin fault: the switch answers failure and the plugin raises its condition.
 	d.boardCtl("PUT", "/gpio", `{"pin":4,"fault":true}`)
 	put("false")
-	eventually("app.pinFault raised", func() bool {
-		for _, c := range d.call("GET", "/api/v1/health", "").json(t)["conditions"].([]any) {
-			if m := c.(map[string]any); m["key"] == "app.pinFault" && m["state"] != "normal" {
-				return true
-			}
-		}
-		return false
+	eventually(t, "app.pinFault raised", func() bool {
+		c := d.condition("app.pinFault")
+		return c != nil && c["state"] != "normal"
 	})
 	if !pinHigh(4) {
 		t.Fatal("a faulted pin changed level")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,22 +31,9 @@ func nsIP(args ...string) error {
 // waitLine waits until the output has a line containing s.
 func (l *lines) waitLine(t *testing.T, s string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	timer := time.AfterFunc(timeout, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
-	defer timer.Stop()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for {
-		for _, line := range l.all {
-			if strings.Contains(line, s) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no line with %q within %v; output:\n%s", s, timeout, strings.Join(l.all, "\n"))
-		}
-		l.cond.Wait()
-	}
+	l.await(t, timeout, fmt.Sprintf("no line with %q", s), func(all []string) bool {
+		return slices.ContainsFunc(all, func(line string) bool { return strings.Contains(line, s) })
+	})
 }
 
 func TestPortalOnBoardInterface(t *testing.T) {

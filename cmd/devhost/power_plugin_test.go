@@ -2,14 +2,13 @@ package main_test
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"devhost/host/plugin/trust"
 	"devhost/plugins"
@@ -51,51 +50,26 @@ func TestPluginPowerHolds(t *testing.T) {
 		var doc struct {
 			Holds holds `json:"holds"`
 		}
-		r := d.call("GET", "/api/v1/power", "")
-		if r.status != 200 || json.Unmarshal(r.body, &doc) != nil {
-			t.Fatalf("GET /power: %d %s", r.status, r.body)
-		}
+		d.getJSON("/api/v1/power", &doc)
 		return doc.Holds
 	}
 	waitHolds := func(what string, want map[string]int) {
 		t.Helper()
-		deadline := time.Now().Add(hangGuard)
-		for {
-			h := getHolds()
-			total := 0
-			for _, n := range want {
-				total += n
-			}
-			if h.Total == total && maps.Equal(h.By, want) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: holds %+v, want %v", what, h, want)
-			}
-			time.Sleep(50 * time.Millisecond)
+		total := 0
+		for _, n := range want {
+			total += n
 		}
-	}
-	pluginState := func() map[string]any {
-		t.Helper()
-		r := d.call("GET", "/api/v1/plugins/powerhold", "")
-		if r.status != 200 {
-			t.Fatalf("GET /plugins/powerhold: %d %s", r.status, r.body)
-		}
-		return r.json(t)
+		pollUntil(t, fmt.Sprintf("%s: holds, want %v", what, want), hangGuard, getHolds, func(h holds) bool {
+			return h.Total == total && maps.Equal(h.By, want)
+		})
 	}
 	waitState := func(state string) map[string]any {
 		t.Helper()
-		deadline := time.Now().Add(hangGuard)
-		for {
-			st := pluginState()
-			if st["state"] == state {
-				return st
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("plugin state %v, want %s", st["state"], state)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		return pollUntil(t, "plugin state, want "+state, hangGuard, func() map[string]any {
+			var st map[string]any
+			d.getJSON("/api/v1/plugins/powerhold", &st)
+			return st
+		}, func(st map[string]any) bool { return st["state"] == state })
 	}
 	waitHolds("before any plugin", map[string]int{})
 

@@ -41,18 +41,11 @@ func TestPowerCycleSignalK(t *testing.T) {
 	}
 	waitSK := func(what string, ok func(skStatus) bool) skStatus {
 		t.Helper()
-		deadline := time.Now().Add(hangGuard)
-		for {
+		return pollUntil(t, what, hangGuard, func() skStatus {
 			var st skStatus
 			get(what, "/api/v1/sk/status", &st)
-			if ok(st) {
-				return st
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: status %+v", what, st)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return st
+		}, ok)
 	}
 	var buffered struct {
 		WS struct {
@@ -145,13 +138,5 @@ func TestPowerCycleSignalK(t *testing.T) {
 			}
 		}
 	}
-	reqs, err := s.Requests(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reqs {
-		if r.ClientID == clientID {
-			t.Fatalf("the device asked for access again: %+v", r)
-		}
-	}
+	noNewRequest(ctx, t, s, "after the sleeps", clientID)
 }

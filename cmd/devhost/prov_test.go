@@ -177,17 +177,9 @@ func TestProvisionButton(t *testing.T) {
 		t.Fatalf("provisioning at boot with a network configured: %v", doc)
 	}
 	d.devctlBoard("button")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		doc := d.call("GET", "/api/v1/prov", "").json(t)
-		if doc["active"] == true && doc["got_credentials"] == false {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("button press did not start provisioning: %v", doc)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	d.waitDoc("button press did not start provisioning", "/api/v1/prov", 30*time.Second, func(doc map[string]any) bool {
+		return doc["active"] == true && doc["got_credentials"] == false
+	})
 }
 
 // A wrong passphrase and a network out of range reach the app as ConnectionFailed with

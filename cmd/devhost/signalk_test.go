@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"devhost/host/signalk/sktest"
 )
@@ -20,20 +19,9 @@ func TestSignalKEndToEnd(t *testing.T) {
 	if r := d.call("PUT", "/api/v1/config", fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d,"health_s":1}}`, s.Host, s.Port)); r.status != 200 {
 		t.Fatalf("configure: %d %s", r.status, r.body)
 	}
-	status := func() map[string]any { return d.call("GET", "/api/v1/sk/status", "").json(t) }
 	waitFor := func(what string, ok func(map[string]any) bool) map[string]any {
 		t.Helper()
-		deadline := time.Now().Add(hangGuard)
-		for {
-			st := status()
-			if ok(st) {
-				return st
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: status %v", what, st)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		return d.waitDoc(what, "/api/v1/sk/status", hangGuard, ok)
 	}
 	tokenState := func(st map[string]any) string { return st["token"].(map[string]any)["state"].(string) }
 	st := waitFor("access requested", func(st map[string]any) bool { return tokenState(st) == "REQUESTED" })
@@ -60,15 +48,7 @@ func TestSignalKEndToEnd(t *testing.T) {
 	d.powerCut()
 	d.powerOn()
 	waitFor("streaming again after the power cut", connected)
-	reqs, err := s.Requests(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reqs {
-		if r.ClientID == clientID {
-			t.Fatalf("the device asked for access again after the power cut: %+v", r)
-		}
-	}
+	noNewRequest(ctx, t, s, "after the power cut", clientID)
 }
 
 // checkSignalKSurface drives the device's Signal K endpoints and events while it streams to the
@@ -109,20 +89,9 @@ func checkSignalKSurface(t *testing.T, d *dev, evs <-chan event) {
 	if r := d.call("POST", "/api/v1/sk/put", `{"path":"electrical.switches.e2e.state","value":1}`); r.status != 202 || r.json(t)["state"] != "PENDING" {
 		t.Fatalf("POST /sk/put: %d %s", r.status, r.body)
 	}
-	deadline := time.Now().Add(hangGuard)
-	for {
-		p := d.call("GET", "/api/v1/sk/put", "").json(t)
-		if p["state"] != "PENDING" {
-			code, _ := p["statusCode"].(float64)
-			if p["path"] != "electrical.switches.e2e.state" || (p["state"] != "COMPLETED" && p["state"] != "FAILED") || code < 400 {
-				t.Fatalf("the server's answer to a PUT nobody handles: %v", p)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET /sk/put still pending: %v", p)
-		}
-		time.Sleep(50 * time.Millisecond)
+	p := d.waitDoc("still pending", "/api/v1/sk/put", hangGuard, func(p map[string]any) bool { return p["state"] != "PENDING" })
+	if code, _ := p["statusCode"].(float64); p["path"] != "electrical.switches.e2e.state" || (p["state"] != "COMPLETED" && p["state"] != "FAILED") || code < 400 {
+		t.Fatalf("the server's answer to a PUT nobody handles: %v", p)
 	}
 
 	// A token the server refuses is rejected at once; the approved one stays in use.

@@ -47,25 +47,12 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	status := func() skStatus {
 		t.Helper()
 		var st skStatus
-		r := d.call("GET", "/api/v1/sk/status", "")
-		if r.status != 200 || json.Unmarshal(r.body, &st) != nil {
-			t.Fatalf("GET /sk/status: %d %s", r.status, r.body)
-		}
+		d.getJSON("/api/v1/sk/status", &st)
 		return st
 	}
 	waitStatus := func(what string, ok func(skStatus) bool) skStatus {
 		t.Helper()
-		deadline := time.Now().Add(hangGuard)
-		for {
-			st := status()
-			if ok(st) {
-				return st
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: status %+v", what, st)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		return pollUntil(t, what, hangGuard, status, ok)
 	}
 	// onHTTPS checks the scheme the device uses: https on the port the probe found, never a guess.
 	onHTTPS := func(what string, st skStatus) {
@@ -78,37 +65,17 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	tlsDoc := func() skTLSDoc {
 		t.Helper()
 		var doc skTLSDoc
-		r := d.call("GET", "/api/v1/sk/tls", "")
-		if r.status != 200 || json.Unmarshal(r.body, &doc) != nil {
-			t.Fatalf("GET /sk/tls: %d %s", r.status, r.body)
-		}
+		d.getJSON("/api/v1/sk/tls", &doc)
 		return doc
 	}
 	certCondition := func() string {
 		t.Helper()
-		var h struct {
-			Conditions []struct{ Key, State, Message string }
-		}
-		r := d.call("GET", "/api/v1/health", "")
-		if r.status != 200 || json.Unmarshal(r.body, &h) != nil {
-			t.Fatalf("GET /health: %d %s", r.status, r.body)
-		}
-		for _, c := range h.Conditions {
-			if c.Key == "skCertificate" {
-				return c.State
-			}
-		}
-		return ""
+		state, _ := d.condition("skCertificate")["state"].(string)
+		return state
 	}
 	waitCertCondition := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(hangGuard)
-		for got := certCondition(); got != want; got = certCondition() {
-			if time.Now().After(deadline) {
-				t.Fatalf("skCertificate is %q, want %q", got, want)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		pollUntil(t, "skCertificate, want "+want, hangGuard, certCondition, func(got string) bool { return got == want })
 	}
 	// uptime is the device's telemetry as the server holds it (a server restart forgets it).
 	waitUptime := func(what string, ok func(float64) bool) float64 {
@@ -120,18 +87,6 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 			t.Fatalf("%s: telemetry on the server: %v", what, err)
 		}
 		return up
-	}
-	noNewRequest := func(what, clientID string) {
-		t.Helper()
-		reqs, err := s.Requests(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range reqs {
-			if r.ClientID == clientID {
-				t.Fatalf("%s: the device asked for access again: %+v", what, r)
-			}
-		}
 	}
 	// tokenKept fails when an sk event since mark shows the token dropped or asked for anew.
 	tokenKept := func(what string, mark int) {
@@ -275,7 +230,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	repinnedAt := checkPinnedCA(t, "after DELETE /sk/tls", doc, httpsAddr, ca2, changed)
 	waitCertCondition("normal")
 	tokenKept("DELETE /sk/tls", mark)
-	noNewRequest("after DELETE /sk/tls", clientID)
+	noNewRequest(ctx, t, s, "after DELETE /sk/tls", clientID)
 
 	// 6. A power cut keeps the pin and the token.
 	d.powerCut()
@@ -292,7 +247,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 		t.Fatalf("the power cut re-pinned: pinned_at %v, was %v", at, repinnedAt)
 	}
 	tokenKept("power cut", 0)
-	noNewRequest("after the power cut", clientID)
+	noNewRequest(ctx, t, s, "after the power cut", clientID)
 	if c := certCondition(); c != "normal" && c != "" {
 		t.Fatalf("skCertificate after the power cut: %q", c)
 	}
@@ -419,25 +374,24 @@ func (l *eventLog) since(i int) []event {
 // wait answers the first event from index from on that ok accepts.
 func (l *eventLog) wait(t *testing.T, from int, timeout time.Duration, what string, ok func(event) bool) event {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	timer := time.AfterFunc(timeout, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
-	defer timer.Stop()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i := from; ; {
+	i, hit := from, -1
+	if !condWait(l.cond, timeout, func() bool {
 		for ; i < len(l.all); i++ {
 			if ok(l.all[i]) {
-				return l.all[i]
+				hit = i
+				return true
 			}
 		}
-		if l.done {
-			t.Fatalf("%s: the event stream ended", what)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no such event within %v", what, timeout)
-		}
-		l.cond.Wait()
+		return l.done
+	}) {
+		t.Fatalf("%s: no such event within %v", what, timeout)
 	}
+	if hit < 0 {
+		t.Fatalf("%s: the event stream ended", what)
+	}
+	return l.all[hit]
 }
 
 // skTLSCA is a test CA issuing leaves for the names the device dials (127.0.0.1, localhost).

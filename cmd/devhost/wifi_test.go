@@ -22,17 +22,7 @@ func (d *dev) devctlBoard(args ...string) {
 // waitWiFi polls GET /wifi/status until ok accepts it.
 func (d *dev) waitWiFi(what string, timeout time.Duration, ok func(map[string]any) bool) map[string]any {
 	d.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		st := d.call("GET", "/api/v1/wifi/status", "").json(d.t)
-		if ok(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("%s: wifi status %v", what, st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return d.waitDoc(what, "/api/v1/wifi/status", timeout, ok)
 }
 
 // TestWiFiJoinAndFailover is the installer's flow on the default board: an access point comes
@@ -70,17 +60,9 @@ func TestWiFiJoinAndFailover(t *testing.T) {
 	if st["ssid"] != "Pier" || st["channel"] != 11.0 || st["rssi"] != -58.0 || st["ip"] != "127.0.0.1" || st["network_index"] != 0.0 {
 		t.Fatalf("connected status %v", st)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n := d.call("GET", "/api/v1/net/status", "").json(t)
-		if n["up"] == true && n["iface"] == "wifi_sta" && n["rssi"] == -58.0 && n["ip6_ll"] == "fe80::ff:fe12:abcd" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("net status on the station: %v", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	d.waitDoc("net status on the station", "/api/v1/net/status", 10*time.Second, func(n map[string]any) bool {
+		return n["up"] == true && n["iface"] == "wifi_sta" && n["rssi"] == -58.0 && n["ip6_ll"] == "fe80::ff:fe12:abcd"
+	})
 
 	// Network 1 in range; a short DHCP timeout so the failover takes seconds, not thirty.
 	d.devctlBoard("wifi", "ap", "add", "--ssid", "Fuel Dock", "--psk", "diesel-only")
@@ -139,17 +121,7 @@ func TestWiFiJoinAndFailover(t *testing.T) {
 // waitNet polls GET /net/status until ok accepts it.
 func (d *dev) waitNet(what string, ok func(map[string]any) bool) map[string]any {
 	d.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st := d.call("GET", "/api/v1/net/status", "").json(d.t)
-		if ok(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("%s: net status %v", what, st)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return d.waitDoc(what, "/api/v1/net/status", 20*time.Second, ok)
 }
 
 // TestDefaultRouteAcrossInterfaces drives Ethernet, the WiFi station and Thread with devctl:

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // These tests check the wiring between capabilities: each capability is tested on its own in
@@ -37,32 +36,13 @@ func TestBoardDrivesMemoryNetworkAndPresence(t *testing.T) {
 	// up_count counts from boot; what this test owns is the one UP edge its down/up adds.
 	upBefore := d.call("GET", "/api/v1/net/status", "").json(t)["up_count"].(float64)
 	d.boardCtl("POST", "/net/down", "")
-	cond := func(key string) map[string]any {
-		h := d.call("GET", "/api/v1/health", "").json(t)
-		for _, c := range h["conditions"].([]any) {
-			if m := c.(map[string]any); m["key"] == key {
-				return m
-			}
-		}
-		return nil
-	}
-	deadline := time.Now().Add(hangGuard)
-	for c := cond("netDown"); c == nil || c["state"] != "warn"; c = cond("netDown") {
-		if time.Now().After(deadline) {
-			t.Fatalf("netDown after the link went down: %v", c)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	netDown := func() map[string]any { return d.condition("netDown") }
+	pollUntil(t, "netDown after the link went down", hangGuard, netDown, func(c map[string]any) bool { return c != nil && c["state"] == "warn" })
 	if st := d.call("GET", "/api/v1/net/status", "").json(t); st["up"] != false || st["iface"] != "none" || st["ip"] != "" {
 		t.Fatalf("net status while down: %v", st)
 	}
 	d.boardCtl("POST", "/net/up", "")
-	for c := cond("netDown"); c["state"] != "normal"; c = cond("netDown") {
-		if time.Now().After(deadline) {
-			t.Fatalf("netDown after the link came back: %v", c)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	pollUntil(t, "netDown after the link came back", hangGuard, netDown, func(c map[string]any) bool { return c["state"] == "normal" })
 
 	if st := d.call("GET", "/api/v1/net/status", "").json(t); st["up"] != true || st["up_count"] != upBefore+1 || st["hostname"] != "dev-abcd" {
 		t.Fatalf("net status after the link came back: %v", st)
@@ -73,16 +53,10 @@ func TestBoardDrivesMemoryNetworkAndPresence(t *testing.T) {
 		t.Fatal("set key")
 	}
 	d.boardCtl("POST", "/button", `{"seconds":120}`)
-	for {
-		rs := d.call("GET", "/api/v1/auth/status", "").json(t)["recovery_s"].(float64)
-		if rs > 110 && rs <= 120 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("recovery_s %v after the presence button", rs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	d.waitDoc("recovery_s after the presence button", "/api/v1/auth/status", hangGuard, func(st map[string]any) bool {
+		rs, _ := st["recovery_s"].(float64)
+		return rs > 110 && rs <= 120
+	})
 }
 
 func TestUIPartitionAndPlaceholder(t *testing.T) {

@@ -29,39 +29,27 @@ func waitEnded(t *testing.T, ctx context.Context, what string) {
 // TestScopeEndsWithTheCredential is defect 4: a stream opened with the old key, with a session
 // that was dropped, or without a key (open mode) ends when its credential becomes void.
 func TestScopeEndsWithTheCredential(t *testing.T) {
-	t.Run("bearer with the old key, key changed", func(t *testing.T) {
-		a, e := newAuth(t, testKey, nil)
-		ctx, cancel := a.Scope(context.Background(), request(http.MethodGet, stationIP, "", bearerHdr(testKey)...))
-		defer cancel()
-		e.setKey("another good key")
-		a.KeyChanged()
-		waitEnded(t, ctx, "bearer")
-	})
-	t.Run("bearer, key cleared", func(t *testing.T) {
-		a, e := newAuth(t, testKey, nil)
-		ctx, cancel := a.Scope(context.Background(), request(http.MethodGet, stationIP, "", bearerHdr(testKey)...))
-		defer cancel()
-		e.setKey("")
-		a.KeyChanged()
-		waitEnded(t, ctx, "bearer")
-	})
-	t.Run("open mode, key set", func(t *testing.T) {
-		a, e := newAuth(t, "", nil)
-		ctx, cancel := a.Scope(context.Background(), request(http.MethodGet, stationIP, ""))
-		defer cancel()
-		e.setKey(testKey)
-		a.KeyChanged()
-		waitEnded(t, ctx, "open")
-	})
-	t.Run("cookie, key changed", func(t *testing.T) {
-		a, e := newAuth(t, testKey, nil)
-		id := mustLogin(t, a)
-		ctx, cancel := a.Scope(context.Background(), request(http.MethodGet, stationIP, "", cookieHdr(id)...))
-		defer cancel()
-		e.setKey("another good key")
-		a.KeyChanged()
-		waitEnded(t, ctx, "cookie")
-	})
+	bearer := func(*testing.T, *Auth) []string { return bearerHdr(testKey) }
+	for _, c := range []struct {
+		name        string
+		key, newKey string // the key when the stream opens, and the one it changes to
+		hdr         func(*testing.T, *Auth) []string
+		what        string
+	}{
+		{"bearer with the old key, key changed", testKey, "another good key", bearer, "bearer"},
+		{"bearer, key cleared", testKey, "", bearer, "bearer"},
+		{"open mode, key set", "", testKey, func(*testing.T, *Auth) []string { return nil }, "open"},
+		{"cookie, key changed", testKey, "another good key", func(t *testing.T, a *Auth) []string { return cookieHdr(mustLogin(t, a)) }, "cookie"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, e := newAuth(t, c.key, nil)
+			ctx, cancel := a.Scope(context.Background(), request(http.MethodGet, stationIP, "", c.hdr(t, a)...))
+			defer cancel()
+			e.setKey(c.newKey)
+			a.KeyChanged()
+			waitEnded(t, ctx, c.what)
+		})
+	}
 	t.Run("cookie, session logged out; other sessions untouched", func(t *testing.T) {
 		a, _ := newAuth(t, testKey, nil)
 		id, other := mustLogin(t, a), mustLogin(t, a)

@@ -1,12 +1,9 @@
 package board
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"devhost/host/api"
@@ -105,35 +102,9 @@ func (s *Sim) serveCentral(w http.ResponseWriter, r *http.Request) {
 
 // Central runs one operation of the simulated central through the control channel.
 func (c *Client) Central(ctx context.Context, op CentralOp) (CentralResult, error) {
-	b, err := json.Marshal(op)
-	if err != nil {
-		return CentralResult{}, fmt.Errorf("board: encode request: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://board"+CentralPath, bytes.NewReader(b))
-	if err != nil {
-		return CentralResult{}, fmt.Errorf("board: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return CentralResult{}, fmt.Errorf("board control channel %s (is the device running?): %w", c.socket, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return CentralResult{}, fmt.Errorf("board: read answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error   string `json:"error"`
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(body, &e)
-		return CentralResult{}, &ControlError{Status: resp.StatusCode, Code: e.Error, Message: e.Message}
-	}
 	var res CentralResult
-	if err := json.Unmarshal(body, &res); err != nil {
-		return CentralResult{}, fmt.Errorf("board: decode central answer: %w", err)
+	if err := c.exchange(ctx, http.MethodPost, CentralPath, op, &res, "central answer"); err != nil {
+		return CentralResult{}, err
 	}
 	return res, nil
 }

@@ -399,29 +399,40 @@ func (c *Client) Button(ctx context.Context, seconds int) (State, error) {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body any) (State, error) {
+	var st State
+	if err := c.exchange(ctx, method, path, body, &st, "state"); err != nil {
+		return State{}, err
+	}
+	return st, nil
+}
+
+// exchange sends body (when not nil) as JSON to path on the control channel and decodes the
+// answer into out; what names the answer in the error when it does not decode. A status other
+// than 200 is a *ControlError with the channel's error body.
+func (c *Client) exchange(ctx context.Context, method, path string, body, out any, what string) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return State{}, fmt.Errorf("board: encode request: %w", err)
+			return fmt.Errorf("board: encode request: %w", err)
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://board"+path, rd)
 	if err != nil {
-		return State{}, fmt.Errorf("board: %w", err)
+		return fmt.Errorf("board: %w", err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return State{}, fmt.Errorf("board control channel %s (is the device running?): %w", c.socket, err)
+		return fmt.Errorf("board control channel %s (is the device running?): %w", c.socket, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return State{}, fmt.Errorf("board: read answer: %w", err)
+		return fmt.Errorf("board: read answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
@@ -429,11 +440,10 @@ func (c *Client) do(ctx context.Context, method, path string, body any) (State, 
 			Message string `json:"message"`
 		}
 		_ = json.Unmarshal(b, &e)
-		return State{}, &ControlError{Status: resp.StatusCode, Code: e.Error, Message: e.Message}
+		return &ControlError{Status: resp.StatusCode, Code: e.Error, Message: e.Message}
 	}
-	var st State
-	if err := json.Unmarshal(b, &st); err != nil {
-		return State{}, fmt.Errorf("board: decode state: %w", err)
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("board: decode %s: %w", what, err)
 	}
-	return st, nil
+	return nil
 }

@@ -15,31 +15,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"devhost/host/testio"
 )
-
-// syncBuffer is an io.Writer safe for the supervisor's copying goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // rig is one supervised test app: its plan, its records and the supervisor's output.
 type rig struct {
@@ -47,9 +30,9 @@ type rig struct {
 	dir    string // the test app's records
 	data   string // the flash
 	clock  *clockwork.FakeClock
-	stdout syncBuffer
-	stderr syncBuffer
-	logs   syncBuffer
+	stdout testio.Buffer
+	stderr testio.Buffer
+	logs   testio.Buffer
 	done   chan error
 	cancel context.CancelFunc
 }
@@ -425,7 +408,7 @@ func TestPowerCutTakesTheApp(t *testing.T) {
 	r := newRig(t, "hang")
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "BOOTTEST_ROLE=supervisor", "BOOTTEST_DATA="+r.data)
-	var out syncBuffer
+	var out testio.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

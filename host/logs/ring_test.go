@@ -1,7 +1,6 @@
 package logs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,36 +12,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/jonboulle/clockwork"
+
+	"devhost/host/testio"
 )
 
 var t0 = time.Date(2026, 11, 21, 23, 50, 0, 0, time.UTC)
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.Reset()
-}
-
-func newRing(opts Options) (*Ring, *clockwork.FakeClock, *syncBuffer) {
+func newRing(opts Options) (*Ring, *clockwork.FakeClock, *testio.Buffer) {
 	fc := clockwork.NewFakeClockAt(t0)
-	con := &syncBuffer{}
+	con := &testio.Buffer{}
 	opts.Clock = fc
 	opts.Console = con
 	return New(opts), fc, con

@@ -38,6 +38,15 @@ type direct struct {
 
 func startDirect(b *testing.B, m *Manager, man abi.Manifest, module []byte) *direct {
 	b.Helper()
+	d, stop := openDirect(b, m, man, module)
+	b.Cleanup(stop)
+	return d
+}
+
+// openDirect starts one instance of module as the plugin man and answers it with the function
+// that ends it again.
+func openDirect(b *testing.B, m *Manager, man abi.Manifest, module []byte) (*direct, func()) {
+	b.Helper()
 	p := m.newPlugin(record{ID: man.ID, Wanted: WantRunning, Granted: capStrings(man.Capabilities)})
 	p.man = man
 	cp, key, err := m.eng.acquire(context.Background(), module)
@@ -53,13 +62,12 @@ func startDirect(b *testing.B, m *Manager, man abi.Manifest, module []byte) *dir
 	if err := p.init(context.Background(), s); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
+	return &direct{m: m, p: p, s: s}, func() {
 		inst.close()
 		s.end()
 		p.inbox.close()
 		m.eng.release(key)
-	})
-	return &direct{m: m, p: p, s: s}
+	}
 }
 
 func (d *direct) deliver(b *testing.B) {
@@ -259,26 +267,8 @@ func BenchmarkStart(b *testing.B) {
 // releasing its compiled code as a stopped plugin does.
 func startStop(b *testing.B, m *Manager, module []byte) {
 	b.Helper()
-	man := manifest("good")
-	p := m.newPlugin(record{ID: man.ID, Wanted: WantRunning, Granted: capStrings(man.Capabilities)})
-	p.man = man
-	cp, key, err := m.eng.acquire(context.Background(), module)
-	if err != nil {
-		b.Fatal(err)
-	}
-	inst, err := m.eng.instantiate(context.Background(), cp, m.wallTime, time.Minute)
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := newSession(p, inst, p.inbox.open(), p.rec.Granted)
-	p.sess = s
-	if err := p.init(context.Background(), s); err != nil {
-		b.Fatal(err)
-	}
-	inst.close()
-	s.end()
-	p.inbox.close()
-	m.eng.release(key)
+	_, stop := openDirect(b, m, manifest("good"), module)
+	stop()
 }
 
 // rssBytes reads the process's resident set.
@@ -371,22 +361,8 @@ func BenchmarkRawWazero(b *testing.B) {
 	mod := testModule(b)
 	b.Run("wazero", func(b *testing.B) {
 		ctx := context.Background()
-		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(mustCache(b)))
+		rt := rawRuntime(ctx, b, mustCache(b))
 		defer rt.Close(ctx)
-		wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-		hb := rt.NewHostModuleBuilder(abi.Module)
-		for name, sig := range abi.Signatures {
-			ps := make([]api.ValueType, len(sig.Params))
-			for i, p := range sig.Params {
-				ps[i] = api.ValueType(p)
-			}
-			hb.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, st []uint64) {
-				st[0] = 0
-			}), ps, []api.ValueType{api.ValueTypeI32}).Export(name)
-		}
-		if _, err := hb.Instantiate(ctx); err != nil {
-			b.Fatal(err)
-		}
 		inst, err := rt.InstantiateWithConfig(ctx, mod, wazero.NewModuleConfig().WithStartFunctions("_initialize"))
 		if err != nil {
 			b.Fatal(err)
@@ -487,4 +463,26 @@ func BenchmarkHTTPWhileSpinning(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 		})
 	}
+}
+
+// rawRuntime is a bare wazero runtime with WASI and every host function of the ABI answering 0:
+// the plugin runtime's floor, without the host's work behind each call.
+func rawRuntime(ctx context.Context, b *testing.B, cache wazero.CompilationCache) wazero.Runtime {
+	b.Helper()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	hb := rt.NewHostModuleBuilder(abi.Module)
+	for name, sig := range abi.Signatures {
+		ps := make([]api.ValueType, len(sig.Params))
+		for i, p := range sig.Params {
+			ps[i] = api.ValueType(p)
+		}
+		hb.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, st []uint64) {
+			st[0] = 0
+		}), ps, []api.ValueType{api.ValueTypeI32}).Export(name)
+	}
+	if _, err := hb.Instantiate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return rt
 }

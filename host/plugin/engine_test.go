@@ -105,21 +105,7 @@ func TestLinkCheck(t *testing.T) {
 // An instance runs through extism: the first call initialises it, the exports answer, the
 // plugin's own memory is found (extism's kernel memory is not it) and counted alone.
 func TestInstanceThroughExtism(t *testing.T) {
-	e, err := newEngine("", DefaultMemoryPages, DefaultStackBytes, hostFunctions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.close(context.Background())
-	cp, key, err := e.acquire(context.Background(), handModule(nil, []string{abi.ExportInit, abi.ExportEvent}, 7))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.release(key)
-	in, err := e.instantiate(context.Background(), cp, time.Now, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.close()
+	in := startInstance(t, handModule(nil, []string{abi.ExportInit, abi.ExportEvent}, 7))
 	if !in.guarded {
 		t.Error("the stack guard's getter is not exported")
 	}
@@ -279,21 +265,7 @@ func TestExitZeroThenClosed(t *testing.T) {
 		4, 0x00, 0x41, 0x00, 0x0b, // dev_init: 0
 		8, 0x00, 0x41, 0x00, 0x10, 0x00, 0x41, 0x05, 0x0b) // dev_event: proc_exit(0); 5
 
-	e, err := newEngine("", DefaultMemoryPages, DefaultStackBytes, hostFunctions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.close(context.Background())
-	cp, key, err := e.acquire(context.Background(), mod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.release(key)
-	in, err := e.instantiate(context.Background(), cp, time.Now, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.close()
+	in := startInstance(t, mod)
 	if rc, err := in.call(context.Background(), abi.ExportInit); err != nil || rc != 0 {
 		t.Fatalf("dev_init = %d, %v", rc, err)
 	}
@@ -303,4 +275,26 @@ func TestExitZeroThenClosed(t *testing.T) {
 	if rc, err := in.call(context.Background(), abi.ExportEvent); err == nil {
 		t.Fatalf("a call into the exited module answered %d and no error", rc)
 	}
+}
+
+// startInstance compiles mod on an engine of its own and starts one instance of it; the
+// test's cleanup closes the instance, releases the module and closes the engine.
+func startInstance(t *testing.T, mod []byte) *instance {
+	t.Helper()
+	e, err := newEngine("", DefaultMemoryPages, DefaultStackBytes, hostFunctions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.close(context.Background()) })
+	cp, key, err := e.acquire(context.Background(), mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.release(key) })
+	in, err := e.instantiate(context.Background(), cp, time.Now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.close)
+	return in
 }

@@ -267,15 +267,7 @@ func TestGuestAfterStop(t *testing.T) {
 	p := h.m.get("afterstop")
 	done := make(chan int, 1)
 	go func() { c, _ := h.do(http.MethodGet, "/afterstop/run", nil); done <- c }()
-	waitFor(t, "the call in progress", func() bool {
-		s := p.currentSession()
-		if s == nil {
-			return false
-		}
-		s.callMu.Lock()
-		defer s.callMu.Unlock()
-		return s.cancel != nil
-	})
+	waitCallInProgress(t, p)
 	if _, err := h.m.Stop("afterstop"); err != nil {
 		t.Fatal(err)
 	}

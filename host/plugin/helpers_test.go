@@ -764,3 +764,17 @@ func (p *fakePower) by() map[string]int {
 }
 
 var osReadFile = os.ReadFile
+
+// waitCallInProgress waits until p's current session is inside a call to the plugin.
+func waitCallInProgress(t *testing.T, p *plugin) {
+	t.Helper()
+	waitFor(t, "the call in progress", func() bool {
+		s := p.currentSession()
+		if s == nil {
+			return false
+		}
+		s.callMu.Lock()
+		defer s.callMu.Unlock()
+		return s.cancel != nil
+	})
+}

@@ -376,15 +376,7 @@ func TestShutdownDuringCall(t *testing.T) {
 	h.waitState("spin", StateRunning)
 	p := h.m.get("spin")
 	go func() { h.do(http.MethodGet, "/spin/x", nil) }()
-	waitFor(t, "the call in progress", func() bool {
-		s := p.currentSession()
-		if s == nil {
-			return false
-		}
-		s.callMu.Lock()
-		defer s.callMu.Unlock()
-		return s.cancel != nil
-	})
+	waitCallInProgress(t, p)
 	s := p.currentSession()
 	start := time.Now()
 	h.stop()

@@ -15,10 +15,7 @@ import (
 	"testing"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
-	"devhost/abi"
 	"devhost/plugins"
 )
 
@@ -202,24 +199,7 @@ func wazeroPluginMemory(b *testing.B, mod []byte) memFigures {
 	if err != nil {
 		b.Fatal(err)
 	}
-	newRuntime := func() wazero.Runtime {
-		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
-		wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-		hb := rt.NewHostModuleBuilder(abi.Module)
-		for name, sig := range abi.Signatures {
-			ps := make([]api.ValueType, len(sig.Params))
-			for i, p := range sig.Params {
-				ps[i] = api.ValueType(p)
-			}
-			hb.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, st []uint64) {
-				st[0] = 0
-			}), ps, []api.ValueType{api.ValueTypeI32}).Export(name)
-		}
-		if _, err := hb.Instantiate(ctx); err != nil {
-			b.Fatal(err)
-		}
-		return rt
-	}
+	newRuntime := func() wazero.Runtime { return rawRuntime(ctx, b, cache) }
 	last := memPoints[len(memPoints)-1]
 	mods := make([][]byte, last)
 	warm := newRuntime()

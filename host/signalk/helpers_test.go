@@ -164,20 +164,24 @@ type seen struct {
 	Body                       string
 }
 
+// serve logs each request and answers it with the route scripted for its method and path,
+// 418 where none is.
+func (p *peer) serve(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	p.mu.Lock()
+	p.log = append(p.log, seen{r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("Accept"), string(b)})
+	f := p.routes[r.Method+" "+r.URL.Path]
+	p.mu.Unlock()
+	if f == nil {
+		http.Error(w, "no script", http.StatusTeapot)
+		return
+	}
+	f(w, r)
+}
+
 func newPeer(t *testing.T, tlsOn bool) *peer {
 	p := &peer{routes: map[string]http.HandlerFunc{}}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		p.mu.Lock()
-		p.log = append(p.log, seen{r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("Accept"), string(b)})
-		f := p.routes[r.Method+" "+r.URL.Path]
-		p.mu.Unlock()
-		if f == nil {
-			http.Error(w, "no script", http.StatusTeapot)
-			return
-		}
-		f(w, r)
-	})
+	h := http.HandlerFunc(p.serve)
 	if tlsOn {
 		p.Server = httptest.NewTLSServer(h)
 	} else {

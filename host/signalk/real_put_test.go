@@ -74,15 +74,7 @@ func TestRealServerPutRoutedAcrossRestart(t *testing.T) {
 	r.cancel, r.done = runCancel, make(chan struct{})
 	go func() { defer close(r.done); _ = c.Run(runCtx) }()
 	t.Cleanup(r.stop)
-	r.waitState(StateRequested, true)
-	if _, err := s.WaitRequest(ctx, c.ClientID()); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Approve(ctx, c.ClientID(), "readwrite"); err != nil {
-		t.Fatal(err)
-	}
-	r.clk.Advance(r.nextRetry())
-	r.waitState(StateApproved, true)
+	r.approveOn(ctx, s)
 	eventually(t, "stream connected", st.Connected)
 
 	put := func(want bool) {

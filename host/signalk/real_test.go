@@ -113,13 +113,5 @@ func TestRealServerDenied(t *testing.T) {
 	if rec := postJSON(t, r.c.postRequest, ""); rec.Code != http.StatusAccepted {
 		t.Fatalf("POST /sk/request: %d %s", rec.Code, rec.Body)
 	}
-	r.waitState(StateRequested, true)
-	if _, err := s.WaitRequest(ctx, r.c.ClientID()); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Approve(ctx, r.c.ClientID(), "readwrite"); err != nil {
-		t.Fatal(err)
-	}
-	r.clk.Advance(r.nextRetry())
-	r.waitState(StateApproved, true)
+	r.approveOn(ctx, s)
 }

@@ -36,15 +36,7 @@ func TestRealServerTokenToStream(t *testing.T) {
 	r.cfg.set("sk", "server_port", s.Port)
 	r.start()
 	c = r.c
-	r.waitState(StateRequested, true)
-	if _, err := s.WaitRequest(ctx, c.ClientID()); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Approve(ctx, c.ClientID(), "readwrite"); err != nil {
-		t.Fatal(err)
-	}
-	r.clk.Advance(r.nextRetry())
-	r.waitState(StateApproved, true)
+	r.approveOn(ctx, s)
 	eventually(t, "stream connected", st.Connected)
 	if err := c.PublishNumber("environment.devtest.value", 42.5); err != nil {
 		t.Fatal(err)

@@ -205,18 +205,7 @@ func (l *sniffListener) Accept() (net.Conn, error) {
 func newSniffPeer(t *testing.T) (*peer, *sniffListener) {
 	t.Helper()
 	p := &peer{routes: map[string]http.HandlerFunc{}}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		p.mu.Lock()
-		p.log = append(p.log, seen{r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("Accept"), string(b)})
-		f := p.routes[r.Method+" "+r.URL.Path]
-		p.mu.Unlock()
-		if f == nil {
-			http.Error(w, "no script", http.StatusTeapot)
-			return
-		}
-		f(w, r)
-	}))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(p.serve))
 	sl := &sniffListener{Listener: srv.Listener}
 	srv.Listener = sl
 	srv.StartTLS()

@@ -91,11 +91,7 @@ func TestServerAnsweringHTML(t *testing.T) {
 
 func TestGarbageFramesKeepTheStreamUp(t *testing.T) {
 	f := newFixture(t)
-	var got collector
-	_, err := f.s.Subscribe("ok.*", got.add)
-	must(t, err)
-	c := f.connect()
-	c.Next(t)
+	got, c := f.connectSubscribed("ok.*")
 	for _, g := range []string{"garbage", "[1,2,3]", `{"updates":5}`, `{"updates":[{"values":7}]}`,
 		`{"requestId":"x","state":"COMPLETED","statusCode":"two hundred"}`, `{"requestId":"x","put":"nope"}`, "{", ""} {
 		c.Send(t, g)

@@ -2,6 +2,7 @@ package skstream
 
 import (
 	"devhost/host/sk"
+	"devhost/host/skstream/skpeer"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -152,6 +153,18 @@ func TestLastUnsubscribeSendsUnsubscribeOnly(t *testing.T) {
 // collector records deltas.
 type collector struct{ recorder[sk.Delta] }
 
+// connectSubscribed subscribes a collector to pattern, connects, and consumes the subscribe
+// frame the connection opens with.
+func (f *fixture) connectSubscribed(pattern string) (*collector, *skpeer.Conn) {
+	f.t.Helper()
+	got := &collector{}
+	_, err := f.s.Subscribe(pattern, got.add)
+	must(f.t, err)
+	c := f.connect()
+	c.Next(f.t)
+	return got, c
+}
+
 func (c *collector) paths() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -198,11 +211,7 @@ func TestInboundDeltasMatchedToSubscribers(t *testing.T) {
 
 func TestInboundFrameSizeCap(t *testing.T) {
 	f := newFixture(t)
-	var got collector
-	_, err := f.s.Subscribe("big.*", got.add)
-	must(t, err)
-	c := f.connect()
-	c.Next(t)
+	got, c := f.connectSubscribed("big.*")
 	frame := func(total int) string {
 		head, tail := `{"updates":[{"values":[{"path":"big.x","value":"`, `"}]}]}`
 		return head + strings.Repeat("y", total-len(head)-len(tail)) + tail
@@ -225,11 +234,7 @@ func TestInboundFrameSizeCap(t *testing.T) {
 // stays up and the next frame is delivered.
 func TestHugeInboundFrameKeepsConnection(t *testing.T) {
 	f := newFixture(t)
-	var got collector
-	_, err := f.s.Subscribe("big.*", got.add)
-	must(t, err)
-	c := f.connect()
-	c.Next(t) // subscribe
+	got, c := f.connectSubscribed("big.*")
 	head, tail := `{"updates":[{"values":[{"path":"big.x","value":"`, `"}]}]}`
 	c.Send(t, head+strings.Repeat("y", 2<<20)+tail)
 	c.Send(t, `{"updates":[{"values":[{"path":"big.y","value":1}]}]}`)

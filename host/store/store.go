@@ -147,17 +147,7 @@ func (s *Store) open() error {
 	if err != nil {
 		return fmt.Errorf("store: open %s: %w", s.path, err)
 	}
-	if err := db.SetConfig(buntdb.Config{SyncPolicy: buntdb.Never, AutoShrinkDisabled: true}); err != nil {
-		_ = db.Close()
-		return fmt.Errorf("store: configure: %w", err)
-	}
-	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
-	if err != nil {
-		_ = db.Close()
-		return fmt.Errorf("store: open for sync: %w", err)
-	}
-	s.db, s.syncf = db, f
-	return nil
+	return s.attach(db)
 }
 
 // openDB opens the buntdb file, turning every sign of a malformed file into errCorrupt. buntdb
@@ -395,6 +385,13 @@ func (s *Store) reopen() error {
 	if err != nil {
 		return fmt.Errorf("store: reopen after compaction: %w", err)
 	}
+	return s.attach(db)
+}
+
+// attach makes db the open partition: buntdb's own syncing and shrinking are off (the store
+// syncs the file itself at each acknowledged write and compacts on its own terms), and the
+// file is opened a second time for that sync. On failure db is closed.
+func (s *Store) attach(db *buntdb.DB) error {
 	if err := db.SetConfig(buntdb.Config{SyncPolicy: buntdb.Never, AutoShrinkDisabled: true}); err != nil {
 		_ = db.Close()
 		return fmt.Errorf("store: configure: %w", err)

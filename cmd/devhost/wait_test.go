@@ -1,0 +1,130 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"devhost/host/signalk/sktest"
+)
+
+// The black-box tests wait on conditions the device reaches in its own time. These helpers are
+// the one polling loop they share, so every wait has the same shape: ask, check, and fail only
+// when timeout (hangGuard unless a test has a reason for less) has passed.
+
+// pollEvery is how often a wait asks again: often enough that a test does not lag the device,
+// rarely enough that the polling does not load the machine.
+const pollEvery = 20 * time.Millisecond
+
+// pollUntil calls get until ok accepts its answer and returns that answer. After timeout the
+// test fails with what and the last answer.
+func pollUntil[T any](t *testing.T, what string, timeout time.Duration, get func() T, ok func(T) bool) T {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		v := get()
+		if ok(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: last seen %+v", what, v)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// eventually waits until ok holds, failing after hangGuard.
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	pollUntil(t, what+" did not happen", hangGuard, ok, func(b bool) bool { return b })
+}
+
+// getJSON reads the document at path into v; anything but 200 with a body that decodes into v
+// fails the test.
+func (d *dev) getJSON(path string, v any) {
+	d.t.Helper()
+	r := d.call("GET", path, "")
+	if r.status != 200 || json.Unmarshal(r.body, v) != nil {
+		d.t.Fatalf("GET %s: %d %s", path, r.status, r.body)
+	}
+}
+
+// waitDoc polls GET path until ok accepts the JSON object it answers.
+func (d *dev) waitDoc(what, path string, timeout time.Duration, ok func(map[string]any) bool) map[string]any {
+	d.t.Helper()
+	return pollUntil(d.t, what+": GET "+path, timeout, func() map[string]any { return d.call("GET", path, "").json(d.t) }, ok)
+}
+
+// connectSK points the device at s and approves its access request, then waits for the
+// stream.
+func connectSK(ctx context.Context, t *testing.T, d *dev, s *sktest.Server) {
+	t.Helper()
+	if r := d.call("PUT", "/api/v1/config", fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d}}`, s.Host, s.Port)); r.status != 200 {
+		t.Fatalf("configure: %d %s", r.status, r.body)
+	}
+	var clientID string
+	eventually(t, "access request", func() bool {
+		tok := d.call("GET", "/api/v1/sk/status", "").json(t)["token"].(map[string]any)
+		clientID, _ = tok["client_id"].(string)
+		return tok["state"] == "REQUESTED"
+	})
+	if _, err := s.WaitRequest(ctx, clientID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Approve(ctx, clientID, "readwrite"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "stream connected", func() bool {
+		ws, _ := d.call("GET", "/api/v1/sk/status", "").json(t)["ws"].(map[string]any)
+		return ws != nil && ws["connected"] == true
+	})
+}
+
+// condition answers the health condition key as GET /health lists it, nil when it is not listed.
+func (d *dev) condition(key string) map[string]any {
+	d.t.Helper()
+	var h struct {
+		Conditions []map[string]any `json:"conditions"`
+	}
+	d.getJSON("/api/v1/health", &h)
+	for _, c := range h.Conditions {
+		if c["key"] == key {
+			return c
+		}
+	}
+	return nil
+}
+
+// noNewRequest fails when the server s lists an access request from clientID: the device asked
+// for access again instead of using the token it holds. what says since when.
+func noNewRequest(ctx context.Context, t *testing.T, s *sktest.Server, what, clientID string) {
+	t.Helper()
+	reqs, err := s.Requests(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reqs {
+		if r.ClientID == clientID {
+			t.Fatalf("%s: the device asked for access again: %+v", what, r)
+		}
+	}
+}
+
+// condWait waits on c, whose lock the caller holds, until done answers true (it runs with the
+// lock held, after each broadcast) and answers true then; after timeout it answers false. A
+// timer wakes the wait at the timeout, so no broadcast is needed to end it.
+func condWait(c *sync.Cond, timeout time.Duration, done func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	timer := time.AfterFunc(timeout, func() { c.L.Lock(); c.Broadcast(); c.L.Unlock() })
+	defer timer.Stop()
+	for !done() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		c.Wait()
+	}
+	return true
+}
