@@ -50,7 +50,12 @@ func (d *Delta) AppendJSON(b []byte) []byte {
 		}
 		b = append(b, "]}"...)
 	}
-	return append(b, "]}"...)
+	b = append(b, ']')
+	if d.Context != "" {
+		b = append(b, `,"context":`...)
+		b = appendString(b, d.Context)
+	}
+	return append(b, '}')
 }
 
 // AppendValue appends a delta value (a Value's Value) as JSON, as AppendJSON writes it.

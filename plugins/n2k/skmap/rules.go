@@ -28,6 +28,11 @@ type rule struct {
 	allowNull bool
 	instance  bool // the $source carries the message's instance
 	multi     func(*ctx, *[]Value)
+	// root emits the value under the empty path: an object of members of the context's
+	// root (an AIS target's mmsi, name, callsign), as Signal K writes them.
+	root bool
+	// instanceFn gives the $source's instance where it is not the instance field.
+	instanceFn func(*ctx) string
 }
 
 func (r rule) apply(c *ctx, out *[]Value) {
@@ -54,7 +59,7 @@ func (r rule) apply(c *ctx, out *[]Value) {
 	} else if strings.Contains(path, "{") {
 		path = expand(path, c.d)
 	}
-	if path == "" {
+	if path == "" && !r.root {
 		return
 	}
 	*out = append(*out, Value{Path: path, Value: v})

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 
 	"devhost/plugins/n2k/decode"
 )
@@ -48,9 +49,12 @@ type Update struct {
 	Values    []Value `json:"values"`
 }
 
-// Delta is what n2k-signalk emits for one message.
+// Delta is what n2k-signalk emits for one message. Context is empty for the own vessel
+// ("vessels.self") and names another vessel, aid to navigation, base station or SAR
+// aircraft for the AIS PGNs (vessels.urn:mrn:imo:mmsi:<mmsi> and the like).
 type Delta struct {
 	Updates []Update `json:"updates"`
+	Context string   `json:"context,omitempty"`
 }
 
 // Position, Attitude, SatellitesInView and Notification are the composite values.
@@ -93,6 +97,7 @@ type srcState struct {
 	deviceInstance *int
 	powerFactor    map[string]float64 // by path prefix, for the apparent power of 65xxx
 	courseType     string             // Rhumbline or GreatCircle, from the last 129284
+	alerts         map[string]any     // alert id to its text (126985), for 126983
 }
 
 // Mapper keeps per-source state (address claims) between messages. Not safe for
@@ -165,13 +170,22 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 	}
 	if len(rs) == 1 && rs[0].instance {
 		s := "null"
-		if n, ok := d.Fields["instance"]; ok {
+		if rs[0].instanceFn != nil {
+			s = rs[0].instanceFn(c)
+		} else if n, ok := d.Fields["instance"]; ok {
 			s = jsString(n)
 		}
 		u.Source.Instance = &s
 	}
 	if len(u.Values) == 0 {
 		return nil
+	}
+	if cf := contexts[d.PGN]; cf != nil {
+		mem.delta.Context = cf(c)
+		// The reference drops a message whose MMSI has fewer than 9 digits.
+		if i := strings.LastIndexByte(mem.delta.Context, ':'); i >= 0 && len(mem.delta.Context)-i-1 < 9 {
+			return nil
+		}
 	}
 	mem.delta.Updates = mem.upd[:]
 	return &mem.delta
