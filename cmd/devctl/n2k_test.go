@@ -19,6 +19,7 @@ import (
 	"devhost/plugins"
 	"devhost/plugins/n2k/decode"
 	"devhost/plugins/n2k/input"
+	"devhost/plugins/n2k/skmap"
 )
 
 var (
@@ -143,11 +144,13 @@ func TestN2KDecodeBadInput(t *testing.T) {
 	}
 }
 
-// refKey is a value's identity in the comparison: path, PGN and source address.
+// refKey is a value's identity in the comparison: context (empty for the own vessel),
+// path, PGN and source address.
 type refKey struct {
-	Path string
-	PGN  int
-	Src  string
+	Context string
+	Path    string
+	PGN     int
+	Src     string
 }
 
 func loadDeltas(t *testing.T, text string) map[refKey][]any {
@@ -158,12 +161,14 @@ func loadDeltas(t *testing.T, text string) map[refKey][]any {
 			continue
 		}
 		var d struct {
+			Context string `json:"context"`
 			Updates []struct {
 				Source struct {
 					PGN int    `json:"pgn"`
 					Src string `json:"src"`
 				} `json:"source"`
-				Values []struct {
+				Timestamp string `json:"timestamp"`
+				Values    []struct {
 					Path  string `json:"path"`
 					Value any    `json:"value"`
 				} `json:"values"`
@@ -174,7 +179,13 @@ func loadDeltas(t *testing.T, text string) map[refKey][]any {
 		}
 		for _, u := range d.Updates {
 			for _, v := range u.Values {
-				k := refKey{v.Path, u.Source.PGN, u.Source.Src}
+				k := refKey{d.Context, v.Path, u.Source.PGN, u.Source.Src}
+				// A notification stamped with its message's time: the plugin's messages
+				// carry the time it decodes them, the reference's the log's time; both are
+				// the update's own time, compared as such.
+				if m, ok := v.Value.(map[string]any); ok && m["timestamp"] == u.Timestamp {
+					m["timestamp"] = "(the update's time)"
+				}
 				out[k] = append(out[k], v.Value)
 			}
 		}
@@ -241,18 +252,30 @@ func matchReference(ref, got map[refKey][]any) (matched, total int, missing map[
 }
 
 type refDifference struct {
-	Log    string `json:"log"`
-	Path   string `json:"path"`
+	Log     string `json:"log"`
+	Context string `json:"context,omitempty"`
+	Path    string `json:"path"`
+	PGN     int    `json:"pgn"`
+	Src     string `json:"src"`
+	Count   int    `json:"count"`
+	Reason  string `json:"reason"`
+}
+
+// refUncovered is a PGN n2k-signalk maps that no log gives a reference value for, with the
+// reason (and, where the plugin maps it, the test that covers it instead).
+type refUncovered struct {
 	PGN    int    `json:"pgn"`
-	Src    string `json:"src"`
-	Count  int    `json:"count"`
+	Mapped bool   `json:"mapped"`
 	Reason string `json:"reason"`
 }
 
 // TestN2KDecodeMatchesReference runs canboatjs 3.20.0 + n2k-signalk 4.6.0 (installed by
 // `make n2k-reference`) and devctl n2k decode on each shipped log: at least 99 % of the
 // reference values must be matched, and every value not matched must be listed, with its
-// reason, in plugins/n2k/testdata/reference-differences.json.
+// reason, in plugins/n2k/testdata/reference-differences.json. The logs are the two real
+// ones and mapped-pgns.log, made by canboatjs (mapped-pgns.js) for the PGNs the real ones
+// lack. Every PGN n2k-signalk maps must have reference values in some log, or be listed
+// in the same file as uncovered, with the reason.
 func TestN2KDecodeMatchesReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the canboatjs reference under node: skipped in -short")
@@ -272,11 +295,13 @@ func TestN2KDecodeMatchesReference(t *testing.T) {
 	}
 	var listed struct {
 		Differences []refDifference `json:"differences"`
+		Uncovered   []refUncovered  `json:"uncovered"`
 	}
 	if err := json.Unmarshal(b, &listed); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"candumpSample2.txt", "dirona-actisense-serial.head.raw"} {
+	seen := map[int]bool{} // PGNs with reference values
+	for _, name := range []string{"candumpSample2.txt", "dirona-actisense-serial.head.raw", "mapped-pgns.log"} {
 		t.Run(name, func(t *testing.T) {
 			logPath := filepath.Join(n2kLogs(), name)
 			in, err := os.Open(logPath)
@@ -294,6 +319,9 @@ func TestN2KDecodeMatchesReference(t *testing.T) {
 			}
 			got, _ := decodeFile(t, logPath)
 			ref := loadDeltas(t, refOut.String())
+			for k := range ref {
+				seen[k.PGN] = true
+			}
 			matched, total, missing := matchReference(ref, loadDeltas(t, got))
 			frac := float64(matched) / float64(total)
 			t.Logf("%s: %d of %d reference values matched (%.4f)", name, matched, total, frac)
@@ -303,7 +331,7 @@ func TestN2KDecodeMatchesReference(t *testing.T) {
 			want := map[refKey]int{}
 			for _, d := range listed.Differences {
 				if d.Log == name {
-					want[refKey{d.Path, d.PGN, d.Src}] = d.Count
+					want[refKey{d.Context, d.Path, d.PGN, d.Src}] = d.Count
 				}
 			}
 			var problems []string
@@ -323,6 +351,34 @@ func TestN2KDecodeMatchesReference(t *testing.T) {
 			}
 		})
 	}
+
+	// Every PGN of the reference's mapping has reference values in a log, or is listed.
+	cmd := exec.Command(node, filepath.Join(plugins.Dir(), "n2k", "testdata", "reference.js"), "--pgns")
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("reference --pgns: %v", err)
+	}
+	var refPGNs []int
+	if err := json.Unmarshal(out, &refPGNs); err != nil {
+		t.Fatal(err)
+	}
+	uncovered := map[int]refUncovered{}
+	for _, u := range listed.Uncovered {
+		uncovered[u.PGN] = u
+	}
+	for _, p := range refPGNs {
+		u, isListed := uncovered[p]
+		switch {
+		case seen[p] && isListed:
+			t.Errorf("PGN %d: listed as uncovered but the logs give reference values for it", p)
+		case !seen[p] && !isListed:
+			t.Errorf("PGN %d: n2k-signalk maps it, no log gives a reference value and it is not listed", p)
+		case skmap.Maps(uint32(p)) != (!isListed || u.Mapped):
+			t.Errorf("PGN %d: mapped %v, listed as mapped %v", p, skmap.Maps(uint32(p)), u.Mapped)
+		}
+	}
+	t.Logf("%d PGNs mapped by the reference, %d with reference values in the logs", len(refPGNs), len(seen))
 }
 
 func received(t *testing.T, data string) int {

@@ -252,7 +252,14 @@ func (p *plugin) publish(d *skmap.Delta) {
 			v.Path = p.overrides.Path(v.Path)
 		}
 	}
-	for _, v := range d.Updates[0].Values {
+	values := d.Updates[0].Values
+	if d.Context != "" {
+		// An AIS target's values are about another vessel, an aid to navigation or a base
+		// station: the host publishes the own vessel's paths only, so they go out in the
+		// delta event alone.
+		values = nil
+	}
+	for _, v := range values {
 		p.declareMeta(v.Path)
 		if p.limiter.Interval > 0 && !p.limiter.Offer(v.Path, v.Value, p.uptime) {
 			continue // held: the rate timer sends the latest

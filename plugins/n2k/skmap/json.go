@@ -88,22 +88,44 @@ func appendValue(b []byte, v any) []byte {
 	case Notification:
 		b = append(b, `{"state":`...)
 		b = appendString(b, x.State)
-		b = append(b, `,"method":[`...)
-		for i, m := range x.Method {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, m)
-		}
-		b = append(b, `],"message":`...)
+		b = append(b, `,"method":`...)
+		b = appendStrings(b, x.Method)
+		b = append(b, `,"message":`...)
 		b = appendString(b, x.Message)
 		return append(b, '}')
+	case TimedNotification:
+		b = append(b, `{"message":`...)
+		b = appendString(b, x.Message)
+		b = append(b, `,"method":`...)
+		b = appendStrings(b, x.Method)
+		b = append(b, `,"state":`...)
+		b = appendString(b, x.State)
+		b = append(b, `,"timestamp":`...)
+		b = appendString(b, *x.at)
+		return append(b, '}')
+	case TimeToGo:
+		s, ok := x.Seconds()
+		if !ok {
+			return append(b, "null"...)
+		}
+		return appendFloat(b, s)
 	}
 	out, err := json.Marshal(v)
 	if err != nil {
 		return append(b, "null"...)
 	}
 	return append(b, out...)
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
 }
 
 func appendPtr(b []byte, f *float64) []byte {

@@ -10,9 +10,10 @@ import (
 
 // ctx is one message being mapped.
 type ctx struct {
-	d  *decode.Decoded
-	st *srcState
-	ts string // the delta's timestamp
+	d     *decode.Decoded
+	st    *srcState
+	ts    string  // the delta's timestamp
+	stamp *string // the update's timestamp, set by the plugin after mapping when ts is ""
 }
 
 // rule is one entry of the table. A value comes from field (taken as JavaScript's Number()

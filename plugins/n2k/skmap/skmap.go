@@ -164,7 +164,7 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		u.Source.DeviceInstance = st.deviceInstance
 	}
 	c := &mem.c
-	*c = ctx{d: d, st: st, ts: ts}
+	*c = ctx{d: d, st: st, ts: ts, stamp: &u.Timestamp}
 	for _, r := range rs {
 		r.apply(c, &u.Values)
 	}

@@ -97,10 +97,29 @@ func onState(prefix func(*ctx) string, leaf, field string) rule {
 func timeToGo(c *ctx) (any, bool) {
 	date, _ := c.d.Fields["etaDate"].(string)
 	tm, _ := c.d.Fields["etaTime"].(string)
-	eta, err1 := time.Parse(time.RFC3339Nano, strings.ReplaceAll(date, ".", "-")+"T"+tm+"Z")
-	now, err2 := time.Parse(time.RFC3339Nano, c.ts)
-	if err1 != nil || err2 != nil {
+	eta, err := time.Parse(time.RFC3339Nano, strings.ReplaceAll(date, ".", "-")+"T"+tm+"Z")
+	if err != nil {
 		return nil, true
 	}
-	return eta.Sub(now).Seconds(), true
+	return TimeToGo{eta: eta, at: c.stamp}, true
 }
+
+// TimeToGo is the seconds from the update's time to an ETA: the update's time may be set
+// after mapping (the plugin stamps a message when it publishes it), so it is read when the
+// value is written. JSON null when that time is not a time.
+type TimeToGo struct {
+	eta time.Time
+	at  *string
+}
+
+// Seconds answers the time to go, false when the update's time is not a time.
+func (t TimeToGo) Seconds() (float64, bool) {
+	now, err := time.Parse(time.RFC3339Nano, *t.at)
+	if err != nil {
+		return 0, false
+	}
+	return t.eta.Sub(now).Seconds(), true
+}
+
+// MarshalJSON writes the seconds.
+func (t TimeToGo) MarshalJSON() ([]byte, error) { return appendValue(nil, t), nil }

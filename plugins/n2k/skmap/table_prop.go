@@ -109,7 +109,7 @@ func init() {
 			if !ok {
 				msg = "Unknown Simnet Alarm " + fieldText(c, "alarm")
 			}
-			return TimedNotification{Message: msg, Method: []string{"visual"}, State: "warning", Timestamp: c.ts}, true
+			return TimedNotification{Message: msg, Method: []string{"visual"}, State: "warning", at: c.stamp}, true
 		}}}
 }
 
@@ -117,13 +117,16 @@ func init() {
 func isID(id string) func(*ctx) bool { return func(c *ctx) bool { return c.d.ID == id } }
 
 // TimedNotification is a notification that carries the message's time, as the
-// manufacturers' alarms do.
+// manufacturers' alarms do: the update's time, read when the value is written (see TimeToGo).
 type TimedNotification struct {
-	Message   string   `json:"message"`
-	Method    []string `json:"method"`
-	State     string   `json:"state"`
-	Timestamp string   `json:"timestamp"`
+	Message string
+	Method  []string
+	State   string
+	at      *string
 }
+
+// MarshalJSON writes the notification with its time.
+func (n TimedNotification) MarshalJSON() ([]byte, error) { return appendValue(nil, n), nil }
 
 func seatalkAlarmPath(c *ctx) string {
 	name := "unknown" + fieldText(c, "alarmId")
@@ -137,7 +140,7 @@ func seatalkAlarmPath(c *ctx) string {
 // seatalkAlarm: silenced alarms are visual only; waypoint arrival and route alarms are alerts.
 func seatalkAlarm(c *ctx) (any, bool) {
 	status := c.d.Fields["alarmStatus"]
-	n := TimedNotification{Method: []string{"visual"}, State: "alarm", Timestamp: c.ts}
+	n := TimedNotification{Method: []string{"visual"}, State: "alarm", at: c.stamp}
 	if status == "Alarm condition met and not silenced" {
 		n.Method = append(n.Method, "sound")
 	}
