@@ -12,6 +12,7 @@ import (
 type ctx struct {
 	d     *decode.Decoded
 	st    *srcState
+	m     *Mapper
 	ts    string  // the delta's timestamp
 	stamp *string // the update's timestamp, set by the plugin after mapping when ts is ""
 }

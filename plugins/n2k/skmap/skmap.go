@@ -104,6 +104,9 @@ type srcState struct {
 // concurrent use.
 type Mapper struct {
 	state map[uint8]*srcState
+	// fusionSource is the Fusion stereo's current source id (130820 Source), "" before one
+	// was seen; the reference keeps it for all senders together.
+	fusionSource string
 }
 
 // srcNames are the source addresses in decimal, made once.
@@ -164,7 +167,7 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		u.Source.DeviceInstance = st.deviceInstance
 	}
 	c := &mem.c
-	*c = ctx{d: d, st: st, ts: ts, stamp: &u.Timestamp}
+	*c = ctx{d: d, st: st, m: m, ts: ts, stamp: &u.Timestamp}
 	for _, r := range rs {
 		r.apply(c, &u.Values)
 	}

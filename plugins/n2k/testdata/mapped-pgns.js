@@ -15,6 +15,7 @@ const { pgnToActisenseSerialFormat, FromPgn } = require('@canboat/canboatjs')
 const ray = { manufacturerCode: 'Raymarine', industryCode: 'Marine Industry' }
 const simrad = { manufacturerCode: 'Simrad', industryCode: 'Marine Industry' }
 const lowrance = { manufacturerCode: 'Lowrance', industryCode: 'Marine Industry' }
+const fusion = { manufacturerCode: 'Fusion Electronics', industryCode: 'Marine Industry' }
 
 // [pgn, src, fields, the canboat id the message is encoded as, the id canboatjs decodes it
 // as where that differs]
@@ -98,7 +99,29 @@ const messages = [
   [129291, 42, { sid: 1, setReference: 'True', set: 2.5, drift: 0.6 }],
   [130316, 47, { sid: 0, instance: 2, source: 'Inside Temperature', temperature: 294.15, setTemperature: 295 }],
   [130316, 47, { sid: 0, instance: 1, source: 'Exhaust Gas Temperature', temperature: 620.5 }],
-  [130577, 42, { dataMode: 'Autonomous', cogReference: 'True', sid: 1, cog: 1.4, sog: 5.5, heading: 1.35, speedThroughWater: 5.2, set: 2.4, drift: 0.4 }]
+  [130577, 42, { dataMode: 'Autonomous', cogReference: 'True', sid: 1, cog: 1.4, sog: 5.5, heading: 1.35, speedThroughWater: 5.2, set: 2.4, drift: 0.4 }],
+  // a Fusion stereo: before its first Source message, the track has no source to go under
+  [130820, 51, { ...fusion, messageId: 32773, sourceId: 5, index: 1, track: 'Before any source' }, 'fusionTrackName'],
+  [130820, 51, { ...fusion, messageId: 32801, name: 'Saloon' }, 'fusionDeviceName'],
+  [130820, 51, { ...fusion, messageId: 32800, state: 'On' }, 'fusionPowerState'],
+  [130820, 51, { ...fusion, messageId: 32770, sourceId: 5, currentSourceId: 5, sourceType: 'USB', flags: 0, source: 'USB' }, 'fusionSource'],
+  [130820, 51, { ...fusion, messageId: 32770, sourceId: 1, currentSourceId: 5, sourceType: 'FM', flags: 0, source: 'FM' }, 'fusionSource'],
+  [130820, 51, { ...fusion, messageId: 32772, sourceId: 5, flags: 'Playing', track: 3, trackCount: 12, length: '00:03:45', positionInTrack: '00:01:00' }, 'fusionMedia'],
+  [130820, 51, { ...fusion, messageId: 32772, sourceId: 5, flags: 'Paused', track: 4, trackCount: 12, length: '00:04:10', positionInTrack: '00:00:10' }, 'fusionMedia'],
+  [130820, 51, { ...fusion, messageId: 32773, sourceId: 5, index: 3, track: 'Harbour Lights' }, 'fusionTrackName'],
+  [130820, 51, { ...fusion, messageId: 32774, sourceId: 5, index: 3, artist: 'The Deckhands' }, 'fusionArtistName'],
+  [130820, 51, { ...fusion, messageId: 32775, sourceId: 5, index: 3, album: 'Low Tide' }, 'fusionAlbumName'],
+  [130820, 51, { ...fusion, messageId: 32777, sourceId: 5, progress: '00:01:30' }, 'fusionTrackPosition'],
+  [130820, 51, { ...fusion, messageId: 32779, sourceId: 'FM', scanning: 0, frequency: 101500000, signalStrength: 40, track: 'Radio One' }, 'fusionTuner'],
+  [130820, 51, { ...fusion, messageId: 32779, sourceId: 'AM', scanning: 0, frequency: 1080000, signalStrength: 20, track: '' }, 'fusionTuner'],
+  [130820, 51, { ...fusion, messageId: 32797, zone1: 12, zone2: 10, zone3: 0, zone4: 24 }, 'fusionVolumes'],
+  [130820, 51, { ...fusion, messageId: 32813, number: 1, name: 'Cockpit' }, 'fusionZoneName'],
+  [130820, 51, { ...fusion, messageId: 32791, mute: 'Mute On' }, 'fusionMute'],
+  [130820, 51, { ...fusion, messageId: 32795, zone: 0, bass: 2, mid: -1, treble: 3 }, 'fusionEq'],
+  [130820, 51, { ...fusion, messageId: 32804, sourceId: 5, channelNumber: 20, channel: 'Jazz Channel' }, 'fusionSiriusxmChannel'],
+  [130820, 51, { ...fusion, messageId: 32805, sourceId: 5, channel: 20, title: 'Blue Water' }, 'fusionSiriusxmTitle'],
+  [130820, 51, { ...fusion, messageId: 32806, sourceId: 5, channel: 20, artist: 'Quartet' }, 'fusionSiriusxmArtist'],
+  [130820, 51, { ...fusion, messageId: 32807, sourceId: 5, channel: 20, genre: 'Jazz' }, 'fusionSiriusxmContentInfo']
 ]
 
 // Maretron's AC and generator PGNs (65005..65030) need the sender's device instance, from
