@@ -1,9 +1,11 @@
 // Package skmap maps decoded NMEA 2000 messages to Signal K deltas the way signalk-server's
 // @signalk/n2k-signalk does: the same paths, SI units and values, and the same $source
 // ({label, type "NMEA2000", pgn, src}, with canName and deviceInstance once the sender's
-// address claim was seen). The mapping is a table (rules.go): per PGN, rules naming a path
-// template, the field it takes, a condition and, where a unit changes, a conversion; the
-// few composite values (position, attitude, satellites, notifications) are functions.
+// address claim was seen). The mapping is a table (table*.go, the rule type in rules.go):
+// per PGN, rules naming a path template, the field it takes, a condition and, where a unit
+// changes, a conversion; the composite values (position, attitude, satellites,
+// notifications, AIS ship types) and what the reference computes are small functions. The
+// AIS PGNs name another vessel's (or aid's, station's) context for their deltas.
 package skmap
 
 import (
