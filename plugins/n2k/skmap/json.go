@@ -93,16 +93,6 @@ func appendValue(b []byte, v any) []byte {
 		b = append(b, `,"message":`...)
 		b = appendString(b, x.Message)
 		return append(b, '}')
-	case TimedNotification:
-		b = append(b, `{"message":`...)
-		b = appendString(b, x.Message)
-		b = append(b, `,"method":`...)
-		b = appendStrings(b, x.Method)
-		b = append(b, `,"state":`...)
-		b = appendString(b, x.State)
-		b = append(b, `,"timestamp":`...)
-		b = appendString(b, *x.at)
-		return append(b, '}')
 	case TimeToGo:
 		s, ok := x.Seconds()
 		if !ok {

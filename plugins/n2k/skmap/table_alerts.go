@@ -8,24 +8,12 @@ import (
 // n2k-signalk 4.6.0 maps them.
 func init() {
 	charger := func(c *ctx) string { return "electrical.chargers." + fieldText(c, "instance") }
-	rules[127510] = []rule{
-		onState(charger, ".enabled", "chargerEnableDisable"),
-		numberAt(charger, ".chargeCurrentLimit", "chargeCurrentLimit"),
-		lowerState(charger, ".chargingAlgorithm", "chargingAlgorithm"),
-		lowerState(charger, ".chargeMode", "chargerMode"),
-		lowerState(charger, ".estimatedTemperature", "estimatedTemperature"),
-		onState(charger, ".equalizeOneTimeEnabled", "equalizeOneTimeEnableDisable"),
-		onState(charger, ".overChargeEnabled", "overChargeEnableDisable"),
-		numberAt(charger, ".equalizeTime", "equalizeTime"),
-	}
+	rules[127510] = fieldRules(charger, "on .enabled chargerEnableDisable; num .chargeCurrentLimit chargeCurrentLimit; "+
+		"lower .chargingAlgorithm chargingAlgorithm; lower .chargeMode chargerMode; lower .estimatedTemperature estimatedTemperature; "+
+		"on .equalizeOneTimeEnabled equalizeOneTimeEnableDisable; on .overChargeEnabled overChargeEnableDisable; num .equalizeTime equalizeTime")
 	inverter := func(c *ctx) string { return "electrical.inverters." + fieldText(c, "instance") }
-	rules[127511] = []rule{
-		onState(inverter, ".enabled", "inverterEnableDisable"),
-		lowerState(inverter, ".inverterMode", "inverterMode"),
-		onState(inverter, ".loadSenseEnabled", "loadSenseEnableDisable"),
-		numberAt(inverter, ".loadSensePowerThreshold", "loadSensePowerThreshold"),
-		numberAt(inverter, ".loadSenseInterval", "loadSenseInterval"),
-	}
+	rules[127511] = fieldRules(inverter, "on .enabled inverterEnableDisable; lower .inverterMode inverterMode; "+
+		"on .loadSenseEnabled loadSenseEnableDisable; num .loadSensePowerThreshold loadSensePowerThreshold; num .loadSenseInterval loadSenseInterval")
 
 	// 129285 names its paths after the calculation type of the last 129284 (as 129283 does).
 	route := func(leaf string) func(*ctx) string {
@@ -80,11 +68,31 @@ func init() {
 	}}}
 }
 
-// numberAt is a numeric field's value when it is a number.
-func numberAt(prefix func(*ctx) string, leaf, field string) rule {
-	return rule{pathFn: func(c *ctx) string { return prefix(c) + leaf },
-		when:  func(c *ctx) bool { _, ok := c.d.Fields[field].(float64); return ok },
-		value: func(c *ctx) (any, bool) { return c.d.Fields[field], true }}
+// fieldRules builds the rules of a PGN whose values are its fields under one path prefix,
+// from a table of "kind leaf field" entries separated by ";". The kinds: on (true for "On",
+// false for another name), num (a number, as it is) and lower (a name, lower-cased); each
+// value is there when its field has that type. A malformed entry is left out
+// (TestFieldRules counts the rules of every table).
+func fieldRules(prefix func(*ctx) string, table string) []rule {
+	var rs []rule
+	for _, entry := range strings.Split(table, ";") {
+		f := strings.Fields(entry)
+		if len(f) != 3 {
+			continue
+		}
+		switch f[0] {
+		case "on":
+			rs = append(rs, onState(prefix, f[1], f[2]))
+		case "lower":
+			rs = append(rs, lowerState(prefix, f[1], f[2]))
+		case "num":
+			leaf, field := f[1], f[2]
+			rs = append(rs, rule{pathFn: func(c *ctx) string { return prefix(c) + leaf },
+				when:  func(c *ctx) bool { _, ok := c.d.Fields[field].(float64); return ok },
+				value: func(c *ctx) (any, bool) { return c.d.Fields[field], true }})
+		}
+	}
+	return rs
 }
 
 // alertTypes are the NMEA 2000 alert types and their Signal K states; a type outside them

@@ -1,6 +1,7 @@
 package skmap
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"unicode"
@@ -125,8 +126,15 @@ type TimedNotification struct {
 	at      *string
 }
 
-// MarshalJSON writes the notification with its time.
-func (n TimedNotification) MarshalJSON() ([]byte, error) { return appendValue(nil, n), nil }
+// MarshalJSON writes the notification with its time (rare messages: by reflection).
+func (n TimedNotification) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Message   string   `json:"message"`
+		Method    []string `json:"method"`
+		State     string   `json:"state"`
+		Timestamp string   `json:"timestamp"`
+	}{n.Message, n.Method, n.State, *n.at})
+}
 
 func seatalkAlarmPath(c *ctx) string {
 	name := "unknown" + fieldText(c, "alarmId")

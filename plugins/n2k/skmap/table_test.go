@@ -163,3 +163,15 @@ func TestAlerts(t *testing.T) {
 		t.Errorf("%s %+v", v.Path, v.Value)
 	}
 }
+
+// The field-rule tables are whole: every entry gave a rule.
+func TestFieldRules(t *testing.T) {
+	for p, want := range map[uint32]int{127510: 8, 127511: 5} {
+		if got := len(rules[p]); got != want {
+			t.Errorf("%d: %d rules, want %d", p, got, want)
+		}
+	}
+	if n := len(fieldRules(nil, "on .a b; bad entry; odd .x y")); n != 1 {
+		t.Errorf("%d rules from one good entry", n)
+	}
+}
