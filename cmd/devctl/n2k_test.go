@@ -272,9 +272,9 @@ type refUncovered struct {
 // TestN2KDecodeMatchesReference runs canboatjs 3.20.0 + n2k-signalk 4.6.0 (installed by
 // `make n2k-reference`) and devctl n2k decode on each shipped log: at least 99 % of the
 // reference values must be matched, and every value not matched must be listed, with its
-// reason, in plugins/n2k/testdata/reference-differences.json. The logs are the two real
-// ones and mapped-pgns.log, made by canboatjs (mapped-pgns.js) for the PGNs the real ones
-// lack. Every PGN n2k-signalk maps must have reference values in some log, or be listed
+// reason, in plugins/n2k/testdata/reference-differences.json. The logs are the real ones
+// (two recordings and canboat's sample lines of AIS, Lowrance and route PGNs) and
+// mapped-pgns.log, made by canboatjs (mapped-pgns.js) for the PGNs the real ones lack. Every PGN n2k-signalk maps must have reference values in some log, or be listed
 // in the same file as uncovered, with the reason.
 func TestN2KDecodeMatchesReference(t *testing.T) {
 	if testing.Short() {
@@ -301,7 +301,7 @@ func TestN2KDecodeMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[int]bool{} // PGNs with reference values
-	for _, name := range []string{"candumpSample2.txt", "dirona-actisense-serial.head.raw", "mapped-pgns.log"} {
+	for _, name := range []string{"candumpSample2.txt", "dirona-actisense-serial.head.raw", "canboat-samples.raw", "mapped-pgns.log"} {
 		t.Run(name, func(t *testing.T) {
 			logPath := filepath.Join(n2kLogs(), name)
 			in, err := os.Open(logPath)
