@@ -193,6 +193,45 @@ func loadDeltas(t *testing.T, text string) map[refKey][]any {
 	return out
 }
 
+// sourcesOf answers the distinct $source objects of the updates in text (one delta a line),
+// each as canonical JSON. An update with no value that has a path is left out: the plugin
+// sends no value without a path (such values are listed differences).
+func sourcesOf(t *testing.T, text string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if line == "" {
+			continue
+		}
+		var d struct {
+			Updates []struct {
+				Source map[string]any `json:"source"`
+				Values []struct {
+					Path *string `json:"path"`
+				} `json:"values"`
+			} `json:"updates"`
+		}
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		for _, u := range d.Updates {
+			withPath := false
+			for _, v := range u.Values {
+				withPath = withPath || v.Path != nil
+			}
+			if !withPath {
+				continue
+			}
+			b, err := json.Marshal(u.Source) // map keys sorted
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[string(b)] = true
+		}
+	}
+	return out
+}
+
 // sameValue compares JSON values, numbers within 1e-6 relative.
 func sameValue(a, b any) bool {
 	switch x := a.(type) {
@@ -323,6 +362,14 @@ func TestN2KDecodeMatchesReference(t *testing.T) {
 				seen[k.PGN] = true
 			}
 			matched, total, missing := matchReference(ref, loadDeltas(t, got))
+			// The $source of every reference update (label, type, pgn, src, canName,
+			// deviceInstance, instance) is one the plugin sends too.
+			ours := sourcesOf(t, got)
+			for s := range sourcesOf(t, refOut.String()) {
+				if !ours[s] {
+					t.Errorf("%s: reference $source %s not among the plugin's", name, s)
+				}
+			}
 			frac := float64(matched) / float64(total)
 			t.Logf("%s: %d of %d reference values matched (%.4f)", name, matched, total, frac)
 			if total == 0 || frac < 0.99 {
