@@ -246,18 +246,18 @@ func (p *plugin) publish(d *skmap.Delta) {
 			d.Updates[0].Timestamp = p.stamp // the messages of one millisecond share it
 		}
 	}
-	if p.overrides.Len() > 0 {
-		for i := range d.Updates[0].Values {
-			v := &d.Updates[0].Values[i]
-			v.Path = p.overrides.Path(v.Path)
-		}
-	}
 	values := d.Updates[0].Values
 	if d.Context != "" {
 		// An AIS target's values are about another vessel, an aid to navigation or a base
 		// station: the host publishes the own vessel's paths only, so they go out in the
-		// delta event alone.
+		// delta event alone, and the own vessel's path overrides leave them as they are.
 		values = nil
+	}
+	if p.overrides.Len() > 0 {
+		for i := range values {
+			v := &values[i]
+			v.Path = p.overrides.Path(v.Path)
+		}
 	}
 	for _, v := range values {
 		p.declareMeta(v.Path)

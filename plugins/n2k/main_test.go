@@ -363,3 +363,46 @@ func TestCompositeValuePublishedAsJSON(t *testing.T) {
 	}
 	t.Fatalf("no navigation.position in %+v", h.Published)
 }
+
+// An AIS target's values are another vessel's: they go in the delta events, with their
+// context, and never onto the own vessel's paths.
+func TestAISTargetOnlyInDeltaEvents(t *testing.T) {
+	h := fakeHost(t)
+	defer h.Stop()
+	if err := h.SetConfig(map[string]any{"enabled": true, "deltas": true}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := decode.Encode(129038, map[string]any{"messageId": 1.0, "userId": 244660001.0,
+		"longitude": 4.5, "latitude": 52.1, "sog": 5.2, "cog": 1.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := decode.Message{Header: decode.Header{Prio: 4, PGN: 129038, Src: 40, Dst: 255}, Data: data}
+	for _, f := range decode.Frames(msg, 0, nil) {
+		h.CANReceive(sdk.CANFrame{ID: f.ID, Extended: true, Data: f.Data})
+	}
+	getStatus(t, h) // sends the deltas gathered
+	for _, v := range h.Published {
+		if v.Path == "navigation.position" || v.Path == "navigation.speedOverGround" {
+			t.Errorf("AIS target published on the own vessel: %+v", v)
+		}
+	}
+	found := false
+	for _, e := range h.SSE {
+		if e.Event != "n2k_delta" {
+			continue
+		}
+		var ds []struct {
+			Context string `json:"context"`
+		}
+		if err := json.Unmarshal(e.Data, &ds); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			found = found || d.Context == "vessels.urn:mrn:imo:mmsi:244660001"
+		}
+	}
+	if !found {
+		t.Errorf("no delta event with the target's context in %+v", h.SSE)
+	}
+}
