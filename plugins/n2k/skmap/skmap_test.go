@@ -112,7 +112,9 @@ func TestReferenceCases(t *testing.T) {
 		})
 	}
 	// Every PGN of the table with a reference case in the logs is covered; the others have
-	// their own tests below.
+	// their own tests below and in table_test.go, and cmd/devctl's
+	// TestN2KDecodeMatchesReference compares every one with the reference on
+	// testdata/logs/mapped-pgns.log.
 	var missing []int
 	for _, p := range PGNs() {
 		if !covered[p] && !synthetic[p] {
