@@ -12,9 +12,7 @@ import (
 type ctx struct {
 	d     *decode.Decoded
 	st    *srcState
-	m     *Mapper
-	ts    string  // the delta's timestamp
-	stamp *string // the update's timestamp, set by the plugin after mapping when ts is ""
+	stamp *string // the update's timestamp: the message's, or set by the plugin after mapping
 }
 
 // rule is one entry of the table. A value comes from field (taken as JavaScript's Number()

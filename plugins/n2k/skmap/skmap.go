@@ -100,6 +100,7 @@ type srcState struct {
 	powerFactor    map[string]float64 // by path prefix, for the apparent power of 65xxx
 	courseType     string             // Rhumbline or GreatCircle, from the last 129284
 	alerts         map[string]any     // alert id to its text (126985), for 126983
+	m              *Mapper            // the mapper's state shared by all sources
 }
 
 // Mapper keeps per-source state (address claims) between messages. Not safe for
@@ -142,6 +143,7 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		st = &srcState{}
 		m.state[d.Src] = st
 	}
+	st.m = m
 	if d.PGN == 60928 {
 		m.claim(st, d, raw)
 		return nil
@@ -169,7 +171,7 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		u.Source.DeviceInstance = st.deviceInstance
 	}
 	c := &mem.c
-	*c = ctx{d: d, st: st, m: m, ts: ts, stamp: &u.Timestamp}
+	*c = ctx{d: d, st: st, stamp: &u.Timestamp}
 	for _, r := range rs {
 		r.apply(c, &u.Values)
 	}

@@ -7,9 +7,9 @@ import "strconv"
 // once a Source message named it.
 func init() {
 	const dev = "entertainment.device.fusion1."
-	current := func(c *ctx) bool { return c.m.fusionSource != "" }
+	current := func(c *ctx) bool { return c.st.m.fusionSource != "" }
 	source := func(leaf string) func(*ctx) string {
-		return func(c *ctx) string { return dev + "avsource.source" + c.m.fusionSource + leaf }
+		return func(c *ctx) string { return dev + "avsource.source" + c.st.m.fusionSource + leaf }
 	}
 	field := func(id string) func(*ctx) (any, bool) {
 		return func(c *ctx) (any, bool) { v, ok := c.d.Fields[id]; return v, ok }
@@ -54,8 +54,8 @@ func init() {
 		if !ok {
 			return nil, false
 		}
-		c.m.fusionSource = jsString(id)
-		return dev + "avsource.source" + c.m.fusionSource, true
+		c.st.m.fusionSource = jsString(id)
+		return dev + "avsource.source" + c.st.m.fusionSource, true
 	}})
 	for z := 2; z <= 4; z++ {
 		rs = append(rs, rule{path: dev + "output.zone" + strconv.Itoa(z) + ".source", when: isID("fusionSource"),
