@@ -95,18 +95,7 @@ func TestN2KDecodeFormats(t *testing.T) {
 			}
 			for _, f := range []string{format, "auto"} {
 				out, errOut := decodeFile(t, "--format", f, path)
-				var d struct {
-					Updates []struct {
-						Source struct {
-							PGN int    `json:"pgn"`
-							Src string `json:"src"`
-						} `json:"source"`
-						Values []struct {
-							Path  string  `json:"path"`
-							Value float64 `json:"value"`
-						} `json:"values"`
-					} `json:"updates"`
-				}
+				var d deltaLine
 				if err := json.Unmarshal([]byte(out), &d); err != nil {
 					t.Fatalf("--format %s: %v: %q (%s)", f, err, out, errOut)
 				}
@@ -143,6 +132,20 @@ func TestN2KDecodeBadInput(t *testing.T) {
 	}
 }
 
+// deltaLine is one line of `n2k decode`'s output, as far as the tests read it.
+type deltaLine struct {
+	Updates []struct {
+		Source struct {
+			PGN int    `json:"pgn"`
+			Src string `json:"src"`
+		} `json:"source"`
+		Values []struct {
+			Path  string `json:"path"`
+			Value any    `json:"value"`
+		} `json:"values"`
+	} `json:"updates"`
+}
+
 // refKey is a value's identity in the comparison: path, PGN and source address.
 type refKey struct {
 	Path string
@@ -157,18 +160,7 @@ func loadDeltas(t *testing.T, text string) map[refKey][]any {
 		if line == "" {
 			continue
 		}
-		var d struct {
-			Updates []struct {
-				Source struct {
-					PGN int    `json:"pgn"`
-					Src string `json:"src"`
-				} `json:"source"`
-				Values []struct {
-					Path  string `json:"path"`
-					Value any    `json:"value"`
-				} `json:"values"`
-			} `json:"updates"`
-		}
+		var d deltaLine
 		if err := json.Unmarshal([]byte(line), &d); err != nil {
 			t.Fatalf("%v: %q", err, line)
 		}
