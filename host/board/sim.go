@@ -96,6 +96,11 @@ type FileMemory struct {
 	LargestBlock int64 `json:"largest_block"`
 }
 
+// memory is the snapshot the file's figures start the board with.
+func (m FileMemory) memory() Memory {
+	return Memory{FreeHeap: m.FreeHeap, FreeInternal: m.FreeInternal, LargestBlock: m.LargestBlock}
+}
+
 // DefaultFile is the board used when no file is given.
 func DefaultFile() File {
 	return File{
@@ -205,7 +210,7 @@ func (f *File) check() error {
 	if err := f.checkPortal(mac); err != nil {
 		return err
 	}
-	mem := Memory{FreeHeap: f.Memory.FreeHeap, FreeInternal: f.Memory.FreeInternal, LargestBlock: f.Memory.LargestBlock}
+	mem := f.Memory.memory()
 	if err := checkMemory(mem, f.RAMInternalBytes+f.RAMPSRAMBytes); err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
@@ -229,20 +234,20 @@ func NewSim(f File) (*Sim, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	mem := Memory{FreeHeap: f.Memory.FreeHeap, FreeInternal: f.Memory.FreeInternal, LargestBlock: f.Memory.LargestBlock}
+	mem := f.Memory.memory()
 	mem.MinFreeHeap, mem.MinFreeInternal = mem.FreeHeap, mem.FreeInternal
-	hw := f.Hardware
+	hw, wifi := f.Hardware, f.WiFi
 	hw.Features = slices.Clone(f.Features)
+	wifi.APs = slices.Clone(f.WiFi.APs)
 	return &Sim{
 		hw:     hw,
 		mem:    mem,
 		eth:    IfState{Name: IfaceEth, Up: f.Eth.Up, IP: f.Eth.IP, Netmask: f.Eth.Netmask, Gateway: f.Eth.Gateway},
 		ethNTP: f.Eth.NTPServer,
 		thread: IfState{Name: IfaceThread, Up: f.Thread.Up, IP: f.Thread.IP, Netmask: f.Thread.Netmask, Gateway: f.Thread.Gateway},
-		wifi: FileWiFi{StationIP: f.WiFi.StationIP, Netmask: f.WiFi.Netmask, Gateway: f.WiFi.Gateway,
-			NTPServer: f.WiFi.NTPServer, ScanBusy: f.WiFi.ScanBusy, APs: slices.Clone(f.WiFi.APs)},
-		sta:  station{state: "idle"},
-		subs: map[*subscriber]struct{}{},
+		wifi:   wifi,
+		sta:    station{state: "idle"},
+		subs:   map[*subscriber]struct{}{},
 	}, nil
 }
 
