@@ -25,16 +25,20 @@ const (
 	EvStop      EventKind = 11 // empty; the last batch before an orderly stop
 )
 
-var eventNames = map[EventKind]string{
+var eventNames = [...]string{
 	EvInit: "init", EvConfig: "config", EvDelta: "delta", EvPut: "put", EvPutAnswer: "put_answer",
 	EvTimer: "timer", EvHTTP: "http", EvGPIO: "gpio", EvCAN: "can", EvBLE: "ble", EvStop: "stop",
 }
 
-func (k EventKind) String() string {
-	if s, ok := eventNames[k]; ok {
-		return s
+func (k EventKind) String() string { return enumName(eventNames[:], uint8(k), "event") }
+
+// enumName is the String of the ABI's small enums: the value's name in names (indexed by
+// value), or kind(value) for one the table does not name, since a later minor may add values.
+func enumName(names []string, v uint8, kind string) string {
+	if int(v) < len(names) && names[v] != "" {
+		return names[v]
 	}
-	return fmt.Sprintf("event(%d)", uint8(k))
+	return fmt.Sprintf("%s(%d)", kind, v)
 }
 
 // Event is one record of a batch: u8 kind, u32 payload length, payload.
@@ -142,19 +146,11 @@ const (
 	PutDeferred PutResult = 3 // PENDING 202, completed by a later reply with the same id
 )
 
-func (p PutResult) String() string {
-	switch p {
-	case PutSuccess:
-		return "success"
-	case PutInvalid:
-		return "invalid argument"
-	case PutFailure:
-		return "failure"
-	case PutDeferred:
-		return "deferred"
-	}
-	return fmt.Sprintf("result(%d)", uint8(p))
+var putResultNames = [...]string{
+	PutSuccess: "success", PutInvalid: "invalid argument", PutFailure: "failure", PutDeferred: "deferred",
 }
+
+func (p PutResult) String() string { return enumName(putResultNames[:], uint8(p), "result") }
 
 // PutReply is the sk_put_reply input: u32 id, u8 result, str message.
 type PutReply struct {
@@ -324,17 +320,9 @@ const (
 	HealthAlarm  HealthState = 2
 )
 
-func (s HealthState) String() string {
-	switch s {
-	case HealthNormal:
-		return "normal"
-	case HealthWarn:
-		return "warn"
-	case HealthAlarm:
-		return "alarm"
-	}
-	return fmt.Sprintf("state(%d)", uint8(s))
-}
+var healthStateNames = [...]string{HealthNormal: "normal", HealthWarn: "warn", HealthAlarm: "alarm"}
+
+func (s HealthState) String() string { return enumName(healthStateNames[:], uint8(s), "state") }
 
 // HealthReport is the health_report input: str name, u8 state, u8 flags, str message. The
 // host's condition key is <id>.<name>.
@@ -443,21 +431,11 @@ const (
 	ClockSNTP   ClockSource = 4
 )
 
-func (c ClockSource) String() string {
-	switch c {
-	case ClockNone:
-		return "none"
-	case ClockRTC:
-		return "rtc"
-	case ClockSK:
-		return "sk"
-	case ClockManual:
-		return "manual"
-	case ClockSNTP:
-		return "sntp"
-	}
-	return fmt.Sprintf("source(%d)", uint8(c))
+var clockSourceNames = [...]string{
+	ClockNone: "none", ClockRTC: "rtc", ClockSK: "sk", ClockManual: "manual", ClockSNTP: "sntp",
 }
+
+func (c ClockSource) String() string { return enumName(clockSourceNames[:], uint8(c), "source") }
 
 // Clock is the clock_now record (ClockSize bytes: i64 unix ms, i64 uptime ms, u8 synced, u8
 // source, 6 zero bytes).

@@ -525,33 +525,11 @@ type Namespace struct {
 	Keys        []Key  `json:"keys"`
 }
 
-// Key is one key descriptor.
-type Key struct {
-	Name            string   `json:"name"`
-	Type            string   `json:"type"`
-	Default         any      `json:"default,omitempty"`
-	Min             *float64 `json:"min,omitempty"`
-	Max             *float64 `json:"max,omitempty"`
-	MaxLength       int      `json:"maxLength,omitempty"`
-	Enum            []string `json:"enum,omitempty"`
-	Pattern         string   `json:"pattern,omitempty"`
-	Secret          bool     `json:"secret,omitempty"`
-	RestartRequired bool     `json:"restart_required,omitempty"`
-	ReadOnly        bool     `json:"readOnly,omitempty"`
-	Unit            string   `json:"unit,omitempty"`
-	Group           string   `json:"group,omitempty"`
-	Title           string   `json:"title,omitempty"`
-	Description     string   `json:"description,omitempty"`
-	X               *Display `json:"x,omitempty"`
-}
+// Key is one key descriptor; the JSON form is the ABI's, shared with the device.
+type Key = abi.KeyDescriptor[any]
 
 // Display holds a key's presentation hints; Format "table" with Columns makes a table key.
-type Display struct {
-	DisplayMultiplier *float64 `json:"displayMultiplier,omitempty"`
-	DisplayOffset     *float64 `json:"displayOffset,omitempty"`
-	Format            string   `json:"format,omitempty"`
-	Columns           []string `json:"columns,omitempty"`
-}
+type Display = abi.Display
 
 // Float is a helper for the descriptor's optional numbers.
 func Float(f float64) *float64 { return &f }

@@ -81,44 +81,32 @@ func (a *app) board(ctx context.Context, args []string) error {
 		if err := parseNoArgs(sfs, rest); err != nil {
 			return err
 		}
-		var u board.MemoryUpdate
 		set := setFlags(sfs)
-		if set["free-heap"] {
-			u.FreeHeap = heap
-		}
-		if set["free-internal"] {
-			u.FreeInternal = internal
-		}
-		if set["largest-block"] {
-			u.LargestBlock = block
+		u := board.MemoryUpdate{
+			FreeHeap:     ifGiven(set, "free-heap", heap),
+			FreeInternal: ifGiven(set, "free-internal", internal),
+			LargestBlock: ifGiven(set, "largest-block", block),
 		}
 		if u == (board.MemoryUpdate{}) {
 			return usagef("board mem: give at least one of --free-heap, --free-internal, --largest-block")
 		}
 		call = func(c *board.Client) (board.State, error) { return c.SetMemory(ctx, u) }
 	case "net":
-		pos, err := parseAll(sfs, rest)
+		up, err := parseSwitch(sfs, rest, "up", "down", "board net: want up or down")
 		if err != nil {
 			return err
 		}
-		if len(pos) != 1 || (pos[0] != "up" && pos[0] != "down") {
-			return usagef("board net: want up or down")
-		}
-		if pos[0] == "up" {
+		if up {
 			call = func(c *board.Client) (board.State, error) { return c.NetUp(ctx) }
 		} else {
 			call = func(c *board.Client) (board.State, error) { return c.NetDown(ctx) }
 		}
 	case "eth", "thread":
 		ip := sfs.String("ip", "", "IPv4 address (with up)")
-		pos, err := parseAll(sfs, rest)
+		up, err := parseSwitch(sfs, rest, "up", "down", "board "+sub+": want up [--ip IP] or down")
 		if err != nil {
 			return err
 		}
-		if len(pos) != 1 || (pos[0] != "up" && pos[0] != "down") {
-			return usagef("board %s: want up [--ip IP] or down", sub)
-		}
-		up := pos[0] == "up"
 		u := board.IfUpdate{Up: &up}
 		if setFlags(sfs)["ip"] {
 			if !up {
@@ -140,16 +128,11 @@ func (a *app) board(ctx context.Context, args []string) error {
 		if err := parseNoArgs(sfs, rest); err != nil {
 			return err
 		}
-		var u board.RouteUpdate
 		set := setFlags(sfs)
-		if set["ip"] {
-			u.IP = ip
-		}
-		if set["netmask"] {
-			u.Netmask = mask
-		}
-		if set["gateway"] {
-			u.Gateway = gw
+		u := board.RouteUpdate{
+			IP:      ifGiven(set, "ip", ip),
+			Netmask: ifGiven(set, "netmask", mask),
+			Gateway: ifGiven(set, "gateway", gw),
 		}
 		if u == (board.RouteUpdate{}) {
 			return usagef("board route: give at least one of --ip, --netmask, --gateway (the Ethernet address)")
@@ -191,14 +174,10 @@ func boardWiFi(ctx context.Context, fs *flag.FlagSet, args []string) (func(*boar
 	}
 	switch args[0] {
 	case "scan-busy":
-		pos, err := parseAll(fs, args[1:])
+		busy, err := parseSwitch(fs, args[1:], "on", "off", "board wifi scan-busy: want on or off")
 		if err != nil {
 			return nil, err
 		}
-		if len(pos) != 1 || (pos[0] != "on" && pos[0] != "off") {
-			return nil, usagef("board wifi scan-busy: want on or off")
-		}
-		busy := pos[0] == "on"
 		return func(c *board.Client) (board.State, error) { return c.SetScanBusy(ctx, busy) }, nil
 	case "ap":
 	default:
@@ -270,6 +249,28 @@ func parseNoArgs(fs *flag.FlagSet, args []string) error {
 	}
 	if len(pos) > 0 {
 		return usagef("%s: unexpected argument %q", fs.Name(), pos[0])
+	}
+	return nil
+}
+
+// parseSwitch parses flags anywhere among args and the one argument on or off (up or down:
+// the words are given), answering whether it is on; anything else is a usage error.
+func parseSwitch(fs *flag.FlagSet, args []string, on, off, usage string) (bool, error) {
+	pos, err := parseAll(fs, args)
+	if err != nil {
+		return false, err
+	}
+	if len(pos) != 1 || (pos[0] != on && pos[0] != off) {
+		return false, usagef("%s", usage)
+	}
+	return pos[0] == on, nil
+}
+
+// ifGiven is p when the flag name was given on the command line, else nil: an update carries
+// only what the user set.
+func ifGiven[T any](set map[string]bool, name string, p *T) *T {
+	if set[name] {
+		return p
 	}
 	return nil
 }

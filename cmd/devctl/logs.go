@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"devhost/host/logs"
 )
 
 // pollEvery is how often `logs --follow` asks for new lines.
@@ -17,18 +19,6 @@ const pollEvery = time.Second
 
 // requestTimeout bounds one log page request.
 const requestTimeout = 15 * time.Second
-
-// logPage is the spec's log page (GET /logs).
-type logPage struct {
-	First   int64    `json:"first"`
-	Next    int64    `json:"next"`
-	Dropped int64    `json:"dropped"`
-	Size    int      `json:"size"`
-	Used    int      `json:"used"`
-	Gap     bool     `json:"gap"`
-	From    int64    `json:"from"`
-	Lines   []string `json:"lines"`
-}
 
 // httpError is an error status from the device.
 type httpError struct {
@@ -202,7 +192,7 @@ func (t *logTail) poll(ctx context.Context) (int, error) {
 }
 
 // page fetches the lines after sequence after (-1: from the oldest), at most limit.
-func (t *logTail) page(ctx context.Context, after int64, limit int) (logPage, error) {
+func (t *logTail) page(ctx context.Context, after int64, limit int) (logs.Page, error) {
 	u := t.base + "/logs?limit=" + strconv.Itoa(limit)
 	if after >= 0 {
 		u += "&after=" + strconv.FormatInt(after, 10)
@@ -211,7 +201,7 @@ func (t *logTail) page(ctx context.Context, after int64, limit int) (logPage, er
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
 	if err != nil {
-		return logPage{}, fmt.Errorf("logs: %w", err)
+		return logs.Page{}, fmt.Errorf("logs: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if t.key != "" {
@@ -219,15 +209,15 @@ func (t *logTail) page(ctx context.Context, after int64, limit int) (logPage, er
 	}
 	resp, err := t.a.http.Do(req)
 	if err != nil {
-		return logPage{}, fmt.Errorf("logs: %w", err)
+		return logs.Page{}, fmt.Errorf("logs: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return logPage{}, fmt.Errorf("logs: %w", readHTTPError(resp))
+		return logs.Page{}, fmt.Errorf("logs: %w", readHTTPError(resp))
 	}
-	var p logPage
+	var p logs.Page
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&p); err != nil {
-		return logPage{}, fmt.Errorf("logs: decode the page: %w", err)
+		return logs.Page{}, fmt.Errorf("logs: decode the page: %w", err)
 	}
 	return p, nil
 }

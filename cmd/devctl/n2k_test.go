@@ -96,18 +96,7 @@ func TestN2KDecodeFormats(t *testing.T) {
 			}
 			for _, f := range []string{format, "auto"} {
 				out, errOut := decodeFile(t, "--format", f, path)
-				var d struct {
-					Updates []struct {
-						Source struct {
-							PGN int    `json:"pgn"`
-							Src string `json:"src"`
-						} `json:"source"`
-						Values []struct {
-							Path  string  `json:"path"`
-							Value float64 `json:"value"`
-						} `json:"values"`
-					} `json:"updates"`
-				}
+				var d deltaLine
 				if err := json.Unmarshal([]byte(out), &d); err != nil {
 					t.Fatalf("--format %s: %v: %q (%s)", f, err, out, errOut)
 				}
@@ -144,6 +133,22 @@ func TestN2KDecodeBadInput(t *testing.T) {
 	}
 }
 
+// deltaLine is one line of `n2k decode`'s output, as far as the tests read it.
+type deltaLine struct {
+	Context string `json:"context"`
+	Updates []struct {
+		Source struct {
+			PGN int    `json:"pgn"`
+			Src string `json:"src"`
+		} `json:"source"`
+		Timestamp string `json:"timestamp"`
+		Values    []struct {
+			Path  string `json:"path"`
+			Value any    `json:"value"`
+		} `json:"values"`
+	} `json:"updates"`
+}
+
 // refKey is a value's identity in the comparison: context (empty for the own vessel),
 // path, PGN and source address.
 type refKey struct {
@@ -160,20 +165,7 @@ func loadDeltas(t *testing.T, text string) map[refKey][]any {
 		if line == "" {
 			continue
 		}
-		var d struct {
-			Context string `json:"context"`
-			Updates []struct {
-				Source struct {
-					PGN int    `json:"pgn"`
-					Src string `json:"src"`
-				} `json:"source"`
-				Timestamp string `json:"timestamp"`
-				Values    []struct {
-					Path  string `json:"path"`
-					Value any    `json:"value"`
-				} `json:"values"`
-			} `json:"updates"`
-		}
+		var d deltaLine
 		if err := json.Unmarshal([]byte(line), &d); err != nil {
 			t.Fatalf("%v: %q", err, line)
 		}

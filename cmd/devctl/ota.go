@@ -218,19 +218,6 @@ func (a *app) otaManifest(args []string) error {
 	return enc.Encode(m)
 }
 
-// otaStatus is what push reads of GET /ota/status.
-type otaStatus struct {
-	State    string  `json:"state"`
-	Progress *int    `json:"progress"`
-	Error    *string `json:"error"`
-	Running  struct {
-		Version    string `json:"version"`
-		Slot       int    `json:"slot"`
-		Confirmed  bool   `json:"confirmed"`
-		RolledBack bool   `json:"rolled_back"`
-	} `json:"running"`
-}
-
 func (a *app) otaPush(ctx context.Context, args []string) error {
 	fs := newFlags("ota push")
 	devURL := fs.String("url", "", "the device, http://HOST:PORT (else $DEVCTL_URL, else "+defaultURL+")")
@@ -352,8 +339,8 @@ type cancelOnClose struct {
 
 func (c cancelOnClose) Close() error { err := c.ReadCloser.Close(); c.cancel(); return err }
 
-func (c *otaClient) status(ctx context.Context) (otaStatus, error) {
-	var st otaStatus
+func (c *otaClient) status(ctx context.Context) (ota.Status, error) {
+	var st ota.Status
 	resp, err := c.do(ctx, http.MethodGet, "/ota/status", nil)
 	if err != nil {
 		return st, err
@@ -386,7 +373,7 @@ func (c *otaClient) post(ctx context.Context, path string, body any) error {
 
 // watch polls the status until the device runs version from the other slot (success), or the
 // install failed, or the device came back on the old image.
-func (c *otaClient) watch(ctx context.Context, before otaStatus, version string) error {
+func (c *otaClient) watch(ctx context.Context, before ota.Status, version string) error {
 	last := ""
 	rebooting := false
 	for {

@@ -1,11 +1,7 @@
 package main_test
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os/exec"
 	"reflect"
 	"syscall"
 	"testing"
@@ -49,67 +45,6 @@ func TestSNTPSetsTheDeviceClock(t *testing.T) {
 	}
 }
 
-// zeroconfBrowse runs python3-zeroconf browsing one service type.
-func zeroconfBrowse(t *testing.T, python, typ string) <-chan map[string]any {
-	t.Helper()
-	cmd := exec.Command(python, "../../host/mdns/testdata/zeroconf_peer.py", "browse", typ)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = mdnstest.Writer(t)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	out := make(chan map[string]any, 64)
-	go func() {
-		defer close(out)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				out <- m
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		_, _ = io.WriteString(stdin, "stop\n")
-		_ = stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	return out
-}
-
-func waitPeer(t *testing.T, ch <-chan map[string]any, event, name string) map[string]any {
-	t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case m, ok := <-ch:
-			if !ok {
-				t.Fatalf("zeroconf ended while waiting for %s %s", event, name)
-			}
-			if m["event"] == event && (name == "" || m["name"] == name) {
-				return m
-			}
-			t.Logf("zeroconf: %v", m)
-		case <-deadline:
-			t.Fatalf("zeroconf: no %s %s", event, name)
-		}
-	}
-}
-
 // The device started with --mdns-iface advertises itself as the spec's "mDNS records" say,
 // follows a host name change and says goodbye at shutdown; python3-zeroconf watches, in a
 // network namespace of the test's own.
@@ -118,15 +53,15 @@ func TestMDNSAdvertisesTheDevice(t *testing.T) {
 		return
 	}
 	python := mdnstest.Python(t)
-	devs := zeroconfBrowse(t, python, "_dev._tcp")
-	https := zeroconfBrowse(t, python, "_http._tcp")
-	waitPeer(t, devs, "browsing", "")
-	waitPeer(t, https, "browsing", "")
+	devs := mdnstest.StartPeer(t, python, "browse", "_dev._tcp")
+	https := mdnstest.StartPeer(t, python, "browse", "_http._tcp")
+	devs.Wait("browsing", "")
+	https.Wait("browsing", "")
 	d := newDev(t, withArgs("--mdns-iface", "lo"))
 	info := d.info()
 	st := d.call("GET", "/api/v1/net/status", "").json(t)
 	host := st["hostname"].(string)
-	m := waitPeer(t, devs, "added", host+"._dev._tcp.local.")
+	m := devs.Wait("added", host+"._dev._tcp.local.")
 	txt := m["txt"].(map[string]any)
 	want := map[string]any{"v": info["version"], "app": info["app"], "dev": info["idf_version"], "target": info["chip"],
 		"id": st["id"], "api": "/api/v1", "auth": "0"}
@@ -134,7 +69,7 @@ func TestMDNSAdvertisesTheDevice(t *testing.T) {
 		!reflect.DeepEqual(m["addresses"], []any{"127.0.0.1"}) {
 		t.Fatalf("zeroconf resolved %v\nwant TXT %v on %s.local:%d", m, want, host, d.port)
 	}
-	m = waitPeer(t, https, "added", host+"._http._tcp.local.")
+	m = https.Wait("added", host+"._http._tcp.local.")
 	if !reflect.DeepEqual(m["txt"], map[string]any{"path": "/"}) || m["port"] != float64(d.port) {
 		t.Fatalf("zeroconf resolved %v", m)
 	}
@@ -143,12 +78,12 @@ func TestMDNSAdvertisesTheDevice(t *testing.T) {
 	if r := d.call("PUT", "/api/v1/config", `{"net":{"hostname":"boat"}}`); r.status != 200 {
 		t.Fatalf("put hostname: %d %s", r.status, r.body)
 	}
-	waitPeer(t, devs, "removed", host+"._dev._tcp.local.")
-	waitPeer(t, https, "removed", host+"._http._tcp.local.")
-	if m := waitPeer(t, devs, "added", "boat._dev._tcp.local."); m["server"] != "boat.local." {
+	devs.Wait("removed", host+"._dev._tcp.local.")
+	https.Wait("removed", host+"._http._tcp.local.")
+	if m := devs.Wait("added", "boat._dev._tcp.local."); m["server"] != "boat.local." {
 		t.Fatalf("after the rename %v", m)
 	}
-	waitPeer(t, https, "added", "boat._http._tcp.local.")
+	https.Wait("added", "boat._http._tcp.local.")
 
 	// Shutdown: goodbyes.
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
@@ -160,6 +95,6 @@ func TestMDNSAdvertisesTheDevice(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("supervisor did not stop after SIGTERM")
 	}
-	waitPeer(t, devs, "removed", "boat._dev._tcp.local.")
-	waitPeer(t, https, "removed", "boat._http._tcp.local.")
+	devs.Wait("removed", "boat._dev._tcp.local.")
+	https.Wait("removed", "boat._http._tcp.local.")
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"devhost/host/signalk/sktest"
+	"devhost/host/signalk/sktest/testcert"
 )
 
 // TestPowerCycleSignalK: the duty cycle against the real signalk-server serving https. The
@@ -16,9 +17,9 @@ import (
 // and the same pin; the deltas it had buffered while its stream was off before a sleep are
 // gone after it (RAM, not RTC memory), while those buffered after the wake reach the server.
 func TestPowerCycleSignalK(t *testing.T) {
-	ca := newSKTLSCA(t, "Boat CA")
-	leaf := ca.issue(t)
-	s := sktest.Require(t, sktest.Options{TLS: leaf.files(t)})
+	ca := testcert.NewCA(t, "Boat CA")
+	leaf := ca.Issue(t, skLeaf)
+	s := sktest.Require(t, sktest.Options{TLS: testcert.Files(t, leaf)})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
 	defer cancel()
 
@@ -76,7 +77,7 @@ func TestPowerCycleSignalK(t *testing.T) {
 	waitSK("approved and streaming", streaming)
 	var pin skTLSDoc
 	get("pinned", "/api/v1/sk/tls", &pin)
-	if pin.State != "trusted" || pin.Pinned == nil || pin.Pinned.SHA256 != ca.fingerprint() {
+	if pin.State != "trusted" || pin.Pinned == nil || pin.Pinned.SHA256 != testcert.Fingerprint(ca.Cert) {
 		t.Fatalf("first use did not pin the CA: %+v", pin)
 	}
 	pinnedAt := pin.Pinned.PinnedAt
@@ -124,7 +125,7 @@ func TestPowerCycleSignalK(t *testing.T) {
 			t.Fatalf("%s: reset reason %q", what, info.ResetReason)
 		}
 		get(what, "/api/v1/sk/tls", &pin)
-		if pin.State != "trusted" || pin.Pinned == nil || pin.Pinned.SHA256 != ca.fingerprint() || !pin.Pinned.PinnedAt.Equal(pinnedAt) {
+		if pin.State != "trusted" || pin.Pinned == nil || pin.Pinned.SHA256 != testcert.Fingerprint(ca.Cert) || !pin.Pinned.PinnedAt.Equal(pinnedAt) {
 			t.Fatalf("%s: the pin did not survive the sleep: %+v", what, pin)
 		}
 		if wake == 1 {

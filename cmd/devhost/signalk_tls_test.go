@@ -3,17 +3,9 @@ package main_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/hex"
+	"crypto/tls"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"reflect"
 	"strconv"
@@ -22,6 +14,7 @@ import (
 	"time"
 
 	"devhost/host/signalk/sktest"
+	"devhost/host/signalk/sktest/testcert"
 )
 
 // The whole device against the real signalk-server serving https: the probe finds TLS behind
@@ -29,9 +22,9 @@ import (
 // another CA is cert_error (token kept, alarm raised, no plaintext), DELETE /sk/tls re-pins and
 // resumes with the same token, and a power cut keeps both pin and token.
 func TestSignalKTLSEndToEnd(t *testing.T) {
-	ca1 := newSKTLSCA(t, "Boat CA")
-	leaf1 := ca1.issue(t)
-	s := sktest.Require(t, sktest.Options{TLS: leaf1.files(t)})
+	ca1 := testcert.NewCA(t, "Boat CA")
+	leaf1 := ca1.Issue(t, skLeaf)
+	s := sktest.Require(t, sktest.Options{TLS: testcert.Files(t, leaf1)})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
 	defer cancel()
 
@@ -138,13 +131,13 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	seen.wait(t, 0, hangGuard, "sk_tls event with the CA pinned", func(e event) bool {
 		var doc skTLSDoc
 		return e.name == "sk_tls" && json.Unmarshal([]byte(e.data), &doc) == nil &&
-			doc.State == "trusted" && doc.Pinned != nil && doc.Pinned.SHA256 == ca1.fingerprint()
+			doc.State == "trusted" && doc.Pinned != nil && doc.Pinned.SHA256 == testcert.Fingerprint(ca1.Cert)
 	})
 
 	// 3. A renewal by the same CA: the device reconnects by itself and keeps streaming.
 	mark := seen.len()
-	renewed := ca1.issue(t)
-	if err := s.Restart(ctx, renewed.files(t)); err != nil {
+	renewed := ca1.Issue(t, skLeaf)
+	if err := s.Restart(ctx, testcert.Files(t, renewed)); err != nil {
 		t.Fatal(err)
 	}
 	seen.wait(t, mark, hangGuard, "sk_ws disconnected by the restart", wsConnected(false))
@@ -167,9 +160,9 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 
 	// 4. A leaf from another CA (same subject): cert_error, token kept, alarm, no plaintext.
 	mark = seen.len()
-	ca2 := newSKTLSCA(t, "Boat CA")
-	changed := ca2.issue(t)
-	if err := s.Restart(ctx, changed.files(t)); err != nil {
+	ca2 := testcert.NewCA(t, "Boat CA")
+	changed := ca2.Issue(t, skLeaf)
+	if err := s.Restart(ctx, testcert.Files(t, changed)); err != nil {
 		t.Fatal(err)
 	}
 	st = waitStatus("cert_error after the changed leaf", func(st skStatus) bool { return st.Token.State == "cert_error" })
@@ -188,13 +181,13 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	seen.wait(t, mark, hangGuard, "sk_tls event with the mismatch", func(e event) bool {
 		var doc skTLSDoc
 		return e.name == "sk_tls" && json.Unmarshal([]byte(e.data), &doc) == nil && doc.State == "mismatch" &&
-			doc.Presented != nil && doc.Presented.SHA256 == changed.fingerprint()
+			doc.Presented != nil && doc.Presented.SHA256 == testcert.Fingerprint(changed.Leaf)
 	})
 	doc = tlsDoc()
 	if doc.State != "mismatch" || doc.Error == "" || doc.Server != httpsAddr ||
-		doc.Pinned == nil || doc.Pinned.SHA256 != ca1.fingerprint() ||
-		doc.Presented == nil || doc.Presented.SHA256 != changed.fingerprint() ||
-		doc.Presented.CA == nil || doc.Presented.CA.SHA256 != ca2.fingerprint() {
+		doc.Pinned == nil || doc.Pinned.SHA256 != testcert.Fingerprint(ca1.Cert) ||
+		doc.Presented == nil || doc.Presented.SHA256 != testcert.Fingerprint(changed.Leaf) ||
+		doc.Presented.CA == nil || doc.Presented.CA.SHA256 != testcert.Fingerprint(ca2.Cert) {
 		t.Fatalf("GET /sk/tls in cert_error: %+v", doc)
 	}
 	waitCertCondition("alarm")
@@ -220,7 +213,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 		t.Fatalf("DELETE /sk/tls: %d %s", r.status, r.body)
 	}
 	// The retry runs at once, so the answer may already show the new pin, never the old one.
-	if del.Pinned != nil && del.Pinned.SHA256 != ca2.fingerprint() {
+	if del.Pinned != nil && del.Pinned.SHA256 != testcert.Fingerprint(ca2.Cert) {
 		t.Fatalf("DELETE /sk/tls kept the old pin: %s", r.body)
 	}
 	st = waitStatus("streaming after DELETE /sk/tls", streaming)
@@ -255,7 +248,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 
 // checkPinnedCA checks a trusted /sk/tls document with ca pinned for leaf's names and leaf
 // presented, and answers pinned_at.
-func checkPinnedCA(t *testing.T, what string, doc skTLSDoc, addr string, ca *skTLSCA, leaf skTLSLeaf) time.Time {
+func checkPinnedCA(t *testing.T, what string, doc skTLSDoc, addr string, ca *testcert.CA, leaf tls.Certificate) time.Time {
 	t.Helper()
 	p := doc.Pinned
 	switch {
@@ -263,15 +256,15 @@ func checkPinnedCA(t *testing.T, what string, doc skTLSDoc, addr string, ca *skT
 		t.Fatalf("%s: /sk/tls %+v, want tofu trusted for %s", what, doc, addr)
 	case doc.Anchor == nil || *doc.Anchor != "ca":
 		t.Fatalf("%s: anchor %v, want ca", what, doc.Anchor)
-	case p == nil || p.Kind != "ca" || !p.IsCA || p.SHA256 != ca.fingerprint() || p.Subject != ca.cert.Subject.String():
-		t.Fatalf("%s: pinned %+v, want the CA %s", what, p, ca.fingerprint())
+	case p == nil || p.Kind != "ca" || !p.IsCA || p.SHA256 != testcert.Fingerprint(ca.Cert) || p.Subject != ca.Cert.Subject.String():
+		t.Fatalf("%s: pinned %+v, want the CA %s", what, p, testcert.Fingerprint(ca.Cert))
 	case !reflect.DeepEqual(p.Names, []string{"127.0.0.1", "localhost"}):
 		t.Fatalf("%s: pinned names %v", what, p.Names)
 	case p.PinnedAt.IsZero():
 		t.Fatalf("%s: pinned_at unset", what)
-	case doc.Presented == nil || doc.Presented.SHA256 != leaf.fingerprint() || doc.Presented.IsCA:
-		t.Fatalf("%s: presented %+v, want the leaf %s", what, doc.Presented, leaf.fingerprint())
-	case doc.Presented.CA == nil || doc.Presented.CA.SHA256 != ca.fingerprint():
+	case doc.Presented == nil || doc.Presented.SHA256 != testcert.Fingerprint(leaf.Leaf) || doc.Presented.IsCA:
+		t.Fatalf("%s: presented %+v, want the leaf %s", what, doc.Presented, testcert.Fingerprint(leaf.Leaf))
+	case doc.Presented.CA == nil || doc.Presented.CA.SHA256 != testcert.Fingerprint(ca.Cert):
 		t.Fatalf("%s: presented CA %+v", what, doc.Presented.CA)
 	}
 	return p.PinnedAt
@@ -394,102 +387,5 @@ func (l *eventLog) wait(t *testing.T, from int, timeout time.Duration, what stri
 	return l.all[hit]
 }
 
-// skTLSCA is a test CA issuing leaves for the names the device dials (127.0.0.1, localhost).
-type skTLSCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-// skTLSLeaf is a server certificate with its chain (leaf, then CA) and key.
-type skTLSLeaf struct {
-	chain []*x509.Certificate
-	key   *ecdsa.PrivateKey
-}
-
-func skTLSKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func skTLSSerial(t *testing.T) *big.Int {
-	t.Helper()
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-func skTLSSign(t *testing.T, tmpl, parent *x509.Certificate, pub *ecdsa.PublicKey, signer *ecdsa.PrivateKey) *x509.Certificate {
-	t.Helper()
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func newSKTLSCA(t *testing.T, cn string) *skTLSCA {
-	t.Helper()
-	k := skTLSKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber:          skTLSSerial(t),
-		Subject:               pkix.Name{CommonName: cn, Organization: []string{"devhost test"}},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(5 * 365 * 24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	return &skTLSCA{cert: skTLSSign(t, tmpl, tmpl, &k.PublicKey, k), key: k}
-}
-
-func (ca *skTLSCA) fingerprint() string { return skTLSFingerprint(ca.cert) }
-
-// issue makes a fresh leaf (new key, new serial) for localhost and 127.0.0.1.
-func (ca *skTLSCA) issue(t *testing.T) skTLSLeaf {
-	t.Helper()
-	k := skTLSKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: skTLSSerial(t),
-		Subject:      pkix.Name{CommonName: "signalk-server"},
-		NotBefore:    time.Now().Add(-time.Minute),
-		NotAfter:     time.Now().Add(365 * 24 * time.Hour),
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	return skTLSLeaf{chain: []*x509.Certificate{skTLSSign(t, tmpl, ca.cert, &k.PublicKey, ca.key), ca.cert}, key: k}
-}
-
-func (l skTLSLeaf) fingerprint() string { return skTLSFingerprint(l.chain[0]) }
-
-// files are signalk-server's ssl-cert.pem (the chain, leaf first) and ssl-key.pem.
-func (l skTLSLeaf) files(t *testing.T) *sktest.TLSFiles {
-	t.Helper()
-	var cert bytes.Buffer
-	for _, c := range l.chain {
-		if err := pem.Encode(&cert, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	key, err := x509.MarshalPKCS8PrivateKey(l.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &sktest.TLSFiles{CertPEM: cert.Bytes(), KeyPEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key})}
-}
-
-func skTLSFingerprint(c *x509.Certificate) string {
-	sum := sha256.Sum256(c.Raw)
-	return hex.EncodeToString(sum[:])
-}
+// skLeaf is what the device's server certificate names: the addresses it dials.
+var skLeaf = testcert.Leaf{CN: "signalk-server", DNS: []string{"localhost"}, IPs: []string{"127.0.0.1"}}

@@ -79,27 +79,14 @@ var _ Board = (*Sim)(nil)
 // board.example.json. Unknown members are an error so that a misspelt name is not silently
 // ignored.
 type File struct {
-	Comment          string   `json:"comment,omitempty"`
-	Board            string   `json:"board"`
-	MAC              string   `json:"mac"`
-	Chip             string   `json:"chip"`
-	ChipRevision     int      `json:"chip_revision"`
-	Cores            int      `json:"cores"`
-	CPUMHz           int      `json:"cpu_mhz"`
-	FlashBytes       int64    `json:"flash_bytes"`
-	RAMInternalBytes int64    `json:"ram_internal_bytes"`
-	RAMPSRAMBytes    int64    `json:"ram_psram_bytes"`
-	Features         []string `json:"features"`
-	// PortalIP is the setup access point's address; empty derives 127.4.<id> from the MAC,
-	// or is 192.168.4.1 with PortalIface.
-	PortalIP string `json:"portal_ip"`
-	// PortalIface is a real network interface carrying PortalIP; empty is the simulated
-	// loopback portal.
-	PortalIface string     `json:"portal_iface,omitempty"`
-	Memory      FileMemory `json:"memory"`
-	Eth         FileIface  `json:"eth"`
-	Thread      FileIface  `json:"thread"`
-	WiFi        FileWiFi   `json:"wifi"`
+	Comment string `json:"comment,omitempty"`
+	// Hardware's members stand at the top level of the file. In a file an empty PortalIP
+	// derives 127.4.<id> from the MAC, or is 192.168.4.1 with PortalIface.
+	Hardware
+	Memory FileMemory `json:"memory"`
+	Eth    FileIface  `json:"eth"`
+	Thread FileIface  `json:"thread"`
+	WiFi   FileWiFi   `json:"wifi"`
 }
 
 // FileMemory is the board file's initial heap figures.
@@ -109,22 +96,29 @@ type FileMemory struct {
 	LargestBlock int64 `json:"largest_block"`
 }
 
+// memory is the snapshot the file's figures start the board with.
+func (m FileMemory) memory() Memory {
+	return Memory{FreeHeap: m.FreeHeap, FreeInternal: m.FreeInternal, LargestBlock: m.LargestBlock}
+}
+
 // DefaultFile is the board used when no file is given.
 func DefaultFile() File {
 	return File{
-		Board:            "devhost-sim",
-		MAC:              DefaultMAC,
-		Chip:             DefaultChip,
-		ChipRevision:     0,
-		Cores:            2,
-		CPUMHz:           240,
-		FlashBytes:       8 << 20,
-		RAMInternalBytes: 512 << 10,
-		RAMPSRAMBytes:    0,
-		Features:         []string{"wifi", "ble"},
-		Memory:           FileMemory{FreeHeap: 262144, FreeInternal: 262144, LargestBlock: 110592},
-		Eth:              FileIface{IP: "127.0.0.1", Netmask: "255.0.0.0", Gateway: "127.0.0.1"},
-		Thread:           FileIface{IP: "127.0.0.1", Netmask: "255.0.0.0", Gateway: "127.0.0.1"},
+		Hardware: Hardware{
+			Board:            "devhost-sim",
+			MAC:              DefaultMAC,
+			Chip:             DefaultChip,
+			ChipRevision:     0,
+			Cores:            2,
+			CPUMHz:           240,
+			FlashBytes:       8 << 20,
+			RAMInternalBytes: 512 << 10,
+			RAMPSRAMBytes:    0,
+			Features:         []string{"wifi", "ble"},
+		},
+		Memory: FileMemory{FreeHeap: 262144, FreeInternal: 262144, LargestBlock: 110592},
+		Eth:    FileIface{IP: "127.0.0.1", Netmask: "255.0.0.0", Gateway: "127.0.0.1"},
+		Thread: FileIface{IP: "127.0.0.1", Netmask: "255.0.0.0", Gateway: "127.0.0.1"},
 		WiFi: FileWiFi{StationIP: DefaultStationIP, Netmask: "255.0.0.0", Gateway: "127.0.0.1",
 			APs: []AP{{SSID: DefaultSSID, PSK: DefaultPSK, Auth: "wpa2", BSSID: DefaultBSSID(DefaultSSID),
 				Channel: DefaultChannel, RSSI: DefaultAPRSSI, Fault: FaultNone}}},
@@ -216,7 +210,7 @@ func (f *File) check() error {
 	if err := f.checkPortal(mac); err != nil {
 		return err
 	}
-	mem := Memory{FreeHeap: f.Memory.FreeHeap, FreeInternal: f.Memory.FreeInternal, LargestBlock: f.Memory.LargestBlock}
+	mem := f.Memory.memory()
 	if err := checkMemory(mem, f.RAMInternalBytes+f.RAMPSRAMBytes); err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
@@ -240,23 +234,20 @@ func NewSim(f File) (*Sim, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	mem := Memory{FreeHeap: f.Memory.FreeHeap, FreeInternal: f.Memory.FreeInternal, LargestBlock: f.Memory.LargestBlock}
+	mem := f.Memory.memory()
 	mem.MinFreeHeap, mem.MinFreeInternal = mem.FreeHeap, mem.FreeInternal
+	hw, wifi := f.Hardware, f.WiFi
+	hw.Features = slices.Clone(f.Features)
+	wifi.APs = slices.Clone(f.WiFi.APs)
 	return &Sim{
-		hw: Hardware{
-			MAC: f.MAC, Chip: f.Chip, ChipRevision: f.ChipRevision, Cores: f.Cores, CPUMHz: f.CPUMHz,
-			FlashBytes: f.FlashBytes, RAMInternalBytes: f.RAMInternalBytes, RAMPSRAMBytes: f.RAMPSRAMBytes,
-			Features: slices.Clone(f.Features), Board: f.Board, PortalIP: f.PortalIP,
-			PortalIface: f.PortalIface,
-		},
+		hw:     hw,
 		mem:    mem,
 		eth:    IfState{Name: IfaceEth, Up: f.Eth.Up, IP: f.Eth.IP, Netmask: f.Eth.Netmask, Gateway: f.Eth.Gateway},
 		ethNTP: f.Eth.NTPServer,
 		thread: IfState{Name: IfaceThread, Up: f.Thread.Up, IP: f.Thread.IP, Netmask: f.Thread.Netmask, Gateway: f.Thread.Gateway},
-		wifi: FileWiFi{StationIP: f.WiFi.StationIP, Netmask: f.WiFi.Netmask, Gateway: f.WiFi.Gateway,
-			NTPServer: f.WiFi.NTPServer, ScanBusy: f.WiFi.ScanBusy, APs: slices.Clone(f.WiFi.APs)},
-		sta:  station{state: "idle"},
-		subs: map[*subscriber]struct{}{},
+		wifi:   wifi,
+		sta:    station{state: "idle"},
+		subs:   map[*subscriber]struct{}{},
 	}, nil
 }
 

@@ -123,15 +123,11 @@ type APUpdate struct {
 	RSSI    *int   `json:"rssi,omitempty"`
 }
 
-// WiFiState is the radio as the control channel shows it.
+// WiFiState is the radio as the control channel shows it: the board file's members, as they
+// are now, and the station.
 type WiFiState struct {
-	StationIP string     `json:"station_ip"`
-	Netmask   string     `json:"netmask"`
-	Gateway   string     `json:"gateway"`
-	NTPServer string     `json:"ntp_server,omitempty"`
-	ScanBusy  bool       `json:"scan_busy"`
-	APs       []AP       `json:"aps"`
-	Station   StaSummary `json:"station"`
+	FileWiFi
+	Station StaSummary `json:"station"`
 }
 
 // StaSummary is where the simulated station is.
@@ -242,8 +238,8 @@ func (s *Sim) WiFi() WiFiState {
 }
 
 func (s *Sim) wifiLocked() WiFiState {
-	w := WiFiState{StationIP: s.wifi.StationIP, Netmask: s.wifi.Netmask, Gateway: s.wifi.Gateway,
-		NTPServer: s.wifi.NTPServer, ScanBusy: s.wifi.ScanBusy, APs: slices.Clone(s.wifi.APs), Station: StaSummary{State: s.sta.state}}
+	w := WiFiState{FileWiFi: s.wifi, Station: StaSummary{State: s.sta.state}}
+	w.APs = slices.Clone(s.wifi.APs)
 	if s.sta.state != "idle" {
 		w.Station.SSID = s.sta.req.SSID
 		w.Station.BSSID = s.sta.bssid

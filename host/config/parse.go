@@ -10,37 +10,11 @@ import (
 
 // Wire form of a descriptor: the spec's descriptor field names.
 type nsJSON struct {
-	Namespace   string    `json:"namespace"`
-	Version     int       `json:"version"`
-	Title       string    `json:"title"`
-	Description string    `json:"description"`
-	Keys        []keyJSON `json:"keys"`
-}
-
-type keyJSON struct {
-	Name            string          `json:"name"`
-	Type            string          `json:"type"`
-	Default         json.RawMessage `json:"default"`
-	Min             *float64        `json:"min"`
-	Max             *float64        `json:"max"`
-	MaxLength       int             `json:"maxLength"`
-	Enum            []string        `json:"enum"`
-	Pattern         string          `json:"pattern"`
-	Secret          bool            `json:"secret"`
-	RestartRequired bool            `json:"restart_required"`
-	ReadOnly        bool            `json:"readOnly"`
-	Unit            string          `json:"unit"`
-	Group           string          `json:"group"`
-	Title           string          `json:"title"`
-	Description     string          `json:"description"`
-	X               *xJSON          `json:"x"`
-}
-
-type xJSON struct {
-	DisplayMultiplier *float64 `json:"displayMultiplier"`
-	DisplayOffset     *float64 `json:"displayOffset"`
-	Format            string   `json:"format"`
-	Columns           []string `json:"columns"`
+	Namespace   string                               `json:"namespace"`
+	Version     int                                  `json:"version"`
+	Title       string                               `json:"title"`
+	Description string                               `json:"description"`
+	Keys        []abi.KeyDescriptor[json.RawMessage] `json:"keys"`
 }
 
 // ParseNamespace decodes a JSON descriptor and validates it (ValidateNamespace).
@@ -84,8 +58,8 @@ func DecodeNamespace(b []byte) (Namespace, error) {
 			ReadOnly: kj.ReadOnly, Unit: kj.Unit, Group: kj.Group, Title: kj.Title, Description: kj.Description,
 		}
 		if kj.X != nil {
-			k.X = &X{DisplayMultiplier: kj.X.DisplayMultiplier, DisplayOffset: kj.X.DisplayOffset,
-				Format: kj.X.Format, Columns: kj.X.Columns}
+			x := X(*kj.X)
+			k.X = &x
 		}
 		if d := bytes.TrimSpace(kj.Default); len(d) > 0 && string(d) != "null" {
 			v, err := jsonDefault(kj.Type, d)

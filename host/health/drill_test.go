@@ -102,8 +102,8 @@ func drillOf(key string, st State, ttl time.Duration) Drill {
 
 func TestDrillLifecycle(t *testing.T) {
 	r, fc := newTestRegistry(t, Options{Policy: true})
-	var s recorder
-	_ = r.AddSink(s.sink)
+	var s recorder[Condition]
+	_ = r.AddSink(s.add)
 
 	if err := r.ApplyDrill(drillOf("test.a", Alarm, 15*time.Second)); err != nil {
 		t.Fatal(err)
@@ -275,16 +275,16 @@ func TestHTTP(t *testing.T) {
 // The drill fans out to every sink, including its expiry.
 func TestDrillFansOut(t *testing.T) {
 	r, fc := newTestRegistry(t, Options{})
-	var sinks [MaxSinks]recorder
+	var sinks [MaxSinks]recorder[Condition]
 	for i := range sinks {
-		_ = r.AddSink(sinks[i].sink)
+		_ = r.AddSink(sinks[i].add)
 	}
 	serve(r, http.MethodPost, "/health/test", `{"key":"test.x","state":"alarm","ttl_s":1}`)
 	fc.Advance(time.Second)
 	serve(r, http.MethodGet, "/health", "")
 	for i := range sinks {
-		if sinks[i].n() != 2 || sinks[i].calls[0].State != Alarm || sinks[i].calls[1].State != Normal {
-			t.Fatalf("sink %d: %+v", i, sinks[i].calls)
+		if sinks[i].n() != 2 || sinks[i].got[0].State != Alarm || sinks[i].got[1].State != Normal {
+			t.Fatalf("sink %d: %+v", i, sinks[i].got)
 		}
 	}
 }

@@ -10,28 +10,28 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// recorder is a sink that keeps every call.
-type recorder struct {
-	mu    sync.Mutex
-	calls []Condition
+// recorder keeps every call of the callback add stands for (a sink, Options.Restart).
+type recorder[T any] struct {
+	mu  sync.Mutex
+	got []T
 }
 
-func (s *recorder) sink(c Condition) {
+func (s *recorder[T]) add(v T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.calls = append(s.calls, c)
+	s.got = append(s.got, v)
 }
 
-func (s *recorder) n() int {
+func (s *recorder[T]) n() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.calls)
+	return len(s.got)
 }
 
-func (s *recorder) last() Condition {
+func (s *recorder[T]) last() T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.calls[len(s.calls)-1]
+	return s.got[len(s.got)-1]
 }
 
 func newTestRegistry(t *testing.T, opts Options) (*Registry, *clockwork.FakeClock) {
@@ -57,8 +57,8 @@ func mustCond(t *testing.T, r *Registry, key string) Condition {
 // TestLevelTriggered walks the first two rows of the state table, report by report.
 func TestLevelTriggered(t *testing.T) {
 	r, _ := newTestRegistry(t, Options{})
-	var s recorder
-	if err := r.AddSink(s.sink); err != nil {
+	var s recorder[Condition]
+	if err := r.AddSink(s.add); err != nil {
 		t.Fatal(err)
 	}
 	steps := []struct {
@@ -96,8 +96,8 @@ func TestLevelTriggered(t *testing.T) {
 // the same state and message leaves even the flag alone.
 func TestFlagFollowsPath(t *testing.T) {
 	r, _ := newTestRegistry(t, Options{})
-	var s recorder
-	_ = r.AddSink(s.sink)
+	var s recorder[Condition]
+	_ = r.AddSink(s.add)
 	if err := r.ReportFatal("skLinkStalled", Alarm, "down"); err != nil {
 		t.Fatal(err)
 	}
@@ -120,39 +120,39 @@ func TestSinkReplayAndCap(t *testing.T) {
 	_ = r.ReportFatal("skLinkStalled", Alarm, "stalled")
 	_ = r.Report("tlsMemory", Normal, "")
 
-	var first recorder
-	if err := r.AddSink(first.sink); err != nil {
+	var first recorder[Condition]
+	if err := r.AddSink(first.add); err != nil {
 		t.Fatal(err)
 	}
 	want := r.Conditions()
-	if len(first.calls) != 3 {
-		t.Fatalf("replay gave %d calls, want 3", len(first.calls))
+	if len(first.got) != 3 {
+		t.Fatalf("replay gave %d calls, want 3", len(first.got))
 	}
 	for i := range want {
-		if first.calls[i] != want[i] {
-			t.Fatalf("replay %d = %+v, want %+v (oldest first)", i, first.calls[i], want[i])
+		if first.got[i] != want[i] {
+			t.Fatalf("replay %d = %+v, want %+v (oldest first)", i, first.got[i], want[i])
 		}
 	}
 	// A change reaches every sink, and a later sink is replayed the latest state only.
 	_ = r.Report("netDown", Normal, "")
-	var second recorder
-	_ = r.AddSink(second.sink)
-	if first.n() != 4 || second.n() != 3 || second.calls[0].State != Normal {
-		t.Fatalf("first %d calls, second %+v", first.n(), second.calls)
+	var second recorder[Condition]
+	_ = r.AddSink(second.add)
+	if first.n() != 4 || second.n() != 3 || second.got[0].State != Normal {
+		t.Fatalf("first %d calls, second %+v", first.n(), second.got)
 	}
 	_ = r.Report("netDown", Warn, "again")
 	if first.n() != 5 || second.n() != 4 {
 		t.Fatalf("fan-out: first %d, second %d", first.n(), second.n())
 	}
 
-	var extra [2]recorder
+	var extra [2]recorder[Condition]
 	for i := range extra {
-		if err := r.AddSink(extra[i].sink); err != nil {
+		if err := r.AddSink(extra[i].add); err != nil {
 			t.Fatalf("sink %d: %v", i+3, err)
 		}
 	}
-	var fifth recorder
-	if err := r.AddSink(fifth.sink); !errors.Is(err, ErrSinksFull) {
+	var fifth recorder[Condition]
+	if err := r.AddSink(fifth.add); !errors.Is(err, ErrSinksFull) {
 		t.Fatalf("fifth sink: %v, want ErrSinksFull", err)
 	}
 	_ = r.Report("netDown", Normal, "")
@@ -164,23 +164,23 @@ func TestSinkReplayAndCap(t *testing.T) {
 // A sink that reports must not deadlock; its report reaches every sink after it returns.
 func TestSinkMayReport(t *testing.T) {
 	r, _ := newTestRegistry(t, Options{})
-	var s recorder
+	var s recorder[Condition]
 	_ = r.AddSink(func(c Condition) {
 		if c.Key == "netDown" && c.State == Warn {
 			_ = r.Report("flowConfig", Warn, "echo")
 		}
 	})
-	_ = r.AddSink(s.sink)
+	_ = r.AddSink(s.add)
 	_ = r.Report("netDown", Warn, "down")
-	if s.n() != 2 || s.calls[0].Key != "netDown" || s.calls[1].Key != "flowConfig" {
-		t.Fatalf("calls %+v", s.calls)
+	if s.n() != 2 || s.got[0].Key != "netDown" || s.got[1].Key != "flowConfig" {
+		t.Fatalf("calls %+v", s.got)
 	}
 }
 
 func TestTableFull(t *testing.T) {
 	r, _ := newTestRegistry(t, Options{})
-	var s recorder
-	_ = r.AddSink(s.sink)
+	var s recorder[Condition]
+	_ = r.AddSink(s.add)
 	for i := range MaxConditions {
 		if err := r.Report(fmt.Sprintf("c%d", i), Warn, "x"); err != nil {
 			t.Fatalf("slot %d: %v", i, err)

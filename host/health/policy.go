@@ -80,26 +80,31 @@ const (
 	msgTrough        = "internal RAM low-water mark fell below 10 KiB since boot"
 )
 
-// memoryVerdict is the lowMemory state for one sample, with its message and flag.
+// memoryRules are the lowMemory thresholds: each names a state, when it holds and its message.
+var memoryRules = []struct {
+	state State
+	low   func(board.Memory) bool
+	msg   string
+}{
+	{Alarm, func(m board.Memory) bool { return m.FreeInternal < InternalAlarmBytes }, msgInternalAlarm},
+	{Alarm, func(m board.Memory) bool { return m.LargestBlock < LargestBlockAlarmBytes }, msgBlockAlarm},
+	{Warn, func(m board.Memory) bool { return m.FreeHeap < HeapWarnBytes }, msgHeapWarn},
+	{Warn, func(m board.Memory) bool { return m.FreeInternal < InternalWarnBytes }, msgInternalWarn},
+}
+
+// memoryVerdict is the lowMemory state for one sample, with its message and flag: the worse
+// state any rule holds for, its message every rule of that state that holds, in table order.
 func memoryVerdict(m board.Memory) (State, string, bool) {
-	var why []string
-	if m.FreeInternal < InternalAlarmBytes {
-		why = append(why, msgInternalAlarm)
-	}
-	if m.LargestBlock < LargestBlockAlarmBytes {
-		why = append(why, msgBlockAlarm)
-	}
-	if len(why) > 0 {
-		return Alarm, strings.Join(why, "; "), true
-	}
-	if m.FreeHeap < HeapWarnBytes {
-		why = append(why, msgHeapWarn)
-	}
-	if m.FreeInternal < InternalWarnBytes {
-		why = append(why, msgInternalWarn)
-	}
-	if len(why) > 0 {
-		return Warn, strings.Join(why, "; "), false
+	for _, state := range []State{Alarm, Warn} {
+		var why []string
+		for _, r := range memoryRules {
+			if r.state == state && r.low(m) {
+				why = append(why, r.msg)
+			}
+		}
+		if len(why) > 0 {
+			return state, strings.Join(why, "; "), state == Alarm
+		}
 	}
 	return Normal, "", false
 }

@@ -13,24 +13,6 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// restarts records Restart calls.
-type restarts struct {
-	mu   sync.Mutex
-	recs []ResetRecord
-}
-
-func (x *restarts) fn(rec ResetRecord) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.recs = append(x.recs, rec)
-}
-
-func (x *restarts) n() int {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return len(x.recs)
-}
-
 // step advances the fake clock one policy period and runs the tick.
 func step(r *Registry, fc *clockwork.FakeClock) {
 	fc.Advance(TickInterval)
@@ -39,8 +21,8 @@ func step(r *Registry, fc *clockwork.FakeClock) {
 
 // TestStrikes walks the last two rows of the state table tick by tick.
 func TestStrikes(t *testing.T) {
-	var rs restarts
-	r, fc := newTestRegistry(t, Options{Policy: true, Restart: rs.fn})
+	var rs recorder[ResetRecord]
+	r, fc := newTestRegistry(t, Options{Policy: true, Restart: rs.add})
 	_ = r.ReportFatal("skLinkStalled", Alarm, "stalled")
 
 	step(r, fc)
@@ -67,7 +49,7 @@ func TestStrikes(t *testing.T) {
 	if rs.n() != 1 {
 		t.Fatalf("third consecutive tick: %d restarts, want 1", rs.n())
 	}
-	if rec := rs.recs[0]; rec.Reason != "software" || rec.HealthKey != "skLinkStalled" || rec.Message != "stalled again" {
+	if rec := rs.got[0]; rec.Reason != "software" || rec.HealthKey != "skLinkStalled" || rec.Message != "stalled again" {
 		t.Fatalf("record %+v", rec)
 	}
 	// Restart is called once.
@@ -80,16 +62,16 @@ func TestStrikes(t *testing.T) {
 
 // Strikes count ticks with any flagged alarm, even when the alarming condition changes.
 func TestStrikesAcrossConditions(t *testing.T) {
-	var rs restarts
-	r, fc := newTestRegistry(t, Options{Policy: true, Restart: rs.fn})
+	var rs recorder[ResetRecord]
+	r, fc := newTestRegistry(t, Options{Policy: true, Restart: rs.add})
 	_ = r.ReportFatal("skLinkStalled", Alarm, "stalled")
 	step(r, fc)
 	step(r, fc)
 	_ = r.ReportFatal("pluginStalled", Alarm, "stuck")
 	_ = r.ReportFatal("skLinkStalled", Normal, "")
 	step(r, fc)
-	if rs.n() != 1 || rs.recs[0].HealthKey != "pluginStalled" {
-		t.Fatalf("records %+v", rs.recs)
+	if rs.n() != 1 || rs.got[0].HealthKey != "pluginStalled" {
+		t.Fatalf("records %+v", rs.got)
 	}
 }
 
@@ -108,8 +90,8 @@ func TestNeverRestarts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var rs restarts
-			r, fc := newTestRegistry(t, Options{Policy: c.policy, Restart: rs.fn})
+			var rs recorder[ResetRecord]
+			r, fc := newTestRegistry(t, Options{Policy: c.policy, Restart: rs.add})
 			c.report(r)
 			for range 10 {
 				step(r, fc)
@@ -128,10 +110,10 @@ func TestResetRecord(t *testing.T) {
 	wall := time.Date(2025, 6, 1, 12, 0, 0, 0, time.FixedZone("CEST", 2*3600))
 	mem := board.Memory{FreeHeap: 100 * KiB, FreeInternal: 60 * KiB, LargestBlock: 30 * KiB}
 	var mu sync.Mutex
-	var rs restarts
+	var rs recorder[ResetRecord]
 	r, fc := newTestRegistry(t, Options{
 		Policy:    true,
-		Restart:   rs.fn,
+		Restart:   rs.add,
 		Memory:    func() board.Memory { mu.Lock(); defer mu.Unlock(); return mem },
 		WallClock: func() (time.Time, bool) { return wall, true },
 		Uptime:    func() time.Duration { return 3*time.Hour + 1500*time.Millisecond },
@@ -156,7 +138,7 @@ func TestResetRecord(t *testing.T) {
 		LargestBlockBefore: 7*KiB + 3,
 		UptimeBeforeS:      10801, // whole seconds, rounded down
 	}
-	got := rs.recs[0]
+	got := rs.got[0]
 	if got.At == nil || !got.At.Equal(wall) || got.At.Location() != time.UTC {
 		t.Fatalf("at %v, want %v in UTC", got.At, wall)
 	}
@@ -166,15 +148,15 @@ func TestResetRecord(t *testing.T) {
 	}
 
 	// Without a set clock `at` is nil.
-	var rs2 restarts
-	r2, fc2 := newTestRegistry(t, Options{Policy: true, Restart: rs2.fn,
+	var rs2 recorder[ResetRecord]
+	r2, fc2 := newTestRegistry(t, Options{Policy: true, Restart: rs2.add,
 		WallClock: func() (time.Time, bool) { return time.Time{}, false }})
 	_ = r2.ReportFatal("skLinkStalled", Alarm, "x")
 	for range 3 {
 		step(r2, fc2)
 	}
-	if rs2.n() != 1 || rs2.recs[0].At != nil || rs2.recs[0].UptimeBeforeS != 30 {
-		t.Fatalf("record %+v", rs2.recs)
+	if rs2.n() != 1 || rs2.got[0].At != nil || rs2.got[0].UptimeBeforeS != 30 {
+		t.Fatalf("record %+v", rs2.got)
 	}
 }
 
@@ -224,11 +206,11 @@ func TestMemoryTrough(t *testing.T) {
 		mem := board.Memory{FreeHeap: 100 * KiB, FreeInternal: 50 * KiB, LargestBlock: 30 * KiB}
 		get := func() board.Memory { mu.Lock(); defer mu.Unlock(); return mem }
 		r, fc := newTestRegistry(t, Options{Memory: get})
-		var s recorder
-		_ = r.AddSink(s.sink)
+		var s recorder[Condition]
+		_ = r.AddSink(s.add)
 		// New claimed both memory slots; the sink's replay saw them.
 		if s.n() != 2 || mustCond(t, r, KeyMemoryTrough).State != Normal {
-			t.Fatalf("replay %+v", s.calls)
+			t.Fatalf("replay %+v", s.got)
 		}
 		mu.Lock()
 		mem.FreeInternal = c.internal
@@ -485,8 +467,8 @@ func TestDefaultPanic(t *testing.T) {
 
 // A stalled watched task is a flagged alarm: with the policy on it restarts the device.
 func TestTaskStalledRestarts(t *testing.T) {
-	var rs restarts
-	r, fc := newTestRegistry(t, Options{Policy: true, Restart: rs.fn})
+	var rs recorder[ResetRecord]
+	r, fc := newTestRegistry(t, Options{Policy: true, Restart: rs.add})
 	if _, err := r.Watch("sk", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -496,8 +478,8 @@ func TestTaskStalledRestarts(t *testing.T) {
 		t.Fatalf("restarts %d strikes %d", rs.n(), r.strikes)
 	}
 	step(r, fc)
-	if rs.n() != 1 || rs.recs[0].HealthKey != KeyTaskStalled || !strings.Contains(rs.recs[0].Message, `"sk"`) {
-		t.Fatalf("records %+v", rs.recs)
+	if rs.n() != 1 || rs.got[0].HealthKey != KeyTaskStalled || !strings.Contains(rs.got[0].Message, `"sk"`) {
+		t.Fatalf("records %+v", rs.got)
 	}
 }
 

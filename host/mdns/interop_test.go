@@ -47,8 +47,8 @@ func TestNetnsZeroconfSeesTheDevice(t *testing.T) {
 		return dev.hostAnnounced()
 	})
 	for _, s := range DeviceServices(testInfo) {
-		pb := startPeer(t, python, "browse", s.Type+"."+s.Proto)
-		m := pb.wait("added")
+		pb := mdnstest.StartPeer(t, python, "browse", s.Type+"."+s.Proto)
+		m := pb.Wait("added", "")
 		if m["name"] != "dev."+s.Type+"."+s.Proto+".local." || m["server"] != "dev.local." || m["port"] != float64(8080) ||
 			!reflect.DeepEqual(m["addresses"], []any{"127.0.0.1"}) {
 			t.Fatalf("zeroconf resolved %v", m)
@@ -60,13 +60,13 @@ func TestNetnsZeroconfSeesTheDevice(t *testing.T) {
 		if !reflect.DeepEqual(txt, ParseTXT(s.TXT)) {
 			t.Fatalf("zeroconf TXT of %s: %v, want %v", s.Type, txt, ParseTXT(s.TXT))
 		}
-		pb.stop()
+		pb.Stop()
 	}
 
 	const n = 50
 	for _, target := range []struct{ typ, instance string }{{"_dev._tcp", "dev"}, {"_nmea-0183._udp", "logger"}} {
-		pl := startPeer(t, python, "latency", target.typ, target.instance, fmt.Sprint(n))
-		m := pl.wait("latency")
+		pl := mdnstest.StartPeer(t, python, "latency", target.typ, target.instance, fmt.Sprint(n))
+		m := pl.Wait("latency", "")
 		if m["server"] != "dev.local." || !reflect.DeepEqual(m["addresses"], []any{"127.0.0.1"}) {
 			t.Fatalf("latency run resolved %v", m)
 		}

@@ -1,14 +1,10 @@
 package mdns
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"io"
 	"log/slog"
 	"net"
 	"net/netip"
-	"os/exec"
 	"reflect"
 	"testing"
 	"time"
@@ -195,80 +191,6 @@ func TestNetnsAdvertiseAndBrowse(t *testing.T) {
 	b2.wait(t, "own _http service", func(e Event) bool { return e.Type == Added && e.Instance == "dev" })
 }
 
-// zcPeer is a python3-zeroconf process.
-type zcPeer struct {
-	t     *testing.T
-	stdin io.WriteCloser
-	lines chan map[string]any
-}
-
-func startPeer(t *testing.T, python string, args ...string) *zcPeer {
-	t.Helper()
-	cmd := exec.Command(python, append([]string{"testdata/zeroconf_peer.py"}, args...)...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = mdnstest.Writer(t)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &zcPeer{t: t, stdin: stdin, lines: make(chan map[string]any, 64)}
-	go func() {
-		defer close(p.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var m map[string]any
-			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-				m = map[string]any{"event": "unparsed", "line": sc.Text()}
-			}
-			p.lines <- m
-		}
-	}()
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		done := make(chan struct{})
-		go func() {
-			_ = cmd.Wait()
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	return p
-}
-
-func (p *zcPeer) wait(event string) map[string]any {
-	p.t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		select {
-		case m, ok := <-p.lines:
-			if !ok {
-				p.t.Fatalf("zeroconf peer ended while waiting for %q", event)
-			}
-			if m["event"] == event {
-				return m
-			}
-			p.t.Logf("zeroconf peer: %v", m)
-		case <-deadline:
-			p.t.Fatalf("zeroconf peer: no %q", event)
-		}
-	}
-}
-
-func (p *zcPeer) stop() {
-	_, _ = io.WriteString(p.stdin, "stop\n")
-}
-
 func TestNetnsInteropZeroconf(t *testing.T) {
 	if !mdnstest.Netns(t) {
 		return
@@ -276,13 +198,13 @@ func TestNetnsInteropZeroconf(t *testing.T) {
 	python := mdnstest.Python(t)
 
 	t.Run("zeroconf browses ours", func(t *testing.T) {
-		pb := startPeer(t, python, "browse", "_dev._tcp")
-		pb.wait("browsing")
+		pb := mdnstest.StartPeer(t, python, "browse", "_dev._tcp")
+		pb.Wait("browsing", "")
 		dev := realResponder(t, "dev")
 		if err := dev.Register(Service{Type: "_dev", Proto: "_tcp", Port: 8080, TXT: devTXT("1.0")}); err != nil {
 			t.Fatal(err)
 		}
-		m := pb.wait("added")
+		m := pb.Wait("added", "")
 		if m["name"] != "dev._dev._tcp.local." || m["server"] != "dev.local." || m["port"] != float64(8080) ||
 			!reflect.DeepEqual(m["addresses"], []any{"127.0.0.1"}) {
 			t.Fatalf("zeroconf resolved %v", m)
@@ -297,32 +219,32 @@ func TestNetnsInteropZeroconf(t *testing.T) {
 		if err := dev.Unregister("", "_dev", "_tcp"); err != nil {
 			t.Fatal(err)
 		}
-		if m := pb.wait("removed"); m["name"] != "dev._dev._tcp.local." {
+		if m := pb.Wait("removed", ""); m["name"] != "dev._dev._tcp.local." {
 			t.Fatalf("removed %v", m)
 		}
-		pb.stop()
+		pb.Stop()
 	})
 
 	t.Run("ours browses zeroconf", func(t *testing.T) {
 		viewer := realResponder(t, "viewer")
 		b := browse(t, viewer, "_signalk-http._tcp")
-		pr := startPeer(t, python, "register", "_signalk-http._tcp", "boat", "3000", "pi", "127.0.0.1",
+		pr := mdnstest.StartPeer(t, python, "register", "_signalk-http._tcp", "boat", "3000", "pi", "127.0.0.1",
 			"txtvers=1", "swname=signalk-server", "swvers=2.32.0", "roles=master, main", "self=urn:mrn:signalk:uuid:1")
-		pr.wait("registered")
+		pr.Wait("registered", "")
 		e := b.wait(t, "boat added", func(e Event) bool { return e.Type == Added })
 		want := Event{Type: Added, Instance: "boat", Service: "_signalk-http._tcp", Host: "pi.local", Port: 3000, Addrs: loopback,
 			TXT: map[string]string{"txtvers": "1", "swname": "signalk-server", "swvers": "2.32.0", "roles": "master, main", "self": "urn:mrn:signalk:uuid:1"}}
 		if !reflect.DeepEqual(e, want) {
 			t.Fatalf("added %+v\nwant %+v", e, want)
 		}
-		pr.stop()
-		pr.wait("unregistered")
+		pr.Stop()
+		pr.Wait("unregistered", "")
 		b.wait(t, "boat removed by its goodbye", func(e Event) bool { return e.Type == Removed && e.Instance == "boat" })
 	})
 
 	t.Run("zeroconf defends its instance name", func(t *testing.T) {
-		pr := startPeer(t, python, "register", "_dev._tcp", "dev", "7000", "other", "127.0.0.1", "v=9")
-		pr.wait("registered")
+		pr := mdnstest.StartPeer(t, python, "register", "_dev._tcp", "dev", "7000", "other", "127.0.0.1", "v=9")
+		pr.Wait("registered", "")
 		dev := realResponder(t, "dev")
 		if err := dev.Register(Service{Type: "_dev", Proto: "_tcp", Port: 8080, TXT: devTXT("1.0")}); err != nil {
 			t.Fatal(err)
@@ -340,20 +262,20 @@ func TestNetnsInteropZeroconf(t *testing.T) {
 		if !reflect.DeepEqual(seen, map[string]int{"dev": 7000, "dev (2)": 8080}) {
 			t.Fatalf("instances %v", seen)
 		}
-		pr.stop()
+		pr.Stop()
 	})
 
 	t.Run("host name taken by another address", func(t *testing.T) {
 		dev := realResponder(t, "dev")
 		waitFor(t, "dev announced", func() bool { return dev.Hostname() == "dev" && dev.hostAnnounced() })
-		pr := startPeer(t, python, "register", "_ssh._tcp", "other", "22", "dev", "127.0.0.2")
-		pr.wait("registered")
+		pr := mdnstest.StartPeer(t, python, "register", "_ssh._tcp", "other", "22", "dev", "127.0.0.2")
+		pr.Wait("registered", "")
 		waitFor(t, "host renamed", func() bool { return dev.Hostname() == "dev-2" && dev.hostAnnounced() })
 		a := legacyQuery(t, "dev-2.local.", dnsmessage.TypeA)
 		if a.Answers[0].Addr != loopback[0] {
 			t.Fatalf("A answer for the new name %+v", a.Answers)
 		}
-		pr.stop()
+		pr.Stop()
 	})
 }
 

@@ -1,6 +1,7 @@
 package sktls
 
 import (
+	"devhost/host/signalk/sktest/testcert"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -13,8 +14,8 @@ import (
 // member, and the routes are the three of the spec.
 func TestDocumentShape(t *testing.T) {
 	r := newRig(t)
-	ca := newCA(t, "Boat CA")
-	srv := newTLSServer(t, ca.leaf(t, loopbackNames), nil)
+	ca := testcert.NewCA(t, "Boat CA")
+	srv := newTLSServer(t, ca.Issue(t, testcert.Loopback), nil)
 	if err := r.get(t, srv.Addr()); err != nil {
 		t.Fatal(err)
 	}
@@ -60,10 +61,10 @@ func TestDocumentShape(t *testing.T) {
 	if d.Server != srv.Addr() || d.Mode != ModeTOFU || d.State != StateTrusted || *d.Anchor != KindCA {
 		t.Fatalf("%+v", d)
 	}
-	if d.Pinned.SHA256 != fingerprint(ca.cert) || !slices.Equal(d.Pinned.Names, []string{"127.0.0.1", "localhost", "sk.local"}) || !d.Pinned.IsCA {
+	if d.Pinned.SHA256 != fingerprint(ca.Cert) || !slices.Equal(d.Pinned.Names, []string{"127.0.0.1", "localhost", "sk.local"}) || !d.Pinned.IsCA {
 		t.Fatalf("pinned %+v", d.Pinned)
 	}
-	if d.Presented.CA == nil || d.Presented.CA.SHA256 != fingerprint(ca.cert) || d.Presented.ChainLength != 2 || !strings.Contains(d.Presented.Issuer, "Boat CA") {
+	if d.Presented.CA == nil || d.Presented.CA.SHA256 != fingerprint(ca.Cert) || d.Presented.ChainLength != 2 || !strings.Contains(d.Presented.Issuer, "Boat CA") {
 		t.Fatalf("presented %+v", d.Presented)
 	}
 	if d.Presented.NotBefore.Location().String() != "UTC" {
@@ -82,8 +83,8 @@ func TestDocumentShape(t *testing.T) {
 // not for a repeat of the same trusted connection.
 func TestEvents(t *testing.T) {
 	r := newRig(t)
-	ca := newCA(t, "CA")
-	srv := newTLSServer(t, ca.leaf(t, loopbackNames), nil)
+	ca := testcert.NewCA(t, "CA")
+	srv := newTLSServer(t, ca.Issue(t, testcert.Loopback), nil)
 	if ev := r.m.SnapshotEvent(); ev.Name != "sk_tls" {
 		t.Fatalf("snapshot %q", ev.Name)
 	} else if _, ok := ev.Data.(Document); !ok {
@@ -104,7 +105,7 @@ func TestEvents(t *testing.T) {
 		t.Fatal("a repeated trusted connection published")
 	}
 
-	srv.set(newCA(t, "Other").leaf(t, loopbackNames))
+	srv.set(testcert.NewCA(t, "Other").Issue(t, testcert.Loopback))
 	_ = r.get(t, srv.Addr())
 	if e := r.lastEvent(); e.State != StateMismatch || e.Presented == nil {
 		t.Fatalf("after refusal: %+v", e)
@@ -116,7 +117,7 @@ func TestEvents(t *testing.T) {
 		t.Fatalf("after DELETE: %+v", e)
 	}
 	n = r.eventCount()
-	if rec := putCA(r.m, `{"pem":`+jsonString(pemOf(ca.cert))+`}`); rec.Code != http.StatusOK {
+	if rec := putCA(r.m, `{"pem":`+jsonString(pemOf(ca.Cert))+`}`); rec.Code != http.StatusOK {
 		t.Fatal(rec.Body)
 	}
 	if r.eventCount() != n+1 || len(r.lastEvent().CAs) != 1 {

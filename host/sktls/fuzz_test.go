@@ -2,6 +2,7 @@ package sktls
 
 import (
 	"bytes"
+	"devhost/host/signalk/sktest/testcert"
 	"slices"
 	"testing"
 	"time"
@@ -10,8 +11,8 @@ import (
 // FuzzParseCertificatesPEM: the PEM decoder of PUT /sk/tls/ca and sk.ca_pem never panics,
 // never accepts more than MaxCAPEM bytes, and what it accepts survives its own encoding.
 func FuzzParseCertificatesPEM(f *testing.F) {
-	ca := newCA(f, "Fuzz CA")
-	good := pemOf(ca.cert)
+	ca := testcert.NewCA(f, "Fuzz CA")
+	good := pemOf(ca.Cert)
 	f.Add([]byte(good))
 	f.Add([]byte(good + good))
 	f.Add([]byte("\n  " + good + "\r\n"))
@@ -47,11 +48,11 @@ func FuzzParseCertificatesPEM(f *testing.F) {
 // FuzzDecodeAnchor: a stored anchor, whatever the bytes, decodes to a usable anchor or an
 // error, and a decoded anchor encodes back to itself.
 func FuzzDecodeAnchor(f *testing.F) {
-	ca := newCA(f, "Fuzz CA")
-	leaf := ca.leaf(f, loopbackNames)
+	ca := testcert.NewCA(f, "Fuzz CA")
+	leaf := ca.Issue(f, testcert.Loopback)
 	now := time.Unix(1700000000, 0).UTC()
 	for _, a := range []*anchor{
-		{Kind: KindCA, Cert: ca.cert, SANs: []string{"127.0.0.1", "localhost"}, PinnedAt: now},
+		{Kind: KindCA, Cert: ca.Cert, SANs: []string{"127.0.0.1", "localhost"}, PinnedAt: now},
 		{Kind: KindLeaf, Cert: leaf.Leaf, PinnedAt: now},
 	} {
 		s, err := encodeAnchor(a)

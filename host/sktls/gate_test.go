@@ -11,6 +11,7 @@ import (
 
 	"devhost/host/board"
 	"devhost/host/health"
+	"devhost/host/signalk/sktest/testcert"
 )
 
 // stallListener accepts TCP connections and never answers, so a handshake with it hangs.
@@ -74,7 +75,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestOneHandshakeAtATime(t *testing.T) {
 	r := newRig(t)
 	stall := stallListener(t)
-	srv := newTLSServer(t, selfSigned(t, loopbackNames), nil)
+	srv := newTLSServer(t, testcert.SelfSigned(t, testcert.Loopback), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -164,7 +165,7 @@ func TestTLSMemoryDefers(t *testing.T) {
 		return board.Memory{LargestBlock: largest.Load()}
 	}})
 	r.m = r.build(t, func(o *Options) { o.Gate = gate })
-	srv := newTLSServer(t, selfSigned(t, loopbackNames), nil)
+	srv := newTLSServer(t, testcert.SelfSigned(t, testcert.Loopback), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 

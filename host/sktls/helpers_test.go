@@ -2,18 +2,12 @@ package sktls
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"io"
 	"log"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -27,108 +21,6 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// issuer is a test CA.
-type issuer struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-var serial atomic.Int64
-
-func newKey(t testing.TB) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func mustCert(t testing.TB, tmpl, parent *x509.Certificate, pub any, signer *ecdsa.PrivateKey) *x509.Certificate {
-	t.Helper()
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func newCA(t testing.TB, cn string) *issuer {
-	t.Helper()
-	k := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(serial.Add(1)),
-		Subject:               pkix.Name{CommonName: cn, Organization: []string{"devhost test"}},
-		NotBefore:             time.Now().Add(-2 * time.Hour),
-		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	return &issuer{cert: mustCert(t, tmpl, tmpl, &k.PublicKey, k), key: k}
-}
-
-// leafOpts shape a leaf.
-type leafOpts struct {
-	cn        string
-	dns       []string
-	ips       []string
-	notBefore time.Time
-	notAfter  time.Time
-	noChain   bool // send only the leaf, not the CA
-}
-
-// leaf issues a server certificate; the chain sent carries the CA unless noChain.
-func (ca *issuer) leaf(t testing.TB, o leafOpts) tls.Certificate {
-	t.Helper()
-	k := newKey(t)
-	tmpl := leafTemplate(o)
-	c := mustCert(t, tmpl, ca.cert, &k.PublicKey, ca.key)
-	chain := [][]byte{c.Raw}
-	if !o.noChain {
-		chain = append(chain, ca.cert.Raw)
-	}
-	return tls.Certificate{Certificate: chain, PrivateKey: k, Leaf: c}
-}
-
-func leafTemplate(o leafOpts) *x509.Certificate {
-	if o.cn == "" {
-		o.cn = "signalk"
-	}
-	if o.notBefore.IsZero() {
-		o.notBefore = time.Now().Add(-time.Hour)
-	}
-	if o.notAfter.IsZero() {
-		o.notAfter = time.Now().Add(365 * 24 * time.Hour)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial.Add(1)),
-		Subject:      pkix.Name{CommonName: o.cn},
-		NotBefore:    o.notBefore,
-		NotAfter:     o.notAfter,
-		DNSNames:     o.dns,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, s := range o.ips {
-		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(s))
-	}
-	return tmpl
-}
-
-// selfSigned is a self-signed server certificate (not a CA), with the names of o.
-func selfSigned(t testing.TB, o leafOpts) tls.Certificate {
-	t.Helper()
-	k := newKey(t)
-	tmpl := leafTemplate(o)
-	c := mustCert(t, tmpl, tmpl, &k.PublicKey, k)
-	return tls.Certificate{Certificate: [][]byte{c.Raw}, PrivateKey: k, Leaf: c}
-}
-
 func pemOf(certs ...*x509.Certificate) string {
 	var out []byte
 	for _, c := range certs {
@@ -136,8 +28,6 @@ func pemOf(certs ...*x509.Certificate) string {
 	}
 	return string(out)
 }
-
-var loopbackNames = leafOpts{dns: []string{"localhost", "sk.local"}, ips: []string{"127.0.0.1"}}
 
 // tlsServer is an httptest server on loopback whose certificate can be swapped between
 // handshakes, so a renewal or a changed leaf arrives on the same address.

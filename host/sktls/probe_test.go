@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"devhost/host/signalk/sktest/testcert"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -73,7 +74,7 @@ func tlsOnlyServer(t *testing.T) (addr string, hits *atomic.Int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{selfSigned(t, loopbackNames)}}
+	cfg := &tls.Config{Certificates: []tls.Certificate{testcert.SelfSigned(t, testcert.Loopback)}}
 	hits = &atomic.Int64{}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -120,7 +121,7 @@ func redirectServer(t *testing.T, code int, location string) (*httptest.Server, 
 // TestProbeAnswers: the probe's verdict for each kind of answer, and that answers are
 // remembered while guesses are not.
 func TestProbeAnswers(t *testing.T) {
-	tlsSrv := newTLSServer(t, selfSigned(t, loopbackNames), nil)
+	tlsSrv := newTLSServer(t, testcert.SelfSigned(t, testcert.Loopback), nil)
 	_, tlsPort := splitAddr(t, tlsSrv.Addr())
 	cases := []struct {
 		name       string

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"devhost/host/signalk/sktest/testcert"
 	"github.com/gorilla/websocket"
 )
 
@@ -32,7 +33,7 @@ func TestProofNeedsStatusLine(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)
-			cert := newCA(t, "CA").leaf(t, loopbackNames)
+			cert := testcert.NewCA(t, "CA").Issue(t, testcert.Loopback)
 			ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
 			if err != nil {
 				t.Fatal(err)
@@ -89,10 +90,10 @@ func TestStatusPrefixMatchesGrammar(t *testing.T) {
 // with a CertError.
 func TestWebSocketProof(t *testing.T) {
 	up := websocket.Upgrader{}
-	ca := newCA(t, "CA")
+	ca := testcert.NewCA(t, "CA")
 	for _, refuse := range []bool{false, true} {
 		r := newRig(t)
-		srv := newTLSServer(t, ca.leaf(t, loopbackNames), http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		srv := newTLSServer(t, ca.Issue(t, testcert.Loopback), http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			if refuse {
 				http.Error(w, "unauthorized", http.StatusUnauthorized)
 				return
@@ -118,7 +119,7 @@ func TestWebSocketProof(t *testing.T) {
 		if _, ok := r.storedPin(t, srv.Addr()); !ok {
 			t.Fatalf("refuse=%v: the upgrade answer did not commit", refuse)
 		}
-		srv.set(newCA(t, "Other CA").leaf(t, loopbackNames))
+		srv.set(testcert.NewCA(t, "Other CA").Issue(t, testcert.Loopback))
 		_, _, err = d.Dial("wss://"+srv.Addr()+"/signalk/v1/stream", nil)
 		if !IsCertError(err) {
 			t.Fatalf("changed leaf over wss: %v", err)

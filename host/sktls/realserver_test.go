@@ -3,10 +3,7 @@ package sktls
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,24 +14,10 @@ import (
 
 	"devhost/host/signalk/sktest"
 
+	"devhost/host/signalk/sktest/testcert"
 	"github.com/google/uuid"
 	"github.com/gorilla/websocket"
 )
-
-// tlsFiles turns a certificate into signalk-server's ssl-cert.pem (the whole chain, leaf first)
-// and ssl-key.pem.
-func tlsFiles(t *testing.T, c tls.Certificate) *sktest.TLSFiles {
-	t.Helper()
-	var cert bytes.Buffer
-	for _, der := range c.Certificate {
-		_ = pem.Encode(&cert, &pem.Block{Type: "CERTIFICATE", Bytes: der})
-	}
-	key, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &sktest.TLSFiles{CertPEM: cert.Bytes(), KeyPEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key})}
-}
 
 // device is the part of the Signal K client the test needs: HTTP calls and the stream dial,
 // both through the manager's dialer, as the real client makes them.
@@ -89,9 +72,9 @@ func TestRealServerTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real server test")
 	}
-	ca1 := newCA(t, "Boat CA")
-	names := leafOpts{dns: []string{"localhost"}, ips: []string{"127.0.0.1"}}
-	s := sktest.Require(t, sktest.Options{TLS: tlsFiles(t, ca1.leaf(t, names))})
+	ca1 := testcert.NewCA(t, "Boat CA")
+	names := testcert.Leaf{DNS: []string{"localhost"}, IPs: []string{"127.0.0.1"}}
+	s := sktest.Require(t, sktest.Options{TLS: testcert.Files(t, ca1.Issue(t, names))})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r := newRig(t)
@@ -114,7 +97,7 @@ func TestRealServerTLS(t *testing.T) {
 		t.Fatalf("access request: %d %s %v", st, body, err)
 	}
 	pin, ok := r.storedPin(t, ep.Addr())
-	if !ok || pin.Kind != KindCA || !bytes.Equal(pin.Cert.Raw, ca1.cert.Raw) {
+	if !ok || pin.Kind != KindCA || !bytes.Equal(pin.Cert.Raw, ca1.Cert.Raw) {
 		t.Fatalf("pin after the first answer: %+v", pin)
 	}
 	var req struct{ Href string }
@@ -167,8 +150,8 @@ func TestRealServerTLS(t *testing.T) {
 	pinned, _, _ := r.st.Get(PinPrefix + ep.Addr())
 
 	// Renewal by the same CA for the same names: accepted, pin untouched.
-	renewed := ca1.leaf(t, leafOpts{dns: names.dns, ips: names.ips, notBefore: time.Now()})
-	if err := s.Restart(ctx, tlsFiles(t, renewed)); err != nil {
+	renewed := ca1.Issue(t, testcert.Leaf{DNS: names.DNS, IPs: names.IPs, NotBefore: time.Now()})
+	if err := s.Restart(ctx, testcert.Files(t, renewed)); err != nil {
 		t.Fatal(err)
 	}
 	if err := verify(); err != nil {
@@ -182,9 +165,9 @@ func TestRealServerTLS(t *testing.T) {
 	}
 
 	// A changed leaf from another CA: cert_error on every path, no plaintext fallback.
-	ca2 := newCA(t, "Boat CA")
-	changed := ca2.leaf(t, names)
-	if err := s.Restart(ctx, tlsFiles(t, changed)); err != nil {
+	ca2 := testcert.NewCA(t, "Boat CA")
+	changed := ca2.Issue(t, names)
+	if err := s.Restart(ctx, testcert.Files(t, changed)); err != nil {
 		t.Fatal(err)
 	}
 	err = verify()
@@ -198,7 +181,7 @@ func TestRealServerTLS(t *testing.T) {
 		t.Fatalf("a refusal changed the scheme: %+v %v", ep2, err)
 	}
 	doc := r.m.Document()
-	if doc.State != StateMismatch || doc.Presented.CA == nil || doc.Presented.CA.SHA256 != fingerprint(ca2.cert) || doc.Pinned.SHA256 != fingerprint(ca1.cert) {
+	if doc.State != StateMismatch || doc.Presented.CA == nil || doc.Presented.CA.SHA256 != fingerprint(ca2.Cert) || doc.Pinned.SHA256 != fingerprint(ca1.Cert) {
 		t.Fatalf("mismatch document: %+v", doc)
 	}
 
@@ -212,14 +195,14 @@ func TestRealServerTLS(t *testing.T) {
 	if err := verify(); err != nil {
 		t.Fatalf("after DELETE: %v", err)
 	}
-	if pin, _ := r.storedPin(t, ep.Addr()); pin == nil || !bytes.Equal(pin.Cert.Raw, ca2.cert.Raw) {
+	if pin, _ := r.storedPin(t, ep.Addr()); pin == nil || !bytes.Equal(pin.Cert.Raw, ca2.Cert.Raw) {
 		t.Fatal("not re-pinned to the new CA")
 	}
 
 	// A self-signed certificate without SAN (a leaf anchor) after DELETE; its replacement
 	// needs an explicit trust.
-	bare := selfSigned(t, leafOpts{cn: "signalk-server"})
-	if err := s.Restart(ctx, tlsFiles(t, bare)); err != nil {
+	bare := testcert.SelfSigned(t, testcert.Leaf{CN: "signalk-server"})
+	if err := s.Restart(ctx, testcert.Files(t, bare)); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.m.Forget(); err != nil {
@@ -231,7 +214,7 @@ func TestRealServerTLS(t *testing.T) {
 	if pin, _ := r.storedPin(t, ep.Addr()); pin == nil || pin.Kind != KindLeaf || !bytes.Equal(pin.Cert.Raw, bare.Leaf.Raw) {
 		t.Fatalf("leaf anchor: %+v", pin)
 	}
-	if err := s.Restart(ctx, tlsFiles(t, selfSigned(t, leafOpts{cn: "signalk-server"}))); err != nil {
+	if err := s.Restart(ctx, testcert.Files(t, testcert.SelfSigned(t, testcert.Leaf{CN: "signalk-server"}))); err != nil {
 		t.Fatal(err)
 	}
 	if err := verify(); !IsCertError(err) {
@@ -239,14 +222,14 @@ func TestRealServerTLS(t *testing.T) {
 	}
 
 	// ca mode: the operator's CA anchors the server at once, whatever its names.
-	if err := s.Restart(ctx, tlsFiles(t, ca2.leaf(t, leafOpts{dns: []string{"boat.example"}}))); err != nil {
+	if err := s.Restart(ctx, testcert.Files(t, ca2.Issue(t, testcert.Leaf{DNS: []string{"boat.example"}}))); err != nil {
 		t.Fatal(err)
 	}
 	r.cfg.set("tls_trust", ModeCA)
 	if err := verify(); !IsCertError(err) {
 		t.Fatalf("ca mode without a CA: %v", err)
 	}
-	if rec := putCA(r.m, `{"pem":`+jsonString(pemOf(ca2.cert))+`}`); rec.Code != http.StatusOK {
+	if rec := putCA(r.m, `{"pem":`+jsonString(pemOf(ca2.Cert))+`}`); rec.Code != http.StatusOK {
 		t.Fatalf("PUT /sk/tls/ca: %d %s", rec.Code, rec.Body)
 	}
 	if err := verify(); err != nil {

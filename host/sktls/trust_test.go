@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"devhost/host/signalk/sktest/testcert"
 	"encoding/json"
 	"errors"
 	"net"
@@ -21,8 +22,8 @@ import (
 // other names or from another CA is refused as cert_error.
 func TestTOFUCAAnchor(t *testing.T) {
 	r := newRig(t)
-	ca1 := newCA(t, "Boat CA")
-	srv := newTLSServer(t, ca1.leaf(t, loopbackNames), nil)
+	ca1 := testcert.NewCA(t, "Boat CA")
+	srv := newTLSServer(t, ca1.Issue(t, testcert.Loopback), nil)
 
 	if err := r.get(t, srv.Addr()); err != nil {
 		t.Fatalf("first use: %v", err)
@@ -31,7 +32,7 @@ func TestTOFUCAAnchor(t *testing.T) {
 	if !ok {
 		t.Fatal("first use not pinned after an HTTP status")
 	}
-	if pin.Kind != KindCA || !bytes.Equal(pin.Cert.Raw, ca1.cert.Raw) {
+	if pin.Kind != KindCA || !bytes.Equal(pin.Cert.Raw, ca1.Cert.Raw) {
 		t.Fatalf("pin = %s %s, want the CA", pin.Kind, pin.Cert.Subject)
 	}
 	if want := []string{"127.0.0.1", "localhost", "sk.local"}; !slices.Equal(pin.SANs, want) {
@@ -40,7 +41,7 @@ func TestTOFUCAAnchor(t *testing.T) {
 	raw, _, _ := r.st.Get(PinPrefix + srv.Addr())
 
 	// Renewal: a new key and serial from the same CA for the same names, in another order.
-	srv.set(ca1.leaf(t, leafOpts{dns: []string{"SK.local.", "localhost"}, ips: []string{"127.0.0.1"}, notBefore: time.Now()}))
+	srv.set(ca1.Issue(t, testcert.Leaf{DNS: []string{"SK.local.", "localhost"}, IPs: []string{"127.0.0.1"}, NotBefore: time.Now()}))
 	if err := r.get(t, srv.Addr()); err != nil {
 		t.Fatalf("renewal refused: %v", err)
 	}
@@ -55,10 +56,10 @@ func TestTOFUCAAnchor(t *testing.T) {
 		name string
 		cert tls.Certificate
 	}{
-		{"same CA, other names", ca1.leaf(t, leafOpts{dns: []string{"other.local"}, ips: []string{"127.0.0.1"}})},
-		{"same CA, a name dropped", ca1.leaf(t, leafOpts{dns: []string{"localhost"}, ips: []string{"127.0.0.1"}})},
-		{"other CA, same names", newCA(t, "Boat CA").leaf(t, loopbackNames)},
-		{"self-signed, same names", selfSigned(t, loopbackNames)},
+		{"same CA, other names", ca1.Issue(t, testcert.Leaf{DNS: []string{"other.local"}, IPs: []string{"127.0.0.1"}})},
+		{"same CA, a name dropped", ca1.Issue(t, testcert.Leaf{DNS: []string{"localhost"}, IPs: []string{"127.0.0.1"}})},
+		{"other CA, same names", testcert.NewCA(t, "Boat CA").Issue(t, testcert.Loopback)},
+		{"self-signed, same names", testcert.SelfSigned(t, testcert.Loopback)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,14 +82,14 @@ func TestTOFUCAAnchor(t *testing.T) {
 			if d.State != StateMismatch || d.Error == "" || d.Presented == nil || d.Presented.SHA256 != fingerprint(tc.cert.Leaf) {
 				t.Fatalf("document: state %q error %q presented %+v", d.State, d.Error, d.Presented)
 			}
-			if d.Pinned == nil || d.Pinned.SHA256 != fingerprint(ca1.cert) {
+			if d.Pinned == nil || d.Pinned.SHA256 != fingerprint(ca1.Cert) {
 				t.Fatalf("pinned identity changed: %+v", d.Pinned)
 			}
 		})
 	}
 
 	// The server renews back to a leaf of the pinned CA: the refusal clears by itself.
-	srv.set(ca1.leaf(t, loopbackNames))
+	srv.set(ca1.Issue(t, testcert.Loopback))
 	if err := r.get(t, srv.Addr()); err != nil {
 		t.Fatalf("matching renewal after a mismatch: %v", err)
 	}
@@ -100,27 +101,27 @@ func TestTOFUCAAnchor(t *testing.T) {
 // TestTOFULeafAnchor: a chain without a CA, or a leaf without names, pins the leaf itself; any
 // replacement, even by the same CA, needs DELETE /sk/tls, after which the next use re-pins.
 func TestTOFULeafAnchor(t *testing.T) {
-	ca := newCA(t, "Boat CA")
+	ca := testcert.NewCA(t, "Boat CA")
 	cases := []struct {
 		name    string
 		first   func() tls.Certificate
 		replace func() tls.Certificate
 	}{
-		{"self-signed without SAN", func() tls.Certificate { return selfSigned(t, leafOpts{cn: "signalk"}) },
-			func() tls.Certificate { return selfSigned(t, leafOpts{cn: "signalk"}) }},
-		{"self-signed with SAN", func() tls.Certificate { return selfSigned(t, loopbackNames) },
-			func() tls.Certificate { return selfSigned(t, loopbackNames) }},
+		{"self-signed without SAN", func() tls.Certificate { return testcert.SelfSigned(t, testcert.Leaf{CN: "signalk"}) },
+			func() tls.Certificate { return testcert.SelfSigned(t, testcert.Leaf{CN: "signalk"}) }},
+		{"self-signed with SAN", func() tls.Certificate { return testcert.SelfSigned(t, testcert.Loopback) },
+			func() tls.Certificate { return testcert.SelfSigned(t, testcert.Loopback) }},
 		{"CA-signed leaf sent without its CA", func() tls.Certificate {
-			o := loopbackNames
-			o.noChain = true
-			return ca.leaf(t, o)
+			o := testcert.Loopback
+			o.NoChain = true
+			return ca.Issue(t, o)
 		}, func() tls.Certificate {
-			o := loopbackNames
-			o.noChain = true
-			return ca.leaf(t, o)
+			o := testcert.Loopback
+			o.NoChain = true
+			return ca.Issue(t, o)
 		}},
-		{"CA-signed leaf without SAN", func() tls.Certificate { return ca.leaf(t, leafOpts{cn: "signalk"}) },
-			func() tls.Certificate { return ca.leaf(t, leafOpts{cn: "signalk"}) }},
+		{"CA-signed leaf without SAN", func() tls.Certificate { return ca.Issue(t, testcert.Leaf{CN: "signalk"}) },
+			func() tls.Certificate { return ca.Issue(t, testcert.Leaf{CN: "signalk"}) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,8 +175,8 @@ func TestTOFULeafAnchor(t *testing.T) {
 // commit another connection's capture.
 func TestCommitOnlyAfterProof(t *testing.T) {
 	r := newRig(t)
-	ca := newCA(t, "Boat CA")
-	cert := ca.leaf(t, loopbackNames)
+	ca := testcert.NewCA(t, "Boat CA")
+	cert := ca.Issue(t, testcert.Loopback)
 
 	// A server that completes the handshake and then hangs up without an HTTP answer.
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
@@ -215,7 +216,7 @@ func TestCommitOnlyAfterProof(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c1.Close()
-	other := ca.leaf(t, leafOpts{dns: []string{"x.local"}})
+	other := ca.Issue(t, testcert.Leaf{DNS: []string{"x.local"}})
 	if err := r.m.ProvenConn(addr, &fakeStateConn{cs: tls.ConnectionState{PeerCertificates: []*x509.Certificate{other.Leaf}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -247,8 +248,8 @@ func (f *fakeStateConn) ConnectionState() tls.ConnectionState { return f.cs }
 // first-use connections racing with different leaves) cannot overwrite the committed pin.
 func TestStaleCaptureNotCommitted(t *testing.T) {
 	r := newRig(t)
-	a := selfSigned(t, loopbackNames)
-	b := selfSigned(t, loopbackNames)
+	a := testcert.SelfSigned(t, testcert.Loopback)
+	b := testcert.SelfSigned(t, testcert.Loopback)
 	srv := newTLSServer(t, a, nil)
 	ca, err := r.m.DialTLSContext(context.Background(), "tcp", srv.Addr())
 	if err != nil {
@@ -278,14 +279,14 @@ func TestStaleCaptureNotCommitted(t *testing.T) {
 func TestCAMode(t *testing.T) {
 	r := newRig(t)
 	r.cfg.set("tls_trust", ModeCA)
-	ca1, ca2 := newCA(t, "Config CA"), newCA(t, "Operator CA")
-	srv := newTLSServer(t, ca1.leaf(t, leafOpts{dns: []string{"not-this-host.example"}}), nil)
+	ca1, ca2 := testcert.NewCA(t, "Config CA"), testcert.NewCA(t, "Operator CA")
+	srv := newTLSServer(t, ca1.Issue(t, testcert.Leaf{DNS: []string{"not-this-host.example"}}), nil)
 
 	if got := certErrReason(t, r.get(t, srv.Addr())); got != ReasonNoAnchor {
 		t.Fatalf("no CA: reason %q", got)
 	}
 	retries := r.retries.Load()
-	r.cfg.set("ca_pem", []byte(pemOf(ca1.cert)))
+	r.cfg.set("ca_pem", []byte(pemOf(ca1.Cert)))
 	if r.retries.Load() != retries+1 {
 		t.Fatal("a new sk.ca_pem did not ask for a retry")
 	}
@@ -300,11 +301,11 @@ func TestCAMode(t *testing.T) {
 		t.Fatalf("document %+v", d)
 	}
 
-	srv.set(ca2.leaf(t, loopbackNames))
+	srv.set(ca2.Issue(t, testcert.Loopback))
 	if got := certErrReason(t, r.get(t, srv.Addr())); got != ReasonUntrusted {
 		t.Fatalf("other CA: reason %q", got)
 	}
-	rec := putCA(r.m, `{"pem":`+jsonString(pemOf(ca2.cert))+`}`)
+	rec := putCA(r.m, `{"pem":`+jsonString(pemOf(ca2.Cert))+`}`)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("PUT /sk/tls/ca = %d %s", rec.Code, rec.Body)
 	}
@@ -321,7 +322,7 @@ func TestCAMode(t *testing.T) {
 	}
 	// sk.ca_pem that is not PEM counts as no CA and says so.
 	r.cfg.set("ca_pem", []byte("garbage"))
-	srv.set(ca1.leaf(t, loopbackNames))
+	srv.set(ca1.Issue(t, testcert.Loopback))
 	if got := certErrReason(t, r.get(t, srv.Addr())); got != ReasonUntrusted {
 		t.Fatalf("unusable sk.ca_pem: reason %q", got)
 	}
@@ -330,8 +331,8 @@ func TestCAMode(t *testing.T) {
 // TestPutCAValidation: every malformed body is 400 validation and changes nothing.
 func TestPutCAValidation(t *testing.T) {
 	r := newRig(t)
-	ca := newCA(t, "CA")
-	good := pemOf(ca.cert)
+	ca := testcert.NewCA(t, "CA")
+	good := pemOf(ca.Cert)
 	key := "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n"
 	cases := []struct {
 		name, body, path string
@@ -365,7 +366,7 @@ func TestPutCAValidation(t *testing.T) {
 		})
 	}
 	// Two certificates with whitespace around them are fine; the document lists both.
-	rec := putCA(r.m, `{"pem":`+jsonString("\n"+good+"\n\n"+pemOf(newCA(t, "CA2").cert)+"  \n")+`}`)
+	rec := putCA(r.m, `{"pem":`+jsonString("\n"+good+"\n\n"+pemOf(testcert.NewCA(t, "CA2").Cert)+"  \n")+`}`)
 	if rec.Code != http.StatusOK || strings.Count(rec.Body.String(), `"source":"operator"`) != 2 {
 		t.Fatalf("two CAs: %d %s", rec.Code, rec.Body)
 	}
@@ -399,20 +400,20 @@ func jsonString(s string) string {
 
 // TestBundleMode: public roots only, with the name check and validity dates; nothing pinned.
 func TestBundleMode(t *testing.T) {
-	ca := newCA(t, "Public CA")
-	withRoots := func(o *Options) { o.Roots = pool([]*x509.Certificate{ca.cert}) }
-	expired := leafOpts{dns: []string{"localhost"}, ips: []string{"127.0.0.1"}, notBefore: time.Now().Add(-48 * time.Hour), notAfter: time.Now().Add(-24 * time.Hour)}
+	ca := testcert.NewCA(t, "Public CA")
+	withRoots := func(o *Options) { o.Roots = pool([]*x509.Certificate{ca.Cert}) }
+	expired := testcert.Leaf{DNS: []string{"localhost"}, IPs: []string{"127.0.0.1"}, NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)}
 	cases := []struct {
 		name  string
 		cert  tls.Certificate
 		roots bool
 		ok    bool
 	}{
-		{"public CA, name matches", ca.leaf(t, loopbackNames), true, true},
-		{"public CA, name differs (CN matches is not enough)", ca.leaf(t, leafOpts{cn: "127.0.0.1", dns: []string{"other.example"}}), true, false},
-		{"public CA, expired", ca.leaf(t, expired), true, false},
-		{"self-signed", selfSigned(t, loopbackNames), true, false},
-		{"private CA against the system pool", ca.leaf(t, loopbackNames), false, false},
+		{"public CA, name matches", ca.Issue(t, testcert.Loopback), true, true},
+		{"public CA, name differs (CN matches is not enough)", ca.Issue(t, testcert.Leaf{CN: "127.0.0.1", DNS: []string{"other.example"}}), true, false},
+		{"public CA, expired", ca.Issue(t, expired), true, false},
+		{"self-signed", testcert.SelfSigned(t, testcert.Loopback), true, false},
+		{"private CA against the system pool", ca.Issue(t, testcert.Loopback), false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -442,7 +443,7 @@ func TestBundleMode(t *testing.T) {
 
 	// The same expired leaf is accepted under tofu: outside bundle the anchor decides.
 	r := newRig(t)
-	srv := newTLSServer(t, ca.leaf(t, expired), nil)
+	srv := newTLSServer(t, ca.Issue(t, expired), nil)
 	if err := r.get(t, srv.Addr()); err != nil {
 		t.Fatalf("tofu with an expired leaf: %v", err)
 	}
@@ -452,17 +453,17 @@ func TestBundleMode(t *testing.T) {
 // longer matches the pin; once proven, the replacement becomes the pin.
 func TestOperatorCAInTOFU(t *testing.T) {
 	r := newRig(t)
-	ca1, ca2 := newCA(t, "Old CA"), newCA(t, "New CA")
-	srv := newTLSServer(t, ca1.leaf(t, loopbackNames), nil)
+	ca1, ca2 := testcert.NewCA(t, "Old CA"), testcert.NewCA(t, "New CA")
+	srv := newTLSServer(t, ca1.Issue(t, testcert.Loopback), nil)
 	if err := r.get(t, srv.Addr()); err != nil {
 		t.Fatal(err)
 	}
-	srv.set(ca2.leaf(t, loopbackNames))
+	srv.set(ca2.Issue(t, testcert.Loopback))
 	if got := certErrReason(t, r.get(t, srv.Addr())); got != ReasonMismatch {
 		t.Fatalf("reason %q", got)
 	}
 	retries := r.retries.Load()
-	if rec := putCA(r.m, `{"pem":`+jsonString(pemOf(ca2.cert))+`}`); rec.Code != http.StatusOK {
+	if rec := putCA(r.m, `{"pem":`+jsonString(pemOf(ca2.Cert))+`}`); rec.Code != http.StatusOK {
 		t.Fatalf("PUT = %d %s", rec.Code, rec.Body)
 	}
 	if r.retries.Load() != retries+1 {
@@ -472,7 +473,7 @@ func TestOperatorCAInTOFU(t *testing.T) {
 		t.Fatalf("after PUT: %v", err)
 	}
 	pin, _ := r.storedPin(t, srv.Addr())
-	if pin == nil || !bytes.Equal(pin.Cert.Raw, ca2.cert.Raw) {
+	if pin == nil || !bytes.Equal(pin.Cert.Raw, ca2.Cert.Raw) {
 		t.Fatal("the proven replacement did not become the pin")
 	}
 }
@@ -481,16 +482,16 @@ func TestOperatorCAInTOFU(t *testing.T) {
 // of PUT /sk/tls/ca (and sk.ca_pem) stays and still anchors the server in ca mode.
 func TestDeleteKeepsOperatorCA(t *testing.T) {
 	r := newRig(t)
-	opCA, cfgCA, other := newCA(t, "Operator CA"), newCA(t, "Config CA"), newCA(t, "Other CA")
-	r.cfg.set("ca_pem", []byte(pemOf(cfgCA.cert)))
-	srv := newTLSServer(t, opCA.leaf(t, loopbackNames), nil)
+	opCA, cfgCA, other := testcert.NewCA(t, "Operator CA"), testcert.NewCA(t, "Config CA"), testcert.NewCA(t, "Other CA")
+	r.cfg.set("ca_pem", []byte(pemOf(cfgCA.Cert)))
+	srv := newTLSServer(t, opCA.Issue(t, testcert.Loopback), nil)
 	if err := r.get(t, srv.Addr()); err != nil {
 		t.Fatalf("first use: %v", err)
 	}
 	if _, ok := r.storedPin(t, srv.Addr()); !ok {
 		t.Fatal("first use captured nothing")
 	}
-	if rec := putCA(r.m, `{"pem":`+jsonString(pemOf(opCA.cert))+`}`); rec.Code != http.StatusOK {
+	if rec := putCA(r.m, `{"pem":`+jsonString(pemOf(opCA.Cert))+`}`); rec.Code != http.StatusOK {
 		t.Fatalf("PUT /sk/tls/ca = %d %s", rec.Code, rec.Body)
 	}
 
@@ -513,7 +514,7 @@ func TestDeleteKeepsOperatorCA(t *testing.T) {
 		for _, c := range d.CAs {
 			got = append(got, c.Source+":"+c.SHA256)
 		}
-		want := []string{"config:" + fingerprint(cfgCA.cert), "operator:" + fingerprint(opCA.cert)}
+		want := []string{"config:" + fingerprint(cfgCA.Cert), "operator:" + fingerprint(opCA.Cert)}
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s: CAs %v, want %v", when, got, want)
 		}
@@ -531,7 +532,7 @@ func TestDeleteKeepsOperatorCA(t *testing.T) {
 	// ca mode: the kept CA anchors the server, whatever its names, and pins nothing; a chain
 	// from another CA is still refused, and a further DELETE changes none of that.
 	r.cfg.set("tls_trust", ModeCA)
-	srv.set(opCA.leaf(t, leafOpts{dns: []string{"boat.example"}}))
+	srv.set(opCA.Issue(t, testcert.Leaf{DNS: []string{"boat.example"}}))
 	for _, step := range []string{"before", "after"} {
 		if err := r.get(t, srv.Addr()); err != nil {
 			t.Fatalf("ca mode %s a second DELETE: %v", step, err)
@@ -546,7 +547,7 @@ func TestDeleteKeepsOperatorCA(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv.set(other.leaf(t, loopbackNames))
+	srv.set(other.Issue(t, testcert.Loopback))
 	if got := certErrReason(t, r.get(t, srv.Addr())); got != ReasonUntrusted {
 		t.Fatalf("another CA in ca mode: reason %q", got)
 	}
@@ -555,7 +556,7 @@ func TestDeleteKeepsOperatorCA(t *testing.T) {
 // TestUnreadablePinRefuses: a stored pin that cannot be decoded is never replaced silently.
 func TestUnreadablePinRefuses(t *testing.T) {
 	r := newRig(t)
-	srv := newTLSServer(t, selfSigned(t, loopbackNames), nil)
+	srv := newTLSServer(t, testcert.SelfSigned(t, testcert.Loopback), nil)
 	if err := r.st.Set(PinPrefix+srv.Addr(), `{"v":1,"kind":"leaf","cert":"AAAA"}`); err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +580,7 @@ func TestPinsPerServerAndEviction(t *testing.T) {
 	r := newRig(t)
 	var srvs []*tlsServer
 	for i := 0; i <= MaxPins; i++ {
-		s := newTLSServer(t, selfSigned(t, loopbackNames), nil)
+		s := newTLSServer(t, testcert.SelfSigned(t, testcert.Loopback), nil)
 		srvs = append(srvs, s)
 		if err := r.get(t, s.Addr()); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,7 +56,7 @@ func TestSetGetDeleteScanPersist(t *testing.T) {
 	if err := s.Scan("cfg/", func(k, v string) bool { got = append(got, k+"="+v); return true }); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"cfg/a/y=two\r\nlines", "cfg/b/z="}; !equal(got, want) {
+	if want := []string{"cfg/a/y=two\r\nlines", "cfg/b/z="}; !slices.Equal(got, want) {
 		t.Fatalf("Scan(cfg/) = %q, want %q", got, want)
 	}
 	got = nil
@@ -370,7 +371,7 @@ func TestIntentRoundTrip(t *testing.T) {
 	sets := map[string]string{"a": "1", "b\x00": "", "c": strings.Repeat("x", 300)}
 	deletes := []string{"d", "e"}
 	gs, gd, err := decodeIntent(encodeIntent(sets, deletes))
-	if err != nil || !maps.Equal(gs, sets) || !equal(gd, deletes) {
+	if err != nil || !maps.Equal(gs, sets) || !slices.Equal(gd, deletes) {
 		t.Fatalf("round trip: %q %q %v", gs, gd, err)
 	}
 	for _, bad := range []string{"X\x01a", "S\x05ab", "S\x01a", "D\x00", "S\x01!\x00"} {
@@ -538,16 +539,4 @@ func fileSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -10,43 +10,15 @@ package main
 
 import (
 	"strconv"
-	"unsafe"
+
+	"devhost/plugins/testdata/internal/hostcall"
 )
-
-//go:wasmimport extism:host/user event_read
-func eventRead(ptr, cap uint32) int32
-
-//go:wasmimport extism:host/user log
-func hlog(level int32, ptr, n uint32) int32
-
-//go:wasmimport extism:host/user ns_register
-func nsRegister(ptr, n uint32) int32
-
-//go:wasmimport extism:host/user sk_publish
-func skPublish(ptr, n uint32) int32
-
-//go:wasmimport extism:host/user sk_meta
-func skMeta(ptr, n uint32) int32
-
-//go:wasmimport extism:host/user sk_put_reply
-func skPutReply(ptr, n uint32) int32
-
-//go:wasmimport extism:host/user http_reply
-func httpReply(ptr, n uint32) int32
-
-//go:wasmimport extism:host/user health_report
-func healthReport(ptr, n uint32) int32
-
-//go:wasmimport extism:host/user sse_publish
-func ssePublish(ptr, n uint32) int32
 
 var junk = []byte("\xff\xff\xff\x7fgarbage\x00\x01\x02{not json")
 
-func addr(b []byte) uint32 { return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
-
 func logLine(s string) {
 	b := []byte(s)
-	hlog(2, addr(b), uint32(len(b)))
+	hostcall.Log(2, hostcall.Addr(b), uint32(len(b)))
 }
 
 func spray() {
@@ -54,18 +26,19 @@ func spray() {
 		name string
 		fn   func(ptr, n uint32) int32
 	}{
-		{"ns_register", nsRegister}, {"sk_publish", skPublish}, {"sk_meta", skMeta},
-		{"sk_put_reply", skPutReply}, {"http_reply", httpReply}, {"health_report", healthReport},
-		{"sse_publish", ssePublish},
+		{"ns_register", hostcall.NsRegister}, {"sk_publish", hostcall.SKPublish},
+		{"sk_meta", hostcall.SKMeta}, {"sk_put_reply", hostcall.SKPutReply},
+		{"http_reply", hostcall.HTTPReply}, {"health_report", hostcall.HealthReport},
+		{"sse_publish", hostcall.SSEPublish},
 	}
 	for _, f := range fns {
-		a := f.fn(addr(junk), uint32(len(junk)))
+		a := f.fn(hostcall.Addr(junk), uint32(len(junk)))
 		b := f.fn(0xfffffff0, 64)
-		c := f.fn(addr(junk), 1<<30)
+		c := f.fn(hostcall.Addr(junk), 1<<30)
 		logLine("garbage: " + f.name + " " + strconv.Itoa(int(a)) + " " + strconv.Itoa(int(b)) + " " + strconv.Itoa(int(c)))
 	}
 	// An output buffer outside memory: nothing may be written.
-	logLine("garbage: event_read " + strconv.Itoa(int(eventRead(0xfffffff0, 1<<20))))
+	logLine("garbage: event_read " + strconv.Itoa(int(hostcall.EventRead(0xfffffff0, 1<<20))))
 }
 
 //go:wasmexport dev_init

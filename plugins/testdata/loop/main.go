@@ -4,11 +4,7 @@
 // granting timer reaches the loop by itself; GET /loop/spin reaches it too.
 package main
 
-import (
-	"time"
-
-	"devhost/sdk"
-)
+import "devhost/plugins/testdata/internal/fault"
 
 var sink int
 
@@ -18,17 +14,6 @@ func spin() {
 	}
 }
 
-func init() {
-	sdk.Register(&sdk.Plugin{
-		OnInit: func(sdk.Info) error {
-			if sdk.Granted("timer") {
-				return sdk.SetTimer(1, 10*time.Millisecond, 0)
-			}
-			return nil
-		},
-		OnTimer: func(uint32) { spin() },
-		OnHTTP:  func(*sdk.Request) sdk.Response { spin(); return sdk.Response{} },
-	})
-}
+func init() { fault.Register(spin) }
 
 func main() {}

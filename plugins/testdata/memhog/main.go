@@ -4,11 +4,7 @@
 // (10 ms); GET /memhog/eat reaches it too.
 package main
 
-import (
-	"time"
-
-	"devhost/sdk"
-)
+import "devhost/plugins/testdata/internal/fault"
 
 var hoard [][]byte
 
@@ -22,17 +18,6 @@ func eat() {
 	}
 }
 
-func init() {
-	sdk.Register(&sdk.Plugin{
-		OnInit: func(sdk.Info) error {
-			if sdk.Granted("timer") {
-				return sdk.SetTimer(1, 10*time.Millisecond, 0)
-			}
-			return nil
-		},
-		OnTimer: func(uint32) { eat() },
-		OnHTTP:  func(*sdk.Request) sdk.Response { eat(); return sdk.Response{} },
-	})
-}
+func init() { fault.Register(eat) }
 
 func main() {}
