@@ -12,7 +12,9 @@
 //     sends every value as its own message (PublishValues still sends its values together).
 //     A message carries one update; its `timestamp` is the newest measurement time among its
 //     values, taken when each value was published, so a buffered message keeps the time its
-//     values were measured.
+//     values were measured. The device clock is read at most once per 100 ms and carried
+//     forward with the monotonic clock in between (stamp.go), so a clock set or step shows
+//     in the stamps within 100 ms.
 //   - A message is at most 16 KiB: a batch that would grow past it closes early, and a single
 //     value that cannot fit is refused with ErrInvalidArgument. NaN and infinities are sent as
 //     null. Paths are 1..256 bytes of letters, digits and `._-:` without empty segments.
