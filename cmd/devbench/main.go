@@ -101,6 +101,7 @@ type options struct {
 	skSide     string
 	skServer   string
 	skPerFrame int
+	skProfile  string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -141,6 +142,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.skSide, "sk-side", "", "internal: run one side of the Signal K section (dev or plain) in this process")
 	fs.StringVar(&o.skServer, "sk-server", "", "internal: with -sk-side, the signalk-server's http URL")
 	fs.IntVar(&o.skPerFrame, "sk-per-frame", 1, "internal: with -sk-side plain, values per frame")
+	fs.StringVar(&o.skProfile, "sk-profile", "", "write a CPU profile of each Signal K side process, over the span its CPU is counted, into this folder (<side>-<pid>.pprof)")
 	fs.IntVar(&o.boots, "boots", 5, "device boots timed for boot.first_200 and boot.sk_stream_open (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
