@@ -102,6 +102,7 @@ type options struct {
 	skServer   string
 	skPerFrame int
 	skProfile  string
+	skSample   bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -143,6 +144,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.skServer, "sk-server", "", "internal: with -sk-side, the signalk-server's http URL")
 	fs.IntVar(&o.skPerFrame, "sk-per-frame", 1, "internal: with -sk-side plain, values per frame")
 	fs.StringVar(&o.skProfile, "sk-profile", "", "write a CPU profile of each Signal K side process, over the span its CPU is counted, into this folder (<side>-<pid>.pprof)")
+	fs.BoolVar(&o.skSample, "sk-sample", false, "internal: with -sk-side, sample every 10 ms whether the side has nothing for the socket")
 	fs.IntVar(&o.boots, "boots", 5, "device boots timed for boot.first_200 and boot.sk_stream_open (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -10,16 +10,19 @@ package main
 //     admin account, poll). It is not bin/devhost: the device offers no way to publish at a
 //     chosen rate from outside, so the stream is driven through its Go API, which is what the
 //     device's own publishers call.
-//   - Publishers call PublishNumber in a loop. They pause for 5 ms whenever the stream's
-//     queue holds more than half of its byte budget, so the rate reported is what the stream
-//     sustains without dropping; any drop that happens anyway is reported and the dropped
-//     messages' values are not counted as delivered.
+//   - Publishers call PublishNumber in a loop. Every 1024 values they wait (WaitBuffered)
+//     while the stream's queue holds more than half of its byte budget, so the rate reported
+//     is what the stream sustains without dropping; any drop that happens anyway is reported
+//     and the dropped messages' values are not counted as delivered.
 //   - The anchor is a plain WebSocket client on one connection writing delta frames with the
 //     same number of values per frame as the device's messages averaged, as fast as the socket
 //     accepts them (10 s write deadline).
-//   - Both sides run the same sampler (every 10 ms: does the side have nothing waiting for
-//     the socket?) and read the clock about as often per value (the device times one Publish
-//     call in 256, the plain client reads the clock for each frame's timestamp and deadline).
+//   - Neither side runs anything on a timer in the measured rounds: on a loaded machine a
+//     wake-up of a Go process costs 100-200 µs of CPU, more than a thousand values. Both
+//     sides run the same sampler (every 10 ms: does the side have nothing waiting for the
+//     socket?) in the unrecorded warm-up only. They read the clock about as often per value
+//     (the device times one Publish call in 256, the plain client reads the clock for each
+//     frame's timestamp and deadline).
 //   - Both sides end with a marker value; the run lasts until the server shows the marker
 //     through its REST API, so values still in socket buffers are not counted as taken. The
 //     server offers no per-connection acceptance count, so this read-back is the proof that
@@ -206,15 +209,18 @@ func (b *bench) runSignalK(ctx context.Context) error {
 	// The server compiles its delta path on first use, and the side that runs first would pay
 	// for it: both sides warm it up unrecorded, and the measured rounds alternate who goes
 	// first.
+	// The warm-up is also where both sides run their sampler, which costs too much CPU to run
+	// in the measured rounds.
 	perFrame := 1
+	var warm skRound
 	if b.opts.skWarmup > 0 {
 		b.log.Info("signal k: warm-up of both sides (not recorded)", "duration", b.opts.skWarmup)
-		dev, err := b.skRun(ctx, srv, "dev", token, 0, b.opts.skWarmup)
+		warm.dev, err = b.skRun(ctx, srv, "dev", token, 0, b.opts.skWarmup, true)
 		if err != nil {
 			return fmt.Errorf("signal k device stream (warm-up): %w", err)
 		}
-		perFrame = valuesPerFrame(dev.published, dev.messages+dev.dropped)
-		if _, err := b.skRun(ctx, srv, "plain", srv.AdminToken, perFrame, b.opts.skWarmup); err != nil {
+		perFrame = valuesPerFrame(warm.dev.published, warm.dev.messages+warm.dev.dropped)
+		if warm.plain, err = b.skRun(ctx, srv, "plain", srv.AdminToken, perFrame, b.opts.skWarmup, true); err != nil {
 			return fmt.Errorf("signal k plain client (warm-up): %w", err)
 		}
 	}
@@ -223,7 +229,7 @@ func (b *bench) runSignalK(ctx context.Context) error {
 		var r skRound
 		sides := []func() error{
 			func() (err error) {
-				r.dev, err = b.skRun(ctx, srv, "dev", token, 0, b.opts.skDuration)
+				r.dev, err = b.skRun(ctx, srv, "dev", token, 0, b.opts.skDuration, false)
 				if err != nil {
 					return fmt.Errorf("signal k device stream: %w", err)
 				}
@@ -233,7 +239,7 @@ func (b *bench) runSignalK(ctx context.Context) error {
 				return nil
 			},
 			func() (err error) {
-				r.plain, err = b.skRun(ctx, srv, "plain", srv.AdminToken, perFrame, b.opts.skDuration)
+				r.plain, err = b.skRun(ctx, srv, "plain", srv.AdminToken, perFrame, b.opts.skDuration, false)
 				if err != nil {
 					return fmt.Errorf("signal k plain client: %w", err)
 				}
@@ -253,7 +259,7 @@ func (b *bench) runSignalK(ctx context.Context) error {
 		}
 		rounds = append(rounds, r)
 	}
-	b.printSignalK(rounds, perFrame)
+	b.printSignalK(rounds, warm, perFrame)
 	return nil
 }
 
@@ -348,7 +354,7 @@ func (b *bench) skWaitMarker(ctx context.Context, srv *sktest.Server, path strin
 	return nil
 }
 
-func (b *bench) printSignalK(rounds []skRound, perFrame int) {
+func (b *bench) printSignalK(rounds []skRound, warm skRound, perFrame int) {
 	var devRates, plainRates []float64
 	var lats []time.Duration
 	var dev skResult   // the device rounds added up, for CPU and counts
@@ -356,8 +362,6 @@ func (b *bench) printSignalK(rounds []skRound, perFrame int) {
 	for _, r := range rounds {
 		plain.cpu += r.plain.cpu
 		plain.delivered += r.plain.delivered
-		plain.samples += r.plain.samples
-		plain.idleSamples += r.plain.idleSamples
 		devRates = append(devRates, r.dev.rate())
 		plainRates = append(plainRates, r.plain.rate())
 		lats = append(lats, r.dev.latencies...)
@@ -366,8 +370,6 @@ func (b *bench) printSignalK(rounds []skRound, perFrame int) {
 		dev.messages += r.dev.messages
 		dev.dropped += r.dev.dropped
 		dev.cpu += r.dev.cpu
-		dev.samples += r.dev.samples
-		dev.idleSamples += r.dev.idleSamples
 	}
 	slices.Sort(lats)
 	var worst time.Duration
@@ -389,19 +391,21 @@ func (b *bench) printSignalK(rounds []skRound, perFrame int) {
 		if r.plainFirst {
 			order = "plain first "
 		}
-		fmt.Fprintf(b.out, "  round %d (%s): plain %.0f values/s (%d frames, CPU %.3f ms per 1000 values), device %.0f values/s (%d messages, %d dropped, queue empty %.1f %%) → %s\n",
+		fmt.Fprintf(b.out, "  round %d (%s): plain %.0f values/s (%d frames, CPU %.3f ms per 1000 values), device %.0f values/s (%d messages, %d dropped, CPU %.3f ms per 1000 values) → %s\n",
 			i+1, order, r.plain.rate(), r.plain.messages, cpuPer1k(r.plain.cpu, r.plain.delivered),
-			r.dev.rate(), r.dev.messages, r.dev.dropped, percentOf(r.dev.idleSamples, r.dev.samples), ratio(r.dev.rate(), r.plain.rate()))
+			r.dev.rate(), r.dev.messages, r.dev.dropped, cpuPer1k(r.dev.cpu, r.dev.delivered), ratio(r.dev.rate(), r.plain.rate()))
 	}
 	fmt.Fprintf(b.out, "values/s plain client:  %.0f (median)\n", plainRate)
 	fmt.Fprintf(b.out, "values/s device stream: %.0f (median; %d published, %d messages sent, %d dropped in all rounds)\n",
 		devRate, dev.published, dev.messages, dev.dropped)
 	share := skShare(rounds)
 	fmt.Fprintf(b.out, "ratio device / plain:   %.2f (median of the rounds' ratios; %s of the medians)\n", share, ratio(devRate, plainRate))
-	fmt.Fprintf(b.out, "device queue empty:     %.1f %% of %d samples taken every 10 ms while publishing (the most the device could have held the server back)\n",
-		percentOf(dev.idleSamples, dev.samples), dev.samples)
-	fmt.Fprintf(b.out, "plain client idle:      %.1f %% of %d samples (not inside a socket write)\n",
-		percentOf(plain.idleSamples, plain.samples), plain.samples)
+	if warm.dev.samples > 0 {
+		fmt.Fprintf(b.out, "device queue empty:     %.1f %% of %d samples taken every 10 ms in the warm-up (the most the device could have held the server back)\n",
+			percentOf(warm.dev.idleSamples, warm.dev.samples), warm.dev.samples)
+		fmt.Fprintf(b.out, "plain client idle:      %.1f %% of %d samples in the warm-up (not inside a socket write)\n",
+			percentOf(warm.plain.idleSamples, warm.plain.samples), warm.plain.samples)
+	}
 	fmt.Fprintf(b.out, "device CPU:             %.3f ms per 1000 values/s (CPU ms per second of run per 1000 values/s; %s CPU in all rounds)\n",
 		cpuPer1k(dev.cpu, dev.delivered), fmtDuration(dev.cpu))
 	fmt.Fprintf(b.out, "plain client CPU:       %.3f ms per 1000 values/s (%s CPU in all rounds) → device / plain %s\n",
@@ -445,8 +449,9 @@ type skSideReport struct {
 	Published uint64 `json:"published"` // values published or written before the marker
 	Messages  uint64 `json:"messages"`  // frames written, the marker's not counted
 	Dropped   uint64 `json:"dropped"`   // messages the device stream dropped
-	// Samples taken every skSampleEvery while publishing, and how many found the side with
-	// nothing waiting for the socket: the device's queue empty, the plain client between writes.
+	// With -sk-sample, samples taken every skSampleEvery while publishing, and how many found
+	// the side with nothing waiting for the socket: the device's queue empty, the plain client
+	// between writes.
 	Samples int `json:"samples"`
 	Idle    int `json:"idle"`
 	// LatenciesNS are the timed Publish calls of the device side (one call in 64).
@@ -465,7 +470,7 @@ type skSide interface {
 func skDonePath(side string) string { return "bench." + side + ".done" }
 
 // skRun runs one side in its own process for duration and returns its result.
-func (b *bench) skRun(ctx context.Context, srv *sktest.Server, side, token string, perFrame int, duration time.Duration) (res skResult, err error) {
+func (b *bench) skRun(ctx context.Context, srv *sktest.Server, side, token string, perFrame int, duration time.Duration, sample bool) (res skResult, err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return res, fmt.Errorf("locating devbench: %w", err)
@@ -475,6 +480,9 @@ func (b *bench) skRun(ctx context.Context, srv *sktest.Server, side, token strin
 		"-sk-per-frame", strconv.Itoa(max(1, perFrame)))
 	if b.opts.skProfile != "" {
 		cmd.Args = append(cmd.Args, "-sk-profile", b.opts.skProfile)
+	}
+	if sample {
+		cmd.Args = append(cmd.Args, "-sk-sample")
 	}
 	cmd.Env = append(os.Environ(), skTokenEnv+"="+token)
 	cmd.Stderr = os.Stderr
@@ -639,9 +647,13 @@ func nextLine(in *bufio.Scanner, prefix string) (string, error) {
 }
 
 // startSampler counts, every skSampleEvery on a goroutine of its own, whether idle() holds;
-// the returned function stops it and gives the counts. Both sides run one, so its wake-ups
-// are charged to both alike.
-func startSampler(clk clockwork.Clock, idle func() bool) (stop func() (samples, idles int)) {
+// the returned function stops it and gives the counts. Only the warm-up runs sample (on):
+// on the loaded development machine one wake-up of a Go process costs 100-200 µs of CPU,
+// so a 10 ms sampler alone cost each side more CPU than its publishing at the server's pace.
+func startSampler(clk clockwork.Clock, on bool, idle func() bool) (stop func() (samples, idles int)) {
+	if !on {
+		return func() (int, int) { return 0, 0 }
+	}
 	var (
 		quit           atomic.Bool
 		samples, idles int
@@ -670,6 +682,7 @@ type deviceSide struct {
 	clk        clockwork.Clock
 	st         *skstream.Stream
 	publishers int
+	sample     bool // run the sampler (-sk-sample)
 	cancel     context.CancelFunc
 }
 
@@ -686,7 +699,7 @@ func dialDeviceSide(ctx context.Context, clk clockwork.Clock, log *slog.Logger, 
 		Settings:  set,
 	})
 	sctx, cancel := context.WithCancel(ctx)
-	d := &deviceSide{clk: clk, st: st, publishers: o.skPublishers, cancel: cancel}
+	d := &deviceSide{clk: clk, st: st, publishers: o.skPublishers, sample: o.skSample, cancel: cancel}
 	st.SetTarget(&skstream.Target{URL: o.skServer, Token: token})
 	if err := st.Start(sctx); err != nil {
 		d.close()
@@ -719,6 +732,9 @@ func (d *deviceSide) publish(ctx context.Context, duration time.Duration, marker
 	highWater := 1024 * 1024 / 2 // half of sk.buffer_kb as dialDeviceSide sets it
 	before := st.Status()
 	var stop atomic.Bool
+	// pctx ends with the publishing time, so that a publisher waiting for the queue stops too.
+	pctx, pcancel := context.WithCancel(ctx)
+	defer pcancel()
 	var published atomic.Uint64
 	var firstErr error
 	var errOnce sync.Once
@@ -729,14 +745,20 @@ func (d *deviceSide) publish(ctx context.Context, duration time.Duration, marker
 		wg.Go(func() {
 			var n uint64
 			for i := 0; !stop.Load(); i++ {
-				// Wait, without publishing, while the stream's queue is past half its
-				// budget: a publisher faster than the server would otherwise only measure
-				// the ring dropping its oldest messages, as it must. Status takes the
-				// stream's lock, so it is asked every 1024 values only (36 KiB of the
-				// 512 KiB left below the budget): asked every 64, it cost the device side
-				// more than a tenth of its instructions.
-				for i%1024 == 0 && !stop.Load() && st.Status().BufferedBytes > highWater {
-					d.clk.Sleep(5 * time.Millisecond)
+				// Once the stream's queue is past half its budget, wait without publishing
+				// until it is down to a quarter: a publisher faster than the server would
+				// otherwise only measure the ring dropping its oldest messages, as it must.
+				// Status takes the stream's lock, so it is asked every 1024 values only
+				// (36 KiB of the 512 KiB left below the budget), and the wait sleeps until
+				// the queue has drained, waking once, where the plain client's blocked
+				// write wakes once per frame.
+				if i%1024 == 0 && st.Status().BufferedBytes > highWater {
+					if err := st.WaitBuffered(pctx, highWater/2); err != nil {
+						if !stop.Load() {
+							errOnce.Do(func() { firstErr = err })
+						}
+						break
+					}
 				}
 				v := uint64(g)<<40 | uint64(i)
 				// Only every 256th call is timed: 1 in 256 still gives a p99 from thousands of
@@ -763,7 +785,7 @@ func (d *deviceSide) publish(ctx context.Context, duration time.Duration, marker
 			published.Add(n)
 		})
 	}
-	stopSampler := startSampler(d.clk, func() bool { return st.Status().BufferedBytes == 0 })
+	stopSampler := startSampler(d.clk, d.sample, func() bool { return st.Status().BufferedBytes == 0 })
 	timer := d.clk.NewTimer(duration)
 	select {
 	case <-timer.Chan():
@@ -771,6 +793,7 @@ func (d *deviceSide) publish(ctx context.Context, duration time.Duration, marker
 	}
 	timer.Stop()
 	stop.Store(true)
+	pcancel()
 	wg.Wait()
 	rep.Samples, rep.Idle = stopSampler()
 	if firstErr != nil {
@@ -804,6 +827,7 @@ type plainSide struct {
 	readDone chan struct{}
 	perFrame int
 	paths    []string
+	sample   bool // run the sampler (-sk-sample)
 }
 
 func dialPlainSide(ctx context.Context, clk clockwork.Clock, o options, token string) (*plainSide, error) {
@@ -831,7 +855,7 @@ func dialPlainSide(ctx context.Context, clk clockwork.Clock, o options, token st
 		return nil, fmt.Errorf("first frame is not a hello: %s", hello)
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	p := &plainSide{clk: clk, conn: conn, readDone: make(chan struct{}), perFrame: max(1, o.skPerFrame)}
+	p := &plainSide{clk: clk, conn: conn, readDone: make(chan struct{}), perFrame: max(1, o.skPerFrame), sample: o.skSample}
 	// Nothing is subscribed; reading keeps control frames answered until the socket closes.
 	go func() {
 		defer close(p.readDone)
@@ -862,7 +886,7 @@ func (p *plainSide) close() {
 
 func (p *plainSide) publish(ctx context.Context, duration time.Duration, marker uint64) (rep skSideReport, err error) {
 	var writing atomic.Bool
-	stopSampler := startSampler(p.clk, func() bool { return !writing.Load() })
+	stopSampler := startSampler(p.clk, p.sample, func() bool { return !writing.Load() })
 	samplerStopped := false
 	defer func() {
 		if !samplerStopped {

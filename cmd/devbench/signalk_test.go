@@ -160,7 +160,7 @@ func TestSKSideExchange(t *testing.T) {
 	for _, side := range []string{"dev", "plain"} {
 		t.Run(side, func(t *testing.T) {
 			peer := skpeer.Start(t, skpeer.Options{})
-			o, err := parseFlags([]string{"-sk-side", side, "-sk-server", peer.URL(), "-sk-duration", "200ms", "-sk-per-frame", "50"}, io.Discard)
+			o, err := parseFlags([]string{"-sk-side", side, "-sk-server", peer.URL(), "-sk-duration", "200ms", "-sk-per-frame", "50", "-sk-sample"}, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
