@@ -19,11 +19,12 @@
 //   - prints the resident memory of the anchor and of the device at rest (once the device's
 //     plugins have left their loading state) and after the load;
 //   - unless -signalk=false, starts the real signalk-server (host/signalk/sktest) and measures
-//     values per second published into it by the device's delta stream (host/skstream, run in
-//     this process through its Go API with sk.batch_ms from -sk-batch-ms) beside a plain
-//     WebSocket client writing frames of the same size, with the stream's CPU per 1000 values/s
-//     and the Publish call latency; a server that cannot be started skips this with a printed
-//     line. signalk.go says how each side is measured;
+//     values per second published into it by the device's delta stream (host/skstream, driven
+//     through its Go API with sk.batch_ms from -sk-batch-ms) beside a plain WebSocket client
+//     writing frames of the same size, each side in a process of its own (devbench -sk-side),
+//     with each side's CPU per 1000 values/s and the Publish call latency; a server that
+//     cannot be started skips this with a printed line. signalk.go says how each side is
+//     measured;
 //   - unless -boots 0, times whole boots of bin/devhost: to the first 200 on the ping and, with
 //     the server, to the device's Signal K stream open (boot.go says how);
 //   - with -json FILE, writes every figure beside its baseline and the machine as JSON
