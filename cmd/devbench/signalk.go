@@ -420,6 +420,8 @@ func (b *bench) printSignalK(rounds []skRound, warm skRound, perFrame int) {
 		skTarget, verdict, share)
 }
 
+// Side processes.
+//
 // The two sides of the Signal K section each run in a process of their own (devbench
 // re-executed with -sk-side), so that each side's CPU figure is the CPU of exactly that side:
 // its publishing code, its socket writes and the same small harness, and nothing of the
@@ -432,6 +434,7 @@ func (b *bench) printSignalK(rounds []skRound, warm skRound, perFrame int) {
 // for -sk-duration, writes the marker value, waits until everything it wrote has left, and
 // prints "sk-side: sent <JSON of skSideReport>". Once the server shows the marker the parent
 // sends "cpu", the side prints "sk-side: cpu <nanoseconds>", and it exits when its stdin closes.
+// The prefixes below are that exchange's lines.
 
 const (
 	// skSidePrefix starts the line a side process prints once connected, before the server URL.
@@ -454,7 +457,7 @@ type skSideReport struct {
 	// between writes.
 	Samples int `json:"samples"`
 	Idle    int `json:"idle"`
-	// LatenciesNS are the timed Publish calls of the device side (one call in 64).
+	// LatenciesNS are the timed Publish calls of the device side (one call in 256).
 	LatenciesNS []int64 `json:"latencies_ns,omitempty"`
 }
 
@@ -542,7 +545,7 @@ func (b *bench) skRun(ctx context.Context, srv *sktest.Server, side, token strin
 }
 
 // runSKSide is the side process: it connects as -sk-side says, then follows the exchange
-// described at the top of this file on stdin and stdout.
+// described under "Side processes" above on stdin and stdout.
 func runSKSide(ctx context.Context, o options, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
 	clk := clockwork.NewRealClock()
 	token := os.Getenv(skTokenEnv)

@@ -32,6 +32,10 @@
 //   - Flush waits for the ring, the control frames and the frame being written; values
 //     published after the call start a new batch and are not waited for. Its timeout runs on
 //     the device clock; an ended ctx returns ctx.Err().
+//   - WaitBuffered is for a publisher that would rather wait than lose its oldest messages:
+//     it sleeps until the ring holds at most a given number of bytes and is woken once, by
+//     whatever change of the ring satisfies it, so a waiting publisher costs nothing per
+//     message written. Nothing in the stream itself waits: publishing never blocks.
 //
 // Connection
 //   - The network is assumed up until NetworkDown. `sendMeta=all` is asked for when at least
