@@ -19,11 +19,12 @@
 //   - prints the resident memory of the anchor and of the device at rest (once the device's
 //     plugins have left their loading state) and after the load;
 //   - unless -signalk=false, starts the real signalk-server (host/signalk/sktest) and measures
-//     values per second published into it by the device's delta stream (host/skstream, run in
-//     this process through its Go API with sk.batch_ms from -sk-batch-ms) beside a plain
-//     WebSocket client writing frames of the same size, with the stream's CPU per 1000 values/s
-//     and the Publish call latency; a server that cannot be started skips this with a printed
-//     line. signalk.go says how each side is measured;
+//     values per second published into it by the device's delta stream (host/skstream, driven
+//     through its Go API with sk.batch_ms from -sk-batch-ms) beside a plain WebSocket client
+//     writing frames of the same size, each side in a process of its own (devbench -sk-side),
+//     with each side's CPU per 1000 values/s and the Publish call latency; a server that
+//     cannot be started skips this with a printed line. signalk.go says how each side is
+//     measured;
 //   - unless -boots 0, times whole boots of bin/devhost: to the first 200 on the ping and, with
 //     the server, to the device's Signal K stream open (boot.go says how);
 //   - with -json FILE, writes every figure beside its baseline and the machine as JSON
@@ -97,6 +98,12 @@ type options struct {
 	merge        bool
 	boots        int
 	skPublish    bool
+	// A Signal K side process (skside.go): which side, the server, the plain side's frame size.
+	skSide     string
+	skServer   string
+	skPerFrame int
+	skProfile  string
+	skSample   bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -134,6 +141,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	})
 	fs.BoolVar(&o.merge, "merge", false, "measure nothing: add the -gobench results to the report already in the -json file")
 	fs.BoolVar(&o.skPublish, "sk-publish", true, "with -signalk, measure publishing into signalk-server (false: the server is only used for boot.sk_stream_open)")
+	fs.StringVar(&o.skSide, "sk-side", "", "internal: run one side of the Signal K section (dev or plain) in this process")
+	fs.StringVar(&o.skServer, "sk-server", "", "internal: with -sk-side, the signalk-server's http URL")
+	fs.IntVar(&o.skPerFrame, "sk-per-frame", 1, "internal: with -sk-side plain, values per frame")
+	fs.StringVar(&o.skProfile, "sk-profile", "", "write a CPU profile of each Signal K side process, over the span its CPU is counted, into this folder (<side>-<pid>.pprof)")
+	fs.BoolVar(&o.skSample, "sk-sample", false, "internal: with -sk-side, sample every 10 ms whether the side has nothing for the socket")
 	fs.IntVar(&o.boots, "boots", 5, "device boots timed for boot.first_200 and boot.sk_stream_open (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -176,6 +188,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-sk-publishers must be at least 1")
 	case o.boots < 0:
 		return o, errors.New("-boots must not be negative")
+	case o.skSide != "" && o.skSide != "dev" && o.skSide != "plain":
+		return o, fmt.Errorf("-sk-side %q: want dev or plain", o.skSide)
+	case o.skSide != "" && o.skServer == "":
+		return o, errors.New("-sk-side needs -sk-server")
+	case o.skPerFrame < 1:
+		return o, errors.New("-sk-per-frame must be at least 1")
 	}
 	switch o.loadgen {
 	case "auto", "wrk", "go":
@@ -200,6 +218,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if opts.serveAnchor != "" {
 		if err := serveAnchor(ctx, opts.serveAnchor, os.Stdin, stdout); err != nil {
 			fmt.Fprintln(stderr, "devbench anchor:", err)
+			return 1
+		}
+		return 0
+	}
+	if opts.skSide != "" {
+		log := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "devbench", "sk_side", opts.skSide)
+		if err := runSKSide(ctx, opts, os.Stdin, stdout, log); err != nil {
+			fmt.Fprintln(stderr, "devbench signal k side:", err)
 			return 1
 		}
 		return 0

@@ -55,6 +55,10 @@ type child struct {
 	waitErr error
 	drained chan struct{}
 	url     string
+	// lines are the lines printed after the announcement, for a caller that expects more
+	// (expect); when nobody reads them, lines past the buffer are dropped, never blocking the
+	// child. Closed when the child's stdout ends.
+	lines chan string
 }
 
 // startChild starts cmd (Stdout must be unset), waits until it prints a line beginning with
@@ -75,7 +79,8 @@ func startChild(ctx context.Context, clk clockwork.Clock, name string, cmd *exec
 		return nil, fmt.Errorf("%s: start: %w", name, err)
 	}
 	_ = pw.Close()
-	c := &child{name: name, cmd: cmd, clk: clk, stdout: pr, done: make(chan struct{}), drained: make(chan struct{})}
+	c := &child{name: name, cmd: cmd, clk: clk, stdout: pr, done: make(chan struct{}), drained: make(chan struct{}),
+		lines: make(chan string, 16)}
 	go func() {
 		c.waitErr = cmd.Wait()
 		close(c.done)
@@ -88,6 +93,10 @@ func startChild(ctx context.Context, clk clockwork.Clock, name string, cmd *exec
 		sent := false
 		for sc.Scan() {
 			if sent {
+				select {
+				case c.lines <- sc.Text():
+				default:
+				}
 				continue
 			}
 			if u, ok := parseListenLine(sc.Text(), prefix); ok {
@@ -95,6 +104,7 @@ func startChild(ctx context.Context, clk clockwork.Clock, name string, cmd *exec
 				sent = true
 			}
 		}
+		close(c.lines)
 		// The rest of the output is not needed; keep the pipe empty so the child never blocks.
 		_, _ = io.Copy(io.Discard, pr)
 	}()
@@ -112,6 +122,29 @@ func startChild(ctx context.Context, clk clockwork.Clock, name string, cmd *exec
 		err = fmt.Errorf("%s: waiting for it to answer: %w", name, ctx.Err())
 	}
 	return nil, errors.Join(err, c.stop(5*time.Second))
+}
+
+// expect waits for the next line the child prints that starts with prefix, skipping others,
+// and returns the rest of it.
+func (c *child) expect(ctx context.Context, prefix string, timeout time.Duration) (string, error) {
+	timer := c.clk.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case line, ok := <-c.lines:
+			if !ok {
+				<-c.done
+				return "", fmt.Errorf("%s ended before printing %q: %v", c.name, prefix, c.waitErr)
+			}
+			if rest, found := strings.CutPrefix(line, prefix); found {
+				return rest, nil
+			}
+		case <-timer.Chan():
+			return "", fmt.Errorf("%s did not print %q within %v", c.name, prefix, timeout)
+		case <-ctx.Done():
+			return "", fmt.Errorf("%s: waiting for %q: %w", c.name, prefix, ctx.Err())
+		}
+	}
 }
 
 // pid is the process started (for a device, its boot supervisor).

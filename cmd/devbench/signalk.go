@@ -1,32 +1,50 @@
 package main
 
 // The Signal K section measures publishing into the real signalk-server end to end:
-//   - The device side is the device's own delta stream (host/skstream) built inside this
-//     process with the settings given by -sk-batch-ms, pointed at the server with a token that
-//     this process obtains through the server's access request flow (request, approve with the
+//   - Each side runs in a process of its own (skside.go), and each side's CPU figure is that
+//     process's CPU time from its start signal until the server shows its final marker, so
+//     neither side pays for the other, for the REST read-back or for this process.
+//   - The device side is the device's own delta stream (host/skstream) built in its process
+//     with the settings given by -sk-batch-ms, pointed at the server with a token that this
+//     process obtains through the server's access request flow (request, approve with the
 //     admin account, poll). It is not bin/devhost: the device offers no way to publish at a
 //     chosen rate from outside, so the stream is driven through its Go API, which is what the
-//     device's own publishers call. The CPU figure is this process's CPU time while it runs.
-//   - Publishers call PublishNumber in a loop. They pause for a millisecond whenever the
-//     stream's queue holds more than half of its byte budget, so the rate reported is what the
-//     stream sustains without dropping; any drop that happens anyway is reported and the
-//     dropped messages' values are not counted as delivered.
+//     device's own publishers call.
+//   - Publishers call PublishNumber in a loop. Every 1024 values they wait (WaitBuffered)
+//     while the stream's queue holds more than half of its byte budget, so the rate reported
+//     is what the stream sustains without dropping; any drop that happens anyway is reported
+//     and the dropped messages' values are not counted as delivered.
 //   - The anchor is a plain WebSocket client on one connection writing delta frames with the
 //     same number of values per frame as the device's messages averaged, as fast as the socket
 //     accepts them (10 s write deadline).
+//   - Neither side runs anything on a timer in the measured rounds: on a loaded machine a
+//     wake-up of a Go process costs 100-200 µs of CPU, more than a thousand values. Both
+//     sides run the same sampler (every 10 ms: does the side have nothing waiting for the
+//     socket?) in the unrecorded warm-up only. They read the clock about as often per value
+//     (the device times one Publish call in 256, the plain client reads the clock for each
+//     frame's timestamp and deadline).
 //   - Both sides end with a marker value; the run lasts until the server shows the marker
 //     through its REST API, so values still in socket buffers are not counted as taken. The
 //     server offers no per-connection acceptance count, so this read-back is the proof that
 //     everything written before the marker was processed.
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +54,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/jonboulle/clockwork"
 
 	"devhost/host/signalk/sktest"
 	"devhost/host/skstream"
@@ -62,11 +81,11 @@ type skResult struct {
 	dropped   uint64 // frames the stream dropped
 	elapsed   time.Duration
 	cpu       time.Duration
-	latencies []time.Duration // Publish call durations (device side only)
-	// Device side only: 10 ms samples of the stream's queue while publishing, and how many found
-	// it empty. An empty queue is a moment the device had nothing for the socket: the share is
-	// the upper bound of the time the device, not the server, set the pace.
-	samples, emptySamples int
+	latencies []time.Duration // timed Publish call durations (device side only)
+	// 10 ms samples while publishing, and how many found the side with nothing waiting for the
+	// socket (the device's queue empty, the plain client between writes): the share is the
+	// upper bound of the time the side, not the server, set the pace.
+	samples, idleSamples int
 }
 
 func (r skResult) rate() float64 { return perSecond(r.delivered, r.elapsed) }
@@ -190,15 +209,18 @@ func (b *bench) runSignalK(ctx context.Context) error {
 	// The server compiles its delta path on first use, and the side that runs first would pay
 	// for it: both sides warm it up unrecorded, and the measured rounds alternate who goes
 	// first.
+	// The warm-up is also where both sides run their sampler, which costs too much CPU to run
+	// in the measured rounds.
 	perFrame := 1
+	var warm skRound
 	if b.opts.skWarmup > 0 {
 		b.log.Info("signal k: warm-up of both sides (not recorded)", "duration", b.opts.skWarmup)
-		dev, err := b.skDeviceRun(ctx, srv, token, b.opts.skWarmup)
+		warm.dev, err = b.skRun(ctx, srv, "dev", token, 0, b.opts.skWarmup, true)
 		if err != nil {
 			return fmt.Errorf("signal k device stream (warm-up): %w", err)
 		}
-		perFrame = valuesPerFrame(dev.published, dev.messages+dev.dropped)
-		if _, err := b.skPlainRun(ctx, srv, perFrame, b.opts.skWarmup); err != nil {
+		perFrame = valuesPerFrame(warm.dev.published, warm.dev.messages+warm.dev.dropped)
+		if warm.plain, err = b.skRun(ctx, srv, "plain", srv.AdminToken, perFrame, b.opts.skWarmup, true); err != nil {
 			return fmt.Errorf("signal k plain client (warm-up): %w", err)
 		}
 	}
@@ -207,7 +229,7 @@ func (b *bench) runSignalK(ctx context.Context) error {
 		var r skRound
 		sides := []func() error{
 			func() (err error) {
-				r.dev, err = b.skDeviceRun(ctx, srv, token, b.opts.skDuration)
+				r.dev, err = b.skRun(ctx, srv, "dev", token, 0, b.opts.skDuration, false)
 				if err != nil {
 					return fmt.Errorf("signal k device stream: %w", err)
 				}
@@ -217,7 +239,7 @@ func (b *bench) runSignalK(ctx context.Context) error {
 				return nil
 			},
 			func() (err error) {
-				r.plain, err = b.skPlainRun(ctx, srv, perFrame, b.opts.skDuration)
+				r.plain, err = b.skRun(ctx, srv, "plain", srv.AdminToken, perFrame, b.opts.skDuration, false)
 				if err != nil {
 					return fmt.Errorf("signal k plain client: %w", err)
 				}
@@ -237,7 +259,7 @@ func (b *bench) runSignalK(ctx context.Context) error {
 		}
 		rounds = append(rounds, r)
 	}
-	b.printSignalK(rounds, perFrame)
+	b.printSignalK(rounds, warm, perFrame)
 	return nil
 }
 
@@ -332,225 +354,7 @@ func (b *bench) skWaitMarker(ctx context.Context, srv *sktest.Server, path strin
 	return nil
 }
 
-func (b *bench) skDeviceRun(ctx context.Context, srv *sktest.Server, token string, duration time.Duration) (res skResult, err error) {
-	set := skstream.DefaultSettings()
-	set.BatchMS = b.opts.skBatchMs
-	set.BufferMsgs = 1024
-	set.BufferKB = 1024
-	highWater := set.BufferKB * 1024 / 2
-	st := skstream.New(skstream.Options{
-		Clock:     b.clk,
-		Logger:    b.log.With("component", "skstream"),
-		Hostname:  "devbench",
-		WallClock: func() (time.Time, bool) { return b.clk.Now(), true },
-		Settings:  set,
-	})
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer st.Close()
-	st.SetTarget(&skstream.Target{URL: srv.URL(), Token: token})
-	if err := st.Start(sctx); err != nil {
-		return res, fmt.Errorf("start: %w", err)
-	}
-	deadline := b.clk.Now().Add(30 * time.Second)
-	for !st.Connected() {
-		if b.clk.Now().After(deadline) {
-			return res, fmt.Errorf("not connected after 30 s (state %s, %s)", st.Status().State, st.Status().LastError)
-		}
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-b.clk.After(20 * time.Millisecond):
-		}
-	}
-	b.log.Info("signal k: device stream connected; publishing", "duration", duration, "publishers", b.opts.skPublishers)
-
-	before := st.Status()
-	cpu0, err := cpuTime()
-	if err != nil {
-		return res, err
-	}
-	t0 := b.clk.Now()
-	var stop atomic.Bool
-	var published atomic.Uint64
-	var firstErr error
-	var errOnce sync.Once
-	lats := make([][]time.Duration, b.opts.skPublishers)
-	var wg sync.WaitGroup
-	for g := range b.opts.skPublishers {
-		paths := skPathTable(fmt.Sprintf("dev%d", g))
-		wg.Go(func() {
-			var n uint64
-			for i := 0; !stop.Load(); i++ {
-				// Wait, without publishing, while the stream's queue is past half its
-				// budget: a publisher faster than the server would otherwise only measure
-				// the ring dropping its oldest messages, as it must.
-				for i%64 == 0 && !stop.Load() && st.Status().BufferedBytes > highWater {
-					b.clk.Sleep(5 * time.Millisecond)
-				}
-				v := uint64(g)<<40 | uint64(i)
-				// Only every 64th call is timed: two clock reads and a kept duration per
-				// call cost more CPU than the stream's own Publish, and this figure is
-				// the stream's CPU, not the harness's. 1 in 64 still gives a p99.
-				if i%64 != 0 {
-					err := st.PublishNumber(paths[i%len(paths)], float64(skValueBase+v%skValueBase))
-					if err != nil {
-						errOnce.Do(func() { firstErr = err })
-						break
-					}
-					n++
-					continue
-				}
-				s := b.clk.Now()
-				err := st.PublishNumber(paths[i%len(paths)], float64(skValueBase+v%skValueBase))
-				lats[g] = append(lats[g], b.clk.Since(s))
-				if err != nil {
-					errOnce.Do(func() { firstErr = err })
-					break
-				}
-				n++
-			}
-			published.Add(n)
-		})
-	}
-	wg.Go(func() {
-		// Every 10 ms: waking every millisecond cost the process as much CPU as the
-		// stream itself, which this figure would then count.
-		for !stop.Load() {
-			b.clk.Sleep(10 * time.Millisecond)
-			res.samples++
-			if st.Status().BufferedBytes == 0 {
-				res.emptySamples++
-			}
-		}
-	})
-	timer := b.clk.NewTimer(duration)
-	select {
-	case <-timer.Chan():
-	case <-ctx.Done():
-	}
-	timer.Stop()
-	stop.Store(true)
-	wg.Wait()
-	if firstErr != nil {
-		return res, fmt.Errorf("publish: %w", firstErr)
-	}
-	if ctx.Err() != nil {
-		return res, ctx.Err()
-	}
-	marker := skValueBase + uint64(t0.UnixNano()%skValueBase)
-	if err := st.PublishNumber("bench.dev.done", float64(marker)); err != nil {
-		return res, fmt.Errorf("marker: %w", err)
-	}
-	if err := st.Flush(ctx, time.Minute); err != nil {
-		return res, fmt.Errorf("flush: %w", err)
-	}
-	if err := b.skWaitMarker(ctx, srv, "bench.dev.done", marker); err != nil {
-		return res, err
-	}
-	res.elapsed = b.clk.Since(t0)
-	cpu1, err := cpuTime()
-	if err != nil {
-		return res, err
-	}
-	after := st.Status()
-	res.cpu = cpu1 - cpu0
-	res.published = published.Load()
-	// The marker went in its own message after the flush closed the last batch.
-	res.messages = after.Sent - before.Sent - 1
-	res.dropped = after.Dropped - before.Dropped
-	res.delivered = deliveredValues(res.published, res.messages, res.dropped)
-	for _, l := range lats {
-		res.latencies = append(res.latencies, l...)
-	}
-	return res, nil
-}
-
-func (b *bench) skPlainRun(ctx context.Context, srv *sktest.Server, perFrame int, duration time.Duration) (res skResult, err error) {
-	h := http.Header{}
-	h.Set("Authorization", "Bearer "+srv.AdminToken)
-	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
-	u := "ws://" + net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port)) + "/signalk/v1/stream?subscribe=none"
-	conn, resp, err := d.DialContext(ctx, u, h)
-	if err != nil {
-		return res, fmt.Errorf("dial %s: %w", u, err)
-	}
-	if resp != nil && resp.Body != nil {
-		_ = resp.Body.Close()
-	}
-	defer conn.Close()
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, hello, err := conn.ReadMessage(); err != nil {
-		return res, fmt.Errorf("reading the hello: %w", err)
-	} else if f, err := skstream.ParseFrame(hello); err != nil || f.Kind != skstream.FrameHello {
-		return res, fmt.Errorf("first frame is not a hello: %s", hello)
-	}
-	_ = conn.SetReadDeadline(time.Time{})
-	// Nothing is subscribed; reading keeps control frames answered until the socket closes.
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		for {
-			if _, _, err := conn.NextReader(); err != nil {
-				return
-			}
-		}
-	}()
-	defer func() { _ = conn.Close(); <-readDone }()
-
-	b.log.Info("signal k: plain client connected; writing", "duration", duration, "values_per_frame", perFrame)
-	cpu0, err := cpuTime()
-	if err != nil {
-		return res, err
-	}
-	t0 := b.clk.Now()
-	end := t0.Add(duration)
-	var seq uint64
-	// The same number of distinct paths as the device's publishers cycle through, in turn, and
-	// of the same width: the server's work per value depends on how many paths it keeps.
-	var paths []string
-	tables := make([][]string, b.opts.skPublishers)
-	for g := range tables {
-		tables[g] = skPathTable(fmt.Sprintf("pln%d", g))
-	}
-	for i := range skPaths {
-		for _, t := range tables {
-			paths = append(paths, t[i])
-		}
-	}
-	frame := make([]byte, 0, 32*1024)
-	for b.clk.Now().Before(end) && ctx.Err() == nil {
-		frame = appendDeltaFrame(frame[:0], paths, seq, perFrame, b.clk.Now())
-		_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		if err := conn.WriteMessage(websocket.TextMessage, frame); err != nil {
-			return res, fmt.Errorf("write: %w", err)
-		}
-		seq += uint64(perFrame)
-		res.messages++
-	}
-	if ctx.Err() != nil {
-		return res, ctx.Err()
-	}
-	marker := skValueBase + uint64(t0.UnixNano()%skValueBase)
-	done := fmt.Appendf(nil, `{"context":"vessels.self","updates":[{"source":{"label":"bench"},"values":[{"path":"bench.plain.done","value":%d}]}]}`, marker)
-	_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	if err := conn.WriteMessage(websocket.TextMessage, done); err != nil {
-		return res, fmt.Errorf("write marker: %w", err)
-	}
-	if err := b.skWaitMarker(ctx, srv, "bench.plain.done", marker); err != nil {
-		return res, err
-	}
-	res.elapsed = b.clk.Since(t0)
-	cpu1, err := cpuTime()
-	if err != nil {
-		return res, err
-	}
-	res.cpu = cpu1 - cpu0
-	res.published, res.delivered = seq, seq
-	return res, nil
-}
-
-func (b *bench) printSignalK(rounds []skRound, perFrame int) {
+func (b *bench) printSignalK(rounds []skRound, warm skRound, perFrame int) {
 	var devRates, plainRates []float64
 	var lats []time.Duration
 	var dev skResult   // the device rounds added up, for CPU and counts
@@ -566,8 +370,6 @@ func (b *bench) printSignalK(rounds []skRound, perFrame int) {
 		dev.messages += r.dev.messages
 		dev.dropped += r.dev.dropped
 		dev.cpu += r.dev.cpu
-		dev.samples += r.dev.samples
-		dev.emptySamples += r.dev.emptySamples
 	}
 	slices.Sort(lats)
 	var worst time.Duration
@@ -578,9 +380,10 @@ func (b *bench) printSignalK(rounds []skRound, perFrame int) {
 	b.rep.addVs("signalk.publish_rate", "values/s", devRate, plainRate)
 	b.rep.addVs("signalk.cpu_per_kvalue", "ms", cpuPer1k(dev.cpu, dev.delivered), cpuPer1k(plain.cpu, plain.delivered))
 	b.rep.add("signalk.publish_p99", "us", us(percentile(lats, 0.99)))
-	fmt.Fprintf(b.out, "device side: host/skstream in this process (the device's stream, driven through its Go API), sk.batch_ms %d, %d publishers\n",
+	fmt.Fprintf(b.out, "device side: host/skstream in a process of its own (the device's stream, driven through its Go API), sk.batch_ms %d, %d publishers\n",
 		b.opts.skBatchMs, b.opts.skPublishers)
-	fmt.Fprintf(b.out, "plain side:  one gorilla/websocket connection, admin token, %d values per frame (the device's average)\n", perFrame)
+	fmt.Fprintf(b.out, "plain side:  one gorilla/websocket connection in a process of its own, admin token, %d values per frame (the device's average)\n", perFrame)
+	fmt.Fprintln(b.out, "CPU: each side's process (getrusage), from its start signal until the server shows its final marker")
 	fmt.Fprintf(b.out, "each run: %v of publishing, then until the server shows a final marker value (REST read-back); %v warm-up of each side, then %d rounds alternating which side goes first\n",
 		b.opts.skDuration, b.opts.skWarmup, len(rounds))
 	for i, r := range rounds {
@@ -588,19 +391,25 @@ func (b *bench) printSignalK(rounds []skRound, perFrame int) {
 		if r.plainFirst {
 			order = "plain first "
 		}
-		fmt.Fprintf(b.out, "  round %d (%s): plain %.0f values/s (%d frames, CPU %.3f ms per 1000 values), device %.0f values/s (%d messages, %d dropped, queue empty %.1f %%) → %s\n",
+		fmt.Fprintf(b.out, "  round %d (%s): plain %.0f values/s (%d frames, CPU %.3f ms per 1000 values), device %.0f values/s (%d messages, %d dropped, CPU %.3f ms per 1000 values) → %s\n",
 			i+1, order, r.plain.rate(), r.plain.messages, cpuPer1k(r.plain.cpu, r.plain.delivered),
-			r.dev.rate(), r.dev.messages, r.dev.dropped, percentOf(r.dev.emptySamples, r.dev.samples), ratio(r.dev.rate(), r.plain.rate()))
+			r.dev.rate(), r.dev.messages, r.dev.dropped, cpuPer1k(r.dev.cpu, r.dev.delivered), ratio(r.dev.rate(), r.plain.rate()))
 	}
 	fmt.Fprintf(b.out, "values/s plain client:  %.0f (median)\n", plainRate)
 	fmt.Fprintf(b.out, "values/s device stream: %.0f (median; %d published, %d messages sent, %d dropped in all rounds)\n",
 		devRate, dev.published, dev.messages, dev.dropped)
 	share := skShare(rounds)
 	fmt.Fprintf(b.out, "ratio device / plain:   %.2f (median of the rounds' ratios; %s of the medians)\n", share, ratio(devRate, plainRate))
-	fmt.Fprintf(b.out, "device queue empty:     %.1f %% of %d samples taken every 10 ms while publishing (the most the device could have held the server back)\n",
-		percentOf(dev.emptySamples, dev.samples), dev.samples)
+	if warm.dev.samples > 0 {
+		fmt.Fprintf(b.out, "device queue empty:     %.1f %% of %d samples taken every 10 ms in the warm-up (the most the device could have held the server back)\n",
+			percentOf(warm.dev.idleSamples, warm.dev.samples), warm.dev.samples)
+		fmt.Fprintf(b.out, "plain client idle:      %.1f %% of %d samples in the warm-up (not inside a socket write)\n",
+			percentOf(warm.plain.idleSamples, warm.plain.samples), warm.plain.samples)
+	}
 	fmt.Fprintf(b.out, "device CPU:             %.3f ms per 1000 values/s (CPU ms per second of run per 1000 values/s; %s CPU in all rounds)\n",
 		cpuPer1k(dev.cpu, dev.delivered), fmtDuration(dev.cpu))
+	fmt.Fprintf(b.out, "plain client CPU:       %.3f ms per 1000 values/s (%s CPU in all rounds) → device / plain %s\n",
+		cpuPer1k(plain.cpu, plain.delivered), fmtDuration(plain.cpu), ratio(cpuPer1k(dev.cpu, dev.delivered), cpuPer1k(plain.cpu, plain.delivered)))
 	fmt.Fprintf(b.out, "Publish call latency:   p50 %s, p99 %s, worst %s over %d calls\n",
 		fmtDuration(percentile(lats, 0.50)), fmtDuration(percentile(lats, 0.99)), fmtDuration(worst), len(lats))
 	verdict := "met"
@@ -609,4 +418,509 @@ func (b *bench) printSignalK(rounds []skRound, perFrame int) {
 	}
 	fmt.Fprintf(b.out, "Signal K target (device values/s >= %.2f of the plain client's): %s (%.2f)\n\n",
 		skTarget, verdict, share)
+}
+
+// Side processes.
+//
+// The two sides of the Signal K section each run in a process of their own (devbench
+// re-executed with -sk-side), so that each side's CPU figure is the CPU of exactly that side:
+// its publishing code, its socket writes and the same small harness, and nothing of the
+// other side, of the parent's REST read-back or of its bookkeeping. Both processes are built
+// from the same code and measured the same way: getrusage(RUSAGE_SELF) of the side process
+// from the moment it is told to go until the parent has seen the final marker on the server.
+//
+// The exchange is one line at a time. The side process connects and prints
+// "sk-side: connected to <server URL>". The parent answers "go <marker>"; the side publishes
+// for -sk-duration, writes the marker value, waits until everything it wrote has left, and
+// prints "sk-side: sent <JSON of skSideReport>". Once the server shows the marker the parent
+// sends "cpu", the side prints "sk-side: cpu <nanoseconds>", and it exits when its stdin closes.
+// The prefixes below are that exchange's lines.
+
+const (
+	// skSidePrefix starts the line a side process prints once connected, before the server URL.
+	skSidePrefix = "sk-side: connected to "
+	skSentPrefix = "sk-side: sent "
+	skCPUPrefix  = "sk-side: cpu "
+	// skTokenEnv carries the side's bearer token, so that it is not on the command line.
+	skTokenEnv = "DEVBENCH_SK_TOKEN"
+	// skSampleEvery is the period of each side's sampler.
+	skSampleEvery = 10 * time.Millisecond
+)
+
+// skSideReport is what a side process reports once its marker has left.
+type skSideReport struct {
+	Published uint64 `json:"published"` // values published or written before the marker
+	Messages  uint64 `json:"messages"`  // frames written, the marker's not counted
+	Dropped   uint64 `json:"dropped"`   // messages the device stream dropped
+	// With -sk-sample, samples taken every skSampleEvery while publishing, and how many found
+	// the side with nothing waiting for the socket: the device's queue empty, the plain client
+	// between writes.
+	Samples int `json:"samples"`
+	Idle    int `json:"idle"`
+	// LatenciesNS are the timed Publish calls of the device side (one call in 256).
+	LatenciesNS []int64 `json:"latencies_ns,omitempty"`
+}
+
+// skSide is one side, connected and ready to publish.
+type skSide interface {
+	// publish publishes for d, then writes marker to the side's done path and returns once
+	// everything written has left the process.
+	publish(ctx context.Context, d time.Duration, marker uint64) (skSideReport, error)
+	close()
+}
+
+// skDonePath is where a side writes its final marker.
+func skDonePath(side string) string { return "bench." + side + ".done" }
+
+// skRun runs one side in its own process for duration and returns its result.
+func (b *bench) skRun(ctx context.Context, srv *sktest.Server, side, token string, perFrame int, duration time.Duration, sample bool) (res skResult, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return res, fmt.Errorf("locating devbench: %w", err)
+	}
+	cmd := exec.Command(self, "-sk-side", side, "-sk-server", srv.URL(), "-sk-duration", duration.String(),
+		"-sk-batch-ms", strconv.Itoa(b.opts.skBatchMs), "-sk-publishers", strconv.Itoa(b.opts.skPublishers),
+		"-sk-per-frame", strconv.Itoa(max(1, perFrame)))
+	if b.opts.skProfile != "" {
+		cmd.Args = append(cmd.Args, "-sk-profile", b.opts.skProfile)
+	}
+	if sample {
+		cmd.Args = append(cmd.Args, "-sk-sample")
+	}
+	cmd.Env = append(os.Environ(), skTokenEnv+"="+token)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return res, fmt.Errorf("%s side stdin: %w", side, err)
+	}
+	c, err := startChild(ctx, b.clk, side+" side", cmd, skSidePrefix, time.Minute)
+	if err != nil {
+		_ = stdin.Close()
+		return res, err
+	}
+	defer func() {
+		// A closed stdin ends the side process; stop makes sure of it.
+		_ = stdin.Close()
+		if serr := c.stop(10 * time.Second); serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}()
+
+	marker := skValueBase + uint64(b.clk.Now().UnixNano()%skValueBase)
+	t0 := b.clk.Now()
+	if _, err := fmt.Fprintf(stdin, "go %d\n", marker); err != nil {
+		return res, fmt.Errorf("%s side: go: %w", side, err)
+	}
+	line, err := c.expect(ctx, skSentPrefix, duration+2*time.Minute)
+	if err != nil {
+		return res, err
+	}
+	var rep skSideReport
+	if err := json.Unmarshal([]byte(line), &rep); err != nil {
+		return res, fmt.Errorf("%s side report %q: %w", side, line, err)
+	}
+	if err := b.skWaitMarker(ctx, srv, skDonePath(side), marker); err != nil {
+		return res, err
+	}
+	res.elapsed = b.clk.Since(t0)
+	if _, err := fmt.Fprintln(stdin, "cpu"); err != nil {
+		return res, fmt.Errorf("%s side: cpu: %w", side, err)
+	}
+	line, err = c.expect(ctx, skCPUPrefix, time.Minute)
+	if err != nil {
+		return res, err
+	}
+	ns, err := strconv.ParseInt(line, 10, 64)
+	if err != nil {
+		return res, fmt.Errorf("%s side CPU %q: %w", side, line, err)
+	}
+	res.cpu = time.Duration(ns)
+	res.published, res.messages, res.dropped = rep.Published, rep.Messages, rep.Dropped
+	res.delivered = deliveredValues(res.published, res.messages, res.dropped)
+	res.samples, res.idleSamples = rep.Samples, rep.Idle
+	for _, l := range rep.LatenciesNS {
+		res.latencies = append(res.latencies, time.Duration(l))
+	}
+	return res, nil
+}
+
+// runSKSide is the side process: it connects as -sk-side says, then follows the exchange
+// described under "Side processes" above on stdin and stdout.
+func runSKSide(ctx context.Context, o options, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
+	clk := clockwork.NewRealClock()
+	token := os.Getenv(skTokenEnv)
+	var (
+		side skSide
+		err  error
+	)
+	switch o.skSide {
+	case "dev":
+		side, err = dialDeviceSide(ctx, clk, log, o, token)
+	default:
+		side, err = dialPlainSide(ctx, clk, o, token)
+	}
+	if err != nil {
+		return err
+	}
+	defer side.close()
+	if _, err := fmt.Fprintf(stdout, "%s%s\n", skSidePrefix, o.skServer); err != nil {
+		return fmt.Errorf("announcing: %w", err)
+	}
+	in := bufio.NewScanner(stdin)
+	line, err := nextLine(in, "go ")
+	if err != nil {
+		return err
+	}
+	marker, err := strconv.ParseUint(line, 10, 64)
+	if err != nil {
+		return fmt.Errorf("marker %q: %w", line, err)
+	}
+	stopProfile, err := startSKProfile(o.skProfile, o.skSide)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	cpu0, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	rep, err := side.publish(ctx, o.skDuration, marker)
+	if err != nil {
+		return err
+	}
+	js, err := json.Marshal(rep)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if _, err := fmt.Fprintf(stdout, "%s%s\n", skSentPrefix, js); err != nil {
+		return fmt.Errorf("reporting: %w", err)
+	}
+	if _, err := nextLine(in, "cpu"); err != nil {
+		return err
+	}
+	cpu1, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	stopProfile()
+	if _, err := fmt.Fprintf(stdout, "%s%d\n", skCPUPrefix, int64(cpu1-cpu0)); err != nil {
+		return fmt.Errorf("reporting the CPU: %w", err)
+	}
+	for in.Scan() {
+	}
+	return nil
+}
+
+// startSKProfile starts a CPU profile of this side process into dir (none when dir is empty);
+// the returned function stops it and may be called more than once.
+func startSKProfile(dir, side string) (stop func(), err error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", side, os.Getpid())))
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		})
+	}, nil
+}
+
+// nextLine reads the next line of stdin, which must start with prefix, and returns the rest.
+func nextLine(in *bufio.Scanner, prefix string) (string, error) {
+	if !in.Scan() {
+		if err := in.Err(); err != nil {
+			return "", fmt.Errorf("reading %q: %w", prefix, err)
+		}
+		return "", fmt.Errorf("stdin closed before %q", prefix)
+	}
+	rest, ok := strings.CutPrefix(in.Text(), prefix)
+	if !ok {
+		return "", fmt.Errorf("got %q, want a line starting %q", in.Text(), prefix)
+	}
+	return rest, nil
+}
+
+// startSampler counts, every skSampleEvery on a goroutine of its own, whether idle() holds;
+// the returned function stops it and gives the counts. Only the warm-up runs sample (on):
+// on the loaded development machine one wake-up of a Go process costs 100-200 µs of CPU,
+// so a 10 ms sampler alone cost each side more CPU than its publishing at the server's pace.
+func startSampler(clk clockwork.Clock, on bool, idle func() bool) (stop func() (samples, idles int)) {
+	if !on {
+		return func() (int, int) { return 0, 0 }
+	}
+	var (
+		quit           atomic.Bool
+		samples, idles int
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !quit.Load() {
+			clk.Sleep(skSampleEvery)
+			samples++
+			if idle() {
+				idles++
+			}
+		}
+	}()
+	return func() (int, int) {
+		quit.Store(true)
+		<-done
+		return samples, idles
+	}
+}
+
+// deviceSide is the device's own delta stream (host/skstream), driven through its Go API as
+// the device's publishers drive it.
+type deviceSide struct {
+	clk        clockwork.Clock
+	st         *skstream.Stream
+	publishers int
+	sample     bool // run the sampler (-sk-sample)
+	cancel     context.CancelFunc
+}
+
+func dialDeviceSide(ctx context.Context, clk clockwork.Clock, log *slog.Logger, o options, token string) (*deviceSide, error) {
+	set := skstream.DefaultSettings()
+	set.BatchMS = o.skBatchMs
+	set.BufferMsgs = 1024
+	set.BufferKB = 1024
+	st := skstream.New(skstream.Options{
+		Clock:     clk,
+		Logger:    log.With("component", "skstream"),
+		Hostname:  "devbench",
+		WallClock: func() (time.Time, bool) { return clk.Now(), true },
+		Settings:  set,
+	})
+	sctx, cancel := context.WithCancel(ctx)
+	d := &deviceSide{clk: clk, st: st, publishers: o.skPublishers, sample: o.skSample, cancel: cancel}
+	st.SetTarget(&skstream.Target{URL: o.skServer, Token: token})
+	if err := st.Start(sctx); err != nil {
+		d.close()
+		return nil, fmt.Errorf("device stream start: %w", err)
+	}
+	deadline := clk.Now().Add(30 * time.Second)
+	for !st.Connected() {
+		if clk.Now().After(deadline) {
+			s := st.Status()
+			d.close()
+			return nil, fmt.Errorf("device stream not connected after 30 s (state %s, %s)", s.State, s.LastError)
+		}
+		select {
+		case <-ctx.Done():
+			d.close()
+			return nil, ctx.Err()
+		case <-clk.After(20 * time.Millisecond):
+		}
+	}
+	return d, nil
+}
+
+func (d *deviceSide) close() {
+	d.st.Close()
+	d.cancel()
+}
+
+func (d *deviceSide) publish(ctx context.Context, duration time.Duration, marker uint64) (rep skSideReport, err error) {
+	st := d.st
+	highWater := 1024 * 1024 / 2 // half of sk.buffer_kb as dialDeviceSide sets it
+	before := st.Status()
+	var stop atomic.Bool
+	// pctx ends with the publishing time, so that a publisher waiting for the queue stops too.
+	pctx, pcancel := context.WithCancel(ctx)
+	defer pcancel()
+	var published atomic.Uint64
+	var firstErr error
+	var errOnce sync.Once
+	lats := make([][]int64, d.publishers)
+	var wg sync.WaitGroup
+	for g := range d.publishers {
+		paths := skPathTable(fmt.Sprintf("dev%d", g))
+		wg.Go(func() {
+			var n uint64
+			for i := 0; !stop.Load(); i++ {
+				// Once the stream's queue is past half its budget, wait without publishing
+				// until it is down to a quarter: a publisher faster than the server would
+				// otherwise only measure the ring dropping its oldest messages, as it must.
+				// Status takes the stream's lock, so it is asked every 1024 values only
+				// (36 KiB of the 512 KiB left below the budget), and the wait sleeps until
+				// the queue has drained, waking once, where the plain client's blocked
+				// write wakes once per frame.
+				if i%1024 == 0 && st.Status().BufferedBytes > highWater {
+					if err := st.WaitBuffered(pctx, highWater/2); err != nil {
+						if !stop.Load() {
+							errOnce.Do(func() { firstErr = err })
+						}
+						break
+					}
+				}
+				v := uint64(g)<<40 | uint64(i)
+				// Only every 256th call is timed: 1 in 256 still gives a p99 from thousands of
+				// calls, and its clock reads then cost about as much per value as the plain
+				// side's per-frame clock reads.
+				if i%256 != 0 {
+					err := st.PublishNumber(paths[i%len(paths)], float64(skValueBase+v%skValueBase))
+					if err != nil {
+						errOnce.Do(func() { firstErr = err })
+						break
+					}
+					n++
+					continue
+				}
+				s := time.Now()
+				err := st.PublishNumber(paths[i%len(paths)], float64(skValueBase+v%skValueBase))
+				lats[g] = append(lats[g], int64(time.Since(s)))
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					break
+				}
+				n++
+			}
+			published.Add(n)
+		})
+	}
+	stopSampler := startSampler(d.clk, d.sample, func() bool { return st.Status().BufferedBytes == 0 })
+	timer := d.clk.NewTimer(duration)
+	select {
+	case <-timer.Chan():
+	case <-ctx.Done():
+	}
+	timer.Stop()
+	stop.Store(true)
+	pcancel()
+	wg.Wait()
+	rep.Samples, rep.Idle = stopSampler()
+	if firstErr != nil {
+		return rep, fmt.Errorf("publish: %w", firstErr)
+	}
+	if ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
+	if err := st.PublishNumber(skDonePath("dev"), float64(marker)); err != nil {
+		return rep, fmt.Errorf("marker: %w", err)
+	}
+	if err := st.Flush(ctx, time.Minute); err != nil {
+		return rep, fmt.Errorf("flush: %w", err)
+	}
+	after := st.Status()
+	rep.Published = published.Load()
+	// The marker went in its own message after the flush closed the last batch.
+	rep.Messages = after.Sent - before.Sent - 1
+	rep.Dropped = after.Dropped - before.Dropped
+	for _, l := range lats {
+		rep.LatenciesNS = append(rep.LatenciesNS, l...)
+	}
+	return rep, nil
+}
+
+// plainSide is a plain gorilla/websocket client on one connection, writing delta frames of a
+// fixed number of values as fast as the socket takes them.
+type plainSide struct {
+	clk      clockwork.Clock
+	conn     *websocket.Conn
+	readDone chan struct{}
+	perFrame int
+	paths    []string
+	sample   bool // run the sampler (-sk-sample)
+}
+
+func dialPlainSide(ctx context.Context, clk clockwork.Clock, o options, token string) (*plainSide, error) {
+	su, err := url.Parse(o.skServer)
+	if err != nil {
+		return nil, fmt.Errorf("server URL: %w", err)
+	}
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+token)
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	u := "ws://" + net.JoinHostPort(su.Hostname(), su.Port()) + "/signalk/v1/stream?subscribe=none"
+	conn, resp, err := d.DialContext(ctx, u, h)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", u, err)
+	}
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, hello, err := conn.ReadMessage(); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("reading the hello: %w", err)
+	} else if f, err := skstream.ParseFrame(hello); err != nil || f.Kind != skstream.FrameHello {
+		_ = conn.Close()
+		return nil, fmt.Errorf("first frame is not a hello: %s", hello)
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	p := &plainSide{clk: clk, conn: conn, readDone: make(chan struct{}), perFrame: max(1, o.skPerFrame), sample: o.skSample}
+	// Nothing is subscribed; reading keeps control frames answered until the socket closes.
+	go func() {
+		defer close(p.readDone)
+		for {
+			if _, _, err := conn.NextReader(); err != nil {
+				return
+			}
+		}
+	}()
+	// The same number of distinct paths as the device's publishers cycle through, in turn, and
+	// of the same width: the server's work per value depends on how many paths it keeps.
+	tables := make([][]string, o.skPublishers)
+	for g := range tables {
+		tables[g] = skPathTable(fmt.Sprintf("pln%d", g))
+	}
+	for i := range skPaths {
+		for _, t := range tables {
+			p.paths = append(p.paths, t[i])
+		}
+	}
+	return p, nil
+}
+
+func (p *plainSide) close() {
+	_ = p.conn.Close()
+	<-p.readDone
+}
+
+func (p *plainSide) publish(ctx context.Context, duration time.Duration, marker uint64) (rep skSideReport, err error) {
+	var writing atomic.Bool
+	stopSampler := startSampler(p.clk, p.sample, func() bool { return !writing.Load() })
+	samplerStopped := false
+	defer func() {
+		if !samplerStopped {
+			stopSampler()
+		}
+	}()
+	end := p.clk.Now().Add(duration)
+	var seq uint64
+	frame := make([]byte, 0, 32*1024)
+	for p.clk.Now().Before(end) && ctx.Err() == nil {
+		frame = appendDeltaFrame(frame[:0], p.paths, seq, p.perFrame, p.clk.Now())
+		writing.Store(true)
+		_ = p.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		err := p.conn.WriteMessage(websocket.TextMessage, frame)
+		writing.Store(false)
+		if err != nil {
+			return rep, fmt.Errorf("write: %w", err)
+		}
+		seq += uint64(p.perFrame)
+		rep.Messages++
+	}
+	if ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
+	rep.Samples, rep.Idle = stopSampler()
+	samplerStopped = true
+	done := fmt.Appendf(nil, `{"context":"vessels.self","updates":[{"source":{"label":"bench"},"values":[{"path":%q,"value":%d}]}]}`, skDonePath("plain"), marker)
+	_ = p.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if err := p.conn.WriteMessage(websocket.TextMessage, done); err != nil {
+		return rep, fmt.Errorf("write marker: %w", err)
+	}
+	rep.Published = seq
+	return rep, nil
 }

@@ -1,13 +1,22 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"math"
+	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"devhost/host/skstream"
+	"devhost/host/skstream/skpeer"
 )
 
 func TestAppendDeltaFrame(t *testing.T) {
@@ -141,5 +150,116 @@ func TestSignalKFlags(t *testing.T) {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%v) accepted", args)
 		}
+	}
+}
+
+// Each side process follows the whole exchange against a scripted server: it announces
+// itself, publishes for its duration once told to go, ends with the marker, reports, answers
+// the CPU question and exits when its stdin closes.
+func TestSKSideExchange(t *testing.T) {
+	for _, side := range []string{"dev", "plain"} {
+		t.Run(side, func(t *testing.T) {
+			peer := skpeer.Start(t, skpeer.Options{})
+			o, err := parseFlags([]string{"-sk-side", side, "-sk-server", peer.URL(), "-sk-duration", "200ms", "-sk-per-frame", "50", "-sk-sample"}, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			ran := make(chan error, 1)
+			go func() {
+				err := runSKSide(ctx, o, inR, outW, slog.New(slog.DiscardHandler))
+				_ = outW.CloseWithError(io.EOF)
+				ran <- err
+			}()
+			out := bufio.NewScanner(outR)
+			read := func(prefix string) string {
+				t.Helper()
+				if !out.Scan() {
+					t.Fatalf("side output ended before %q: %v", prefix, <-ran)
+				}
+				rest, ok := strings.CutPrefix(out.Text(), prefix)
+				if !ok {
+					t.Fatalf("side printed %q, want %q", out.Text(), prefix)
+				}
+				return rest
+			}
+			if got := read(skSidePrefix); got != peer.URL() {
+				t.Fatalf("announced %q, want %q", got, peer.URL())
+			}
+			conn := peer.Accept(t)
+			const marker = 1_234_567_890
+			want := `"path":"` + skDonePath(side) + `","value":` + strconv.Itoa(marker)
+			sawMarker := make(chan struct{})
+			go func() {
+				for f := range conn.Frames() {
+					if strings.Contains(string(f), want) {
+						close(sawMarker)
+						break
+					}
+				}
+				for range conn.Frames() {
+				}
+			}()
+			if _, err := io.WriteString(inW, "go "+strconv.Itoa(marker)+"\n"); err != nil {
+				t.Fatal(err)
+			}
+			var rep skSideReport
+			if err := json.Unmarshal([]byte(read(skSentPrefix)), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Published == 0 || rep.Messages == 0 || rep.Dropped != 0 {
+				t.Errorf("report %+v: want values in messages, none dropped", rep)
+			}
+			if side == "dev" && len(rep.LatenciesNS) == 0 {
+				t.Error("the device side timed no Publish call")
+			}
+			select {
+			case <-sawMarker:
+			case <-ctx.Done():
+				t.Fatal("the marker never reached the server")
+			}
+			if _, err := io.WriteString(inW, "cpu\n"); err != nil {
+				t.Fatal(err)
+			}
+			if ns, err := strconv.ParseInt(read(skCPUPrefix), 10, 64); err != nil || ns < 0 {
+				t.Errorf("cpu %d, %v", ns, err)
+			}
+			_ = inW.Close()
+			if err := <-ran; err != nil {
+				t.Fatalf("side: %v", err)
+			}
+		})
+	}
+}
+
+func TestSKSideFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-sk-side", "both", "-sk-server", "http://127.0.0.1:1"},
+		{"-sk-side", "dev"},
+		{"-sk-side", "plain", "-sk-server", "http://127.0.0.1:1", "-sk-per-frame", "0"},
+	} {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("parseFlags(%v) accepted", args)
+		}
+	}
+}
+
+// expect skips lines without the prefix and reports a child that ends first.
+func TestChildExpect(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `echo "anchor: listening on http://127.0.0.1:1"; echo noise; echo "sk-side: cpu 42"`)
+	c, err := startChild(context.Background(), clockwork.NewRealClock(), "script", cmd, anchorPrefix, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.stop(time.Second) }()
+	ctx := context.Background()
+	if got, err := c.expect(ctx, skCPUPrefix, time.Minute); err != nil || got != "42" {
+		t.Fatalf("expect = %q, %v", got, err)
+	}
+	if _, err := c.expect(ctx, skCPUPrefix, time.Minute); err == nil || !strings.Contains(err.Error(), "ended before") {
+		t.Fatalf("expect after the end: %v", err)
 	}
 }

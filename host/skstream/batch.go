@@ -137,16 +137,6 @@ func (s *Stream) checkEntry(e *entry) error {
 	return nil
 }
 
-// stamp is the measurement time for values published now, or zero without timestamps.
-func (s *Stream) stamp() time.Time {
-	if s.timestamps.Load() && s.opts.WallClock != nil {
-		if t, ok := s.opts.WallClock(); ok {
-			return t
-		}
-	}
-	return time.Time{}
-}
-
 func (s *Stream) publish(e entry) error {
 	if err := s.checkEntry(&e); err != nil {
 		return err

@@ -12,7 +12,9 @@
 //     sends every value as its own message (PublishValues still sends its values together).
 //     A message carries one update; its `timestamp` is the newest measurement time among its
 //     values, taken when each value was published, so a buffered message keeps the time its
-//     values were measured.
+//     values were measured. The device clock is read at most once per 100 ms and carried
+//     forward with the monotonic clock in between (stamp.go), so a clock set or step shows
+//     in the stamps within 100 ms.
 //   - A message is at most 16 KiB: a batch that would grow past it closes early, and a single
 //     value that cannot fit is refused with ErrInvalidArgument. NaN and infinities are sent as
 //     null. Paths are 1..256 bytes of letters, digits and `._-:` without empty segments.
@@ -30,6 +32,10 @@
 //   - Flush waits for the ring, the control frames and the frame being written; values
 //     published after the call start a new batch and are not waited for. Its timeout runs on
 //     the device clock; an ended ctx returns ctx.Err().
+//   - WaitBuffered is for a publisher that would rather wait than lose its oldest messages:
+//     it sleeps until the ring holds at most a given number of bytes and is woken once, by
+//     whatever change of the ring satisfies it, so a waiting publisher costs nothing per
+//     message written. Nothing in the stream itself waits: publishing never blocks.
 //
 // Connection
 //   - The network is assumed up until NetworkDown. `sendMeta=all` is asked for when at least

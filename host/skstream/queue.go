@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -20,6 +21,15 @@ type outbound struct {
 	draining  bool
 	nextDrain time.Time
 	changed   chan struct{} // closed and replaced whenever the queues or the link move
+	// bufWaiters are the WaitBuffered calls in progress, each woken once, when the ring holds
+	// at most its bytes or the stream closes, rather than at every change of the queues.
+	bufWaiters []bufWaiter
+}
+
+// bufWaiter is one WaitBuffered call: ch is closed once the ring holds at most max bytes.
+type bufWaiter struct {
+	max int
+	ch  chan struct{}
 }
 
 // maxSpare is how many written delta buffers are always kept for the next batches. At full
@@ -135,6 +145,62 @@ func (s *Stream) Flush(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
+// WaitBuffered blocks until the ring holds at most maxBytes bytes of messages: a publisher
+// that would rather wait than have the ring drop its oldest messages (a bulk replay, a
+// benchmark) calls it between runs of values. It returns nil at once when that already
+// holds, and otherwise once it has held since the call (more may have been queued by the
+// time the caller runs); ErrInvalidState when the stream is not started or is closed (also
+// while waiting), ctx.Err() when ctx ends first. While disconnected the ring does not drain,
+// so the wait lasts until a connection drains it, the stream closes or ctx ends. The caller
+// is woken once, not at every message written.
+func (s *Stream) WaitBuffered(ctx context.Context, maxBytes int) error {
+	s.mu.Lock()
+	if !s.started || s.closed {
+		s.mu.Unlock()
+		return ErrInvalidState
+	}
+	if s.ring.bytes <= maxBytes {
+		s.mu.Unlock()
+		return nil
+	}
+	w := bufWaiter{max: maxBytes, ch: make(chan struct{})}
+	s.bufWaiters = append(s.bufWaiters, w)
+	s.mu.Unlock()
+	select {
+	case <-w.ch:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed {
+			return ErrInvalidState
+		}
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.bufWaiters = slices.DeleteFunc(s.bufWaiters, func(o bufWaiter) bool { return o.ch == w.ch })
+		return ctx.Err()
+	}
+}
+
+// wakeBufWaitersLocked ends the WaitBuffered calls that the ring now satisfies, or all of them
+// once the stream is closed. broadcastLocked calls it, since every change of the ring (a
+// message written, queued or dropped) and Close broadcast.
+func (s *Stream) wakeBufWaitersLocked() {
+	if len(s.bufWaiters) == 0 {
+		return
+	}
+	kept := s.bufWaiters[:0]
+	for _, w := range s.bufWaiters {
+		if s.closed || s.ring.bytes <= w.max {
+			close(w.ch)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(s.bufWaiters[len(kept):])
+	s.bufWaiters = kept
+}
+
 // trimLocked keeps the ring inside sk.buffer_msgs and sk.buffer_kb, dropping the oldest. While
 // connected the newest message is always kept so a zero-sized ring still lets live data out.
 func (s *Stream) trimLocked() {
@@ -156,6 +222,7 @@ func (s *Stream) trimLocked() {
 func (s *Stream) broadcastLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
+	s.wakeBufWaitersLocked()
 }
 
 func (s *Stream) wakeWriterLocked() {

@@ -22,6 +22,8 @@ type Stream struct {
 	label      string
 	jitter     func() float64
 	timestamps atomic.Bool
+	// wallRead is the last reading of the device clock (stamp.go).
+	wallRead atomic.Pointer[wallReading]
 
 	ctx    context.Context
 	cancel context.CancelFunc
