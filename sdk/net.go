@@ -52,7 +52,8 @@ func NetSend(id uint32, b []byte) error {
 	return hostErr("net send", callIn(abi.FnNetSend, abi.AppendNetData(nil, abi.NetData{ID: id, Data: b})))
 }
 
-// NetClose closes socket id; no event follows. ErrNotFound for an id already closed.
+// NetClose closes socket id; no net_state event follows (bytes it had already received may
+// still come to OnNetData in the next batch). ErrNotFound for an id already closed.
 func NetClose(id uint32) error {
 	return hostErr("net close", callArgs(abi.FnNetClose, int32(id), 0))
 }

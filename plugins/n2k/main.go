@@ -16,8 +16,10 @@
 // (127501) comes back as the state path.
 //
 // Configuration (namespace f_n2k): enabled (default false: the plugin idles), source (the
-// board's CAN bus), address, the NAME fields unique_number, manufacturer, device_function,
-// device_class, device_instance, system_instance and industry_group, pgn_allow and pgn_deny
+// board's CAN bus, or a network gateway: ydraw_udp, ydraw_tcp, actisense_tcp, at
+// gateway_host and gateway_port; see netsource.go), address, the NAME fields
+// unique_number, manufacturer, device_function, device_class, device_instance,
+// system_instance and industry_group, pgn_allow and pgn_deny
 // (comma-separated PGNs; an empty allow list allows all), rate_ms (at most one value per
 // Signal K path per interval, the latest sent when it ends; default 0, every value, as
 // n2k-signalk), path_overrides (a table of from/to path prefixes: electrical.batteries.1 →
@@ -29,10 +31,11 @@
 // full trace of the decoder.
 //
 // GET /api/v1/n2k/status and the SSE event n2k (retained, sent once a second while it
-// changes) carry the status: state (disabled, listening, receiving, silent), source, address
-// (the claimed one, or null), name (the NAME in hex while enabled), frames_in,
-// frames_out, messages, deltas, errors by kind, pgns (PGN → messages) and devices seen. The
-// health condition n2k.bus warns while the source is enabled and silent for 10 s.
+// changes) carry the status: state (disabled, listening, receiving, silent; connecting,
+// connected, reconnecting for a gateway), source, address (the claimed one, or null), name
+// (the NAME in hex while enabled), frames_in, frames_out, messages, deltas, errors by kind,
+// pgns (PGN → messages), devices seen, and for a gateway gateway and last_error. The health
+// condition n2k.bus warns while the source is enabled and silent for 10 s.
 package main
 
 //go:generate env GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o n2k.wasm .

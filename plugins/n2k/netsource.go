@@ -34,10 +34,10 @@ const (
 
 // Error kinds of the gateway sources, beside the pipeline's.
 const (
-	kindGatewayClosed = "gateway_closed"  // the connection failed or was lost
-	kindGatewaySend   = "gateway_send"    // a frame or message not handed to the gateway
-	kindLineTooLong   = "line_too_long"   // a line over input.MaxLine, dropped
-	kindNoGatewayPort = "gateway_no_port" // actisense_tcp without a port: nothing to connect to
+	kindGatewayClosed   = "gateway_closed"   // the connection failed or was lost
+	kindGatewaySend     = "gateway_send"     // a frame or message not handed to the gateway
+	kindLineTooLong     = "line_too_long"    // a line over input.MaxLine, dropped
+	kindGatewaySettings = "gateway_settings" // settings that cannot work (no port, no host, a bad host)
 )
 
 // Gateway connection states, as the status shows them.
@@ -45,6 +45,7 @@ const (
 	gwConnecting   = "connecting"
 	gwConnected    = "connected"
 	gwReconnecting = "reconnecting"
+	gwError        = "error" // the settings cannot work (last_error says why); no retry until they change
 )
 
 // gatewaySource reads NMEA 2000 from a network gateway: it keeps one socket open, cuts the
@@ -89,21 +90,38 @@ func newGatewaySource(kind, host string, port int) *gatewaySource {
 	return &gatewaySource{kind: kind, host: host, port: gatewayPort(kind, port), state: gwConnecting, parser: parser}
 }
 
-// open opens the socket; a refusal is a failed attempt, retried later.
+// settingsError says what in the gateway settings cannot work ("" when they can). The
+// device checks the port's range and the host's length; the host's characters only the UI
+// checks, so the plugin does too.
+func (g *gatewaySource) settingsError() string {
+	switch {
+	case g.port == 0:
+		return "gateway_port must be set for " + g.kind
+	case g.host == "" && g.kind != sourceYDUDP:
+		return "gateway_host must be set for " + g.kind
+	case strings.Trim(g.host, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.:_-") != "":
+		return "gateway_host " + strconv.Quote(truncate(g.host, 40)) + " is not an address or a name"
+	}
+	return ""
+}
+
+// openGateway opens the socket; a refusal is a failed attempt, retried later. Settings
+// that cannot work put the source in the error state until they change.
 func (p *plugin) openGateway() {
 	g := p.gwSrc
 	g.lines.Reset()
+	if msg := g.settingsError(); msg != "" {
+		g.sock, g.state, g.lastErr = 0, gwError, msg
+		p.netErrs[kindGatewaySettings]++
+		sdk.Logf(sdk.LevelWarn, "n2k: %s", msg)
+		return
+	}
 	var err error
 	switch {
-	case g.port == 0:
-		err = errors.New("gateway_port must be set for " + g.kind)
-		p.netErrs[kindNoGatewayPort]++
 	case g.kind == sourceYDUDP && g.host == "":
 		g.sock, err = sdk.NetListenUDP(g.port, "", 0)
 	case g.kind == sourceYDUDP:
 		g.sock, err = sdk.NetListenUDP(g.port, g.host, g.port)
-	case g.host == "":
-		err = errors.New("gateway_host must be set for " + g.kind)
 	default:
 		g.sock, err = sdk.NetDial(g.host, g.port)
 	}

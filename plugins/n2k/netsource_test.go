@@ -157,10 +157,19 @@ func TestGatewayActisenseTCP(t *testing.T) {
 	defer h.Stop()
 	set(t, h, map[string]any{"enabled": true, "source": "actisense_tcp", "gateway_host": "w2k.local"})
 	st := getStatus(t, h)
-	if len(h.Sockets) != 0 || st["state"] != "reconnecting" || !strings.Contains(fmt.Sprint(st["last_error"]), "gateway_port must be set") {
+	if len(h.Sockets) != 0 || st["state"] != "error" || !strings.Contains(fmt.Sprint(st["last_error"]), "gateway_port must be set") {
 		t.Fatalf("without a port: %v", st)
 	}
-	set(t, h, map[string]any{"gateway_port": 60002})
+	// Nothing retries settings that cannot work.
+	if err := h.Advance(time.Minute); err != nil || len(h.Sockets) != 0 {
+		t.Fatalf("retried without a port: %v", err)
+	}
+	set(t, h, map[string]any{"gateway_port": 60002, "gateway_host": "w2k local"})
+	if st := getStatus(t, h); st["state"] != "error" || !strings.Contains(fmt.Sprint(st["last_error"]), "is not an address or a name") ||
+		errorsOf(st)["gateway_settings"] != 2.0 {
+		t.Fatalf("a bad host: %v", st)
+	}
+	set(t, h, map[string]any{"gateway_host": "w2k.local"})
 	id, s := socket(t, h)
 	if s.Open.Host != "w2k.local" || s.Open.Port != 60002 {
 		t.Fatalf("opened %+v", s.Open)
