@@ -174,6 +174,9 @@ func (p *plugin) netState(s sdk.NetState) {
 	g.state, g.failures = gwConnected, 0
 	g.connects++
 	sdk.Logf(sdk.LevelInfo, "n2k: gateway %s connected", g.endpoint())
+	if g.kind == sourceYDUDP && g.host == "" {
+		return // receive only: nothing can be sent, so no address is claimed
+	}
 	p.startNode()
 }
 

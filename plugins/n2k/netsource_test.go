@@ -142,6 +142,16 @@ func TestGatewayYDRawTCP(t *testing.T) {
 	if st["state"] != "receiving" || st["gateway"].(map[string]any)["connects"] != 2.0 || len(s3.Sent) != 1 {
 		t.Fatalf("after reconnecting %v, sent %q", st, s3.Sent)
 	}
+	// Claimed again; a switch bank PUT goes out as a Yacht Devices RAW frame (127502 from 100).
+	if err := h.Advance(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.Put("electrical.switches.bank.1.3.state", true); err != nil || r.Result != abi.PutSuccess {
+		t.Fatalf("put %+v %v", r, err)
+	}
+	if last := string(s3.Sent[len(s3.Sent)-1]); !strings.HasPrefix(last, "0DF20E64 01 ") {
+		t.Fatalf("127502 sent as %q", last)
+	}
 
 	// Disabled: the socket is closed.
 	set(t, h, map[string]any{"enabled": false})
@@ -226,6 +236,15 @@ func TestGatewayYDRawUDP(t *testing.T) {
 	}
 	if len(s.Sent) != 0 {
 		t.Fatalf("a receive-only socket sent %q", s.Sent)
+	}
+	if err := h.Advance(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := getStatus(t, h); st["address"] != nil || errorsOf(st)["gateway_send"] != nil {
+		t.Fatalf("receive only: %v", st)
+	}
+	if r, _ := h.Put("electrical.switches.bank.1.3.state", true); r.Result != abi.PutFailure {
+		t.Fatalf("put without a way to send %+v", r)
 	}
 	for _, d := range []string{"00:00:01.000 R 09F1127F FF 10 3B FF 7F CE F5 FC", "00:00:01.010 R 09F1127F FF 10 3B FF 7F CE F5 FC\r\n"} {
 		if err := h.NetData(id, []byte(d)); err != nil {
