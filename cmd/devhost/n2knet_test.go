@@ -1,12 +1,12 @@
 package main_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,25 +14,56 @@ import (
 	"devhost/plugins"
 )
 
-// ydRawLog turns the candump sample into the lines a Yacht Devices gateway sends
-// ("hh:mm:ss.sss R IIIIIIII B0 B1 ..."), and answers how many frames they carry.
-func ydRawLog(t *testing.T) ([]string, int) {
+// logLines answers the lines of one of the plugin's test logs.
+func logLines(t *testing.T, name string) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(plugins.Dir(), "n2k", "testdata", "logs", "candumpSample2.txt"))
+	b, err := os.ReadFile(filepath.Join(plugins.Dir(), "n2k", "testdata", "logs", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+}
+
+// ydRawLog turns the candump sample into the lines a Yacht Devices gateway sends
+// ("hh:mm:ss.sss R IIIIIIII B0 B1 ..."), and answers how many frames they carry.
+func ydRawLog(t *testing.T) ([]string, int) {
 	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
+	for _, l := range logLines(t, "candumpSample2.txt") {
+		fs := strings.Fields(l)
 		if len(fs) < 3 || strings.HasPrefix(fs[0], "#") {
 			continue
 		}
 		lines = append(lines, fmt.Sprintf("00:00:%06.3f R %s %s", float64(len(lines))/100, fs[1], strings.Join(fs[3:], " ")))
 	}
 	return lines, len(lines)
+}
+
+// actisenseLog turns the first n bus messages of the Dirona log (canboat's text, one whole
+// message a line) into Actisense N2K ASCII lines ("A000000.000 SSDDP PPPPP DATA").
+func actisenseLog(t *testing.T, n int) []string {
+	var lines []string
+	for _, l := range logLines(t, "dirona-actisense-serial.head.raw") {
+		if len(lines) == n {
+			break
+		}
+		fs := strings.Split(l, ",")
+		var h [4]int // prio, pgn, src, dst
+		for i := range h {
+			var err error
+			if len(fs) < 7 {
+				t.Fatalf("log line %q", l)
+			}
+			if h[i], err = strconv.Atoi(fs[1+i]); err != nil {
+				t.Fatalf("log line %q: %v", l, err)
+			}
+		}
+		prio, pgn, src, dst := h[0], h[1], h[2], h[3]
+		if pgn >= 1<<18 {
+			continue // the NGT-1's own messages (262386): no NMEA 2000 PGN, not on a bus
+		}
+		lines = append(lines, fmt.Sprintf("A000000.000 %02X%02X%d %05X %s", src, dst, prio, pgn, strings.ToUpper(strings.Join(fs[6:], ""))))
+	}
+	return lines
 }
 
 // replayServer is a Yacht Devices RAW gateway on loopback: each connection gets the log (and
@@ -120,7 +151,8 @@ func num(v any) float64 {
 // The device (n2k bundled, as make build makes it) reads a network gateway: Yacht Devices
 // RAW over TCP from a replaying server the test starts (garbage lines counted, a drop, the
 // reconnection, the address claim sent back through the gateway), then over UDP from
-// datagrams the test sends; bad gateway settings are a 400 naming the key.
+// datagrams the test sends, then Actisense N2K ASCII over TCP from another replaying server;
+// bad gateway settings are a 400 naming the key.
 func TestN2KNetworkGateway(t *testing.T) {
 	b := buildBundled(t)
 	lines, frames := ydRawLog(t)
@@ -187,4 +219,22 @@ func TestN2KNetworkGateway(t *testing.T) {
 	if num(st["frames_in"]) != before+float64(frames) || st["state"] != "receiving" {
 		t.Fatalf("status after the datagrams: %v", st)
 	}
+
+	// Actisense N2K ASCII over TCP: whole messages, twice again (the first connection dropped).
+	msgs := actisenseLog(t, 300)
+	act := startReplay(t, msgs)
+	beforeMsgs, beforeBad := num(st["messages"]), num(st["errors"].(map[string]any)["bad_line"])
+	cfg = fmt.Sprintf(`{"f_n2k":{"source":"actisense_tcp","gateway_host":"127.0.0.1","gateway_port":%d}}`, act.ln.Addr().(*net.TCPAddr).Port)
+	if r := d.call("PUT", "/api/v1/config", cfg); r.status != 200 {
+		t.Fatalf("config: %d %s", r.status, r.body)
+	}
+	st = d.waitDoc("the Actisense messages", "/api/v1/n2k/status", hangGuard, func(st map[string]any) bool {
+		return st["source"] == "actisense_tcp" && num(st["messages"]) >= beforeMsgs+float64(2*len(msgs)) &&
+			num(st["errors"].(map[string]any)["bad_line"]) >= beforeBad+4
+	})
+	if num(st["messages"]) != beforeMsgs+float64(2*len(msgs)) || num(st["errors"].(map[string]any)["bad_line"]) != beforeBad+4 {
+		t.Fatalf("status after the Actisense log: %v", st)
+	}
+	// The claim went to the gateway as an Actisense line: 60928 (0EE00) from 100 (64) to all.
+	eventually(t, "the address claim at the Actisense gateway", func() bool { return strings.Contains(act.received(), "A000000.000 64FF6 0EE00 ") })
 }
