@@ -12,7 +12,9 @@ const Version = 1
 // Minor is the ABI minor version: within one major, only additions happen (new host
 // functions, new event kinds a plugin may ignore, new capabilities). Minor 1 added
 // power_sleep with the power.sleep capability, and mdns_service with the mdns capability.
-const Minor = 1
+// Minor 2 added net_open, net_send and net_close with the net.client capability and the
+// net_data and net_state events.
+const Minor = 2
 
 // CheckVersion reports whether a plugin built for ABI major.minor runs on this host.
 func CheckVersion(major, minor int) error {
@@ -64,6 +66,9 @@ const (
 	FnBLEAdvertise = "ble_advertise"
 	FnMDNSService  = "mdns_service" // ABI 1.1
 	FnPowerSleep   = "power_sleep"  // minor 1
+	FnNetOpen      = "net_open"     // minor 2
+	FnNetSend      = "net_send"     // minor 2
+	FnNetClose     = "net_close"    // minor 2
 )
 
 // Capability is a permission a manifest asks for and an operator grants at install.
@@ -89,13 +94,14 @@ const (
 	CapBLE          Capability = "ble"               // ble_*, ble events
 	CapMDNS         Capability = "mdns"              // mdns_service (ABI 1.1)
 	CapPowerSleep   Capability = "power.sleep"       // power_sleep (minor 1)
+	CapNetClient    Capability = "net.client"        // net_open, net_send, net_close, net events (minor 2)
 )
 
 // Capabilities lists every capability this ABI version knows, in documentation order.
 var Capabilities = []Capability{
 	CapConfig, CapSKPublish, CapSKSubscribe, CapSKPut, CapSKPutSend, CapHealth, CapHealthReboot,
 	CapLog, CapTimer, CapPowerHold, CapClock, CapHTTP, CapEvents, CapGPIO, CapCAN, CapBLE,
-	CapMDNS, CapPowerSleep,
+	CapMDNS, CapPowerSleep, CapNetClient,
 }
 
 // Known reports whether c is a capability of this ABI version.
@@ -138,6 +144,9 @@ var FunctionCapability = map[string]Capability{
 	FnBLEAdvertise: CapBLE,
 	FnMDNSService:  CapMDNS,
 	FnPowerSleep:   CapPowerSleep,
+	FnNetOpen:      CapNetClient,
+	FnNetSend:      CapNetClient,
+	FnNetClose:     CapNetClient,
 }
 
 // Errno is the error a host function answers, as a negative i32 result. Errno values are
@@ -256,6 +265,7 @@ var Signatures = map[string]Signature{
 	FnHTTPReply: sigIn, FnSSEPublish: sigIn, FnGPIORead: sigOne, FnGPIOWrite: sigTwo,
 	FnGPIOWatch: sigTwo, FnCANSend: sigIn, FnCANFilter: sigIn, FnBLEScan: sigOne,
 	FnBLEAdvertise: sigIn, FnMDNSService: sigIn, FnPowerSleep: sigOne,
+	FnNetOpen: sigIn, FnNetSend: sigIn, FnNetClose: sigOne,
 }
 
 // ParamNames names every host function's parameters as the table of ABI.md section 8 does:
@@ -272,6 +282,7 @@ var ParamNames = map[string][]string{
 	FnGPIORead: {"pin"}, FnGPIOWrite: {"pin", "level"}, FnGPIOWatch: {"pin", "edges"},
 	FnCANSend: {"ptr", "len"}, FnCANFilter: {"ptr", "len"}, FnBLEScan: {"on"},
 	FnBLEAdvertise: {"ptr", "len"}, FnMDNSService: {"ptr", "len"}, FnPowerSleep: {"reserved"},
+	FnNetOpen: {"ptr", "len"}, FnNetSend: {"ptr", "len"}, FnNetClose: {"id"},
 }
 
 // ExportSignature is the type of dev_init and dev_event: no parameters, one i32.

@@ -23,11 +23,14 @@ const (
 	EvCAN       EventKind = 9  // CANFrame
 	EvBLE       EventKind = 10 // BLEAdvert
 	EvStop      EventKind = 11 // empty; the last batch before an orderly stop
+	EvNetData   EventKind = 12 // NetData: bytes received on a socket (minor 2)
+	EvNetState  EventKind = 13 // NetState: a socket opened or closed (minor 2)
 )
 
 var eventNames = [...]string{
 	EvInit: "init", EvConfig: "config", EvDelta: "delta", EvPut: "put", EvPutAnswer: "put_answer",
 	EvTimer: "timer", EvHTTP: "http", EvGPIO: "gpio", EvCAN: "can", EvBLE: "ble", EvStop: "stop",
+	EvNetData: "net_data", EvNetState: "net_state",
 }
 
 func (k EventKind) String() string { return enumName(eventNames[:], uint8(k), "event") }

@@ -44,27 +44,28 @@ type FakeHost struct {
 	// Clock is what clock_now answers; Advance moves it.
 	Clock abi.Clock
 
-	Published   []PathValue           // every value published, in order
-	Meta        map[string]string     // declared meta by path (JSON text)
-	Logs        []string              // "LEVEL message", in order
-	Health      map[string]FakeHealth // by key <id>.<name>
-	Subscribed  []string              // active subscription patterns
-	PutPatterns []string              // claimed PUT patterns
-	PutReplies  []abi.PutReply        // every reply the plugin sent, in order
-	SentPuts    []PathValue           // outbound PUTs, in order (id = index+1)
-	SSE         []abi.SSEEvent        // published SSE events
-	PowerHeld   bool                  // the plugin holds the power duty cycle
-	SleepAsked  int                   // accepted sleep-now requests (power_sleep)
-	SleepRefuse bool                  // answer power_sleep as the device does while an update is unconfirmed
-	CANSent     []CANFrame            // frames sent
-	CANFilters  []CANFilter           // active filters
-	Scanning    bool                  // BLE scanning on
-	Advertising []byte                // BLE advertising payload
-	Services    []abi.MDNSService     // mDNS services advertised, in registration order
-	Descriptor  []byte                // the registered namespace descriptor (JSON)
-	Denied      map[string]int        // permission-denied answers per host function
-	Calls       []string              // every host function called, in order
-	Timers      map[uint32]FakeTimer  // armed timers by id
+	Published   []PathValue            // every value published, in order
+	Meta        map[string]string      // declared meta by path (JSON text)
+	Logs        []string               // "LEVEL message", in order
+	Health      map[string]FakeHealth  // by key <id>.<name>
+	Subscribed  []string               // active subscription patterns
+	PutPatterns []string               // claimed PUT patterns
+	PutReplies  []abi.PutReply         // every reply the plugin sent, in order
+	SentPuts    []PathValue            // outbound PUTs, in order (id = index+1)
+	SSE         []abi.SSEEvent         // published SSE events
+	PowerHeld   bool                   // the plugin holds the power duty cycle
+	SleepAsked  int                    // accepted sleep-now requests (power_sleep)
+	SleepRefuse bool                   // answer power_sleep as the device does while an update is unconfirmed
+	CANSent     []CANFrame             // frames sent
+	CANFilters  []CANFilter            // active filters
+	Scanning    bool                   // BLE scanning on
+	Advertising []byte                 // BLE advertising payload
+	Services    []abi.MDNSService      // mDNS services advertised, in registration order
+	Descriptor  []byte                 // the registered namespace descriptor (JSON)
+	Denied      map[string]int         // permission-denied answers per host function
+	Calls       []string               // every host function called, in order
+	Timers      map[uint32]FakeTimer   // armed timers by id
+	Sockets     map[uint32]*FakeSocket // open sockets (net_open) by id
 
 	values     map[string]any // stored configuration values by key
 	keys       []Key
@@ -130,6 +131,7 @@ func (h *FakeHost) Start(p *Plugin) error {
 	}
 	h.Meta, h.Health, h.Denied, h.Timers = map[string]string{}, map[string]FakeHealth{}, map[string]int{}, map[uint32]FakeTimer{}
 	h.openPuts, h.httpReply = map[uint32]bool{}, map[uint32]*abi.HTTPResponse{}
+	h.Sockets = map[uint32]*FakeSocket{}
 	if h.values == nil {
 		h.values = map[string]any{}
 	}
@@ -333,6 +335,8 @@ func (h *FakeHost) in(fn string, b []byte) int32 {
 		h.CANFilters = fs
 	case abi.FnMDNSService:
 		return h.mdnsService(b)
+	case abi.FnNetOpen, abi.FnNetSend:
+		return h.netIn(fn, b)
 	case abi.FnBLEAdvertise:
 		if h.NoBLE {
 			return int32(abi.ErrUnavailable)
@@ -491,6 +495,11 @@ func (h *FakeHost) args(fn string, a, b int32) int32 {
 		h.SleepAsked++
 	case abi.FnGPIORead, abi.FnGPIOWrite, abi.FnGPIOWatch:
 		return h.gpio(fn, a, b)
+	case abi.FnNetClose:
+		if h.Sockets[uint32(a)] == nil {
+			return int32(abi.ErrNotFound)
+		}
+		delete(h.Sockets, uint32(a))
 	case abi.FnBLEScan:
 		if h.NoBLE {
 			return int32(abi.ErrUnavailable)
@@ -735,6 +744,7 @@ func (h *FakeHost) Stop() error {
 	h.stopped = true
 	h.Timers, h.Subscribed, h.PutPatterns, h.CANFilters = map[uint32]FakeTimer{}, nil, nil, nil
 	h.Scanning, h.PowerHeld, h.Advertising, h.Services = false, false, nil, nil
+	h.Sockets = map[uint32]*FakeSocket{}
 	if current == h {
 		current = nil
 	}

@@ -49,6 +49,10 @@ func callIn(fn string, in []byte) int32 {
 		return hBLEAdvertise(p, n)
 	case abi.FnMDNSService:
 		return hMDNSService(p, n)
+	case abi.FnNetOpen:
+		return hNetOpen(p, n)
+	case abi.FnNetSend:
+		return hNetSend(p, n)
 	}
 	return int32(abi.ErrInternal)
 }
@@ -82,6 +86,8 @@ func callArgs(fn string, a, b int32) int32 {
 		return hGPIOWatch(a, b)
 	case abi.FnBLEScan:
 		return hBLEScan(a)
+	case abi.FnNetClose:
+		return hNetClose(a)
 	}
 	return int32(abi.ErrInternal)
 }

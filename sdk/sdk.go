@@ -35,6 +35,11 @@ type Plugin struct {
 	OnCAN func(f CANFrame)
 	// OnBLE receives an advertisement while BLEScan is on.
 	OnBLE func(a BLEAdvert)
+	// OnNetData receives bytes from a socket opened with NetDial or NetListenUDP; data is
+	// valid during the call only (copy what is kept).
+	OnNetData func(id uint32, data []byte)
+	// OnNetState learns that a socket opened or closed (with the reason).
+	OnNetState func(s NetState)
 	// OnStop runs before an orderly stop; host calls still work during it.
 	OnStop func()
 }
@@ -272,6 +277,8 @@ func handle(ev abi.Event) error {
 		if p.OnBLE != nil {
 			p.OnBLE(a)
 		}
+	case abi.EvNetData, abi.EvNetState:
+		return handleNet(p, ev)
 	case abi.EvStop:
 		if p.OnStop != nil {
 			p.OnStop()

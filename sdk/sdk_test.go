@@ -69,6 +69,9 @@ func TestEveryCallNeedsItsCapability(t *testing.T) {
 		abi.FnBLEScan:      func() error { return BLEScan(true) },
 		abi.FnBLEAdvertise: func() error { return BLEAdvertise(nil) },
 		abi.FnMDNSService:  func() error { return AdvertiseService(MDNSService{Type: "_x", Proto: "_tcp", Port: 1}) },
+		abi.FnNetOpen:      func() error { _, err := NetDial("h", 1); return err },
+		abi.FnNetSend:      func() error { return NetSend(1, nil) },
+		abi.FnNetClose:     func() error { return NetClose(1) },
 	}
 	for fn, call := range calls {
 		if err := call(); !errors.Is(err, ErrPermission) {

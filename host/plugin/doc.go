@@ -151,7 +151,8 @@
 //     procs.go and prio_*.go: CPU use of plugin calls; stackguard/: the stack budget.
 //   - session.go: one running instance and its open requests; hostfn.go: the ABI's host
 //     functions; inbox.go: events waiting for the next batch; deps.go: the device interfaces;
-//     skresult.go: ABI PUT results to the host's (package sk); mdns.go: mdns_service.
+//     skresult.go: ABI PUT results to the host's (package sk); mdns.go: mdns_service;
+//     net.go: the net.client sockets (net_open, net_send, net_close) and their goroutines.
 //   - http.go: the REST API; upload.go: chunked uploads and downloads; partition.go: the
 //     `plugins` partition on disk; configadapter.go: the f_<id> namespaces; trust/: keys.
 //
@@ -163,5 +164,7 @@
 // under its own lock, releases it, then takes each plugin's. A plugin's mu is released before
 // it calls the manager (setState → changed) or a session (abort). The session's callMu and
 // putMu, the engine's (compiling → mu), the uploads', the memory allocator's and
-// procLender's locks are held only around their own fields and take no other lock.
+// procLender's locks are held only around their own fields and take no other lock. The
+// session's socket table lock may be held while taking a socket's mu (endNet), never the
+// reverse; a socket's goroutines push to the inbox holding neither.
 package plugin

@@ -59,6 +59,9 @@ func hostFunctions() []hostFn {
 		{abi.FnBLEAdvertise, fnBLEAdvertise},
 		{abi.FnMDNSService, fnMDNSService},
 		{abi.FnPowerSleep, fnPowerSleep},
+		{abi.FnNetOpen, fnNetOpen},
+		{abi.FnNetSend, fnNetSend},
+		{abi.FnNetClose, fnNetClose},
 	}
 	out := make([]hostFn, 0, len(defs))
 	for _, d := range defs {

@@ -19,6 +19,7 @@ type queued struct {
 	put     *putReq  // EvPut
 	timer   uint32   // EvTimer
 	n       int      // EvDelta: value records in payload
+	done    func()   // when set, called once the event was delivered (or dropped)
 }
 
 // inbox holds what is waiting for a plugin's next batch. Producers are the host's other

@@ -400,7 +400,7 @@ func TestLifecycleAPI(t *testing.T) {
 func TestCapabilitiesDenied(t *testing.T) {
 	all := []abi.Capability{abi.CapHTTP, abi.CapLog, abi.CapConfig, abi.CapSKPublish, abi.CapSKSubscribe,
 		abi.CapSKPut, abi.CapSKPutSend, abi.CapHealth, abi.CapTimer, abi.CapPowerHold, abi.CapClock,
-		abi.CapEvents, abi.CapGPIO, abi.CapCAN, abi.CapBLE, abi.CapMDNS}
+		abi.CapEvents, abi.CapGPIO, abi.CapCAN, abi.CapBLE, abi.CapMDNS, abi.CapNetClient}
 	for _, tc := range []struct {
 		name  string
 		grant []abi.Capability
@@ -436,7 +436,8 @@ func TestCapabilitiesDenied(t *testing.T) {
 				"sk_put_send": 1, "health_report": 0, "health_reboot": int32(abi.ErrPermission), "timer_set": 0,
 				"timer_cancel": 0, "power_hold": 0, "clock_now": abi.ClockSize, "http_reply": int32(abi.ErrNotFound),
 				"sse_publish": 0, "gpio_read": 1, "gpio_write": 0, "gpio_watch": 0, "can_send": 0, "can_filter": 0,
-				"ble_scan": 0, "ble_advertise": 0, "mdns_service": 0}
+				"ble_scan": 0, "ble_advertise": 0, "mdns_service": 0,
+				"net_open": 1, "net_send": int32(abi.ErrState), "net_close": int32(abi.ErrNotFound)}
 			for fn, w := range want {
 				if rcs[fn] != w {
 					t.Errorf("%s answered %d, want %d", fn, rcs[fn], w)

@@ -49,6 +49,7 @@ type session struct {
 	canFilter atomic.Pointer[[]abi.CANFilter]
 	bleCancel func()
 	mdnsSvcs  map[string]abi.MDNSService // mdns_service registrations by mdnsKey
+	net       netTable                   // net_open sockets
 
 	httpOpen map[uint32]*httpReq // delivered in the call in progress
 
@@ -192,6 +193,7 @@ func (s *session) end() {
 		s.bleCancel()
 	}
 	s.endMDNS()
+	s.endNet()
 	s.finishRequests()
 	s.putMu.Lock()
 	deferred := s.putDeferred

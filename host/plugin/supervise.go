@@ -260,6 +260,9 @@ func (p *plugin) runOnce(ctx context.Context) (*command, error) {
 		inst.close()
 		s.end()
 		for _, e := range p.inbox.close() {
+			if e.done != nil {
+				e.done()
+			}
 			if e.http != nil {
 				e.http.reply <- abi.HTTPResponse{ID: e.http.id, Status: http.StatusServiceUnavailable,
 					Body: []byte(`{"error":"internal","message":"the plugin stopped"}`)}
@@ -384,6 +387,11 @@ func (p *plugin) deliver(ctx context.Context, s *session) error {
 		return nil
 	}
 	rc, err := s.call(ctx, abi.ExportEvent, batch, false)
+	for _, e := range evs {
+		if e.done != nil {
+			e.done()
+		}
+	}
 	if err != nil {
 		return err
 	}

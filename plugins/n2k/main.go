@@ -16,8 +16,10 @@
 // (127501) comes back as the state path.
 //
 // Configuration (namespace f_n2k): enabled (default false: the plugin idles), source (the
-// board's CAN bus), address, the NAME fields unique_number, manufacturer, device_function,
-// device_class, device_instance, system_instance and industry_group, pgn_allow and pgn_deny
+// board's CAN bus, or a network gateway: ydraw_udp, ydraw_tcp, actisense_tcp, at
+// gateway_host and gateway_port; see netsource.go), address, the NAME fields
+// unique_number, manufacturer, device_function, device_class, device_instance,
+// system_instance and industry_group, pgn_allow and pgn_deny
 // (comma-separated PGNs; an empty allow list allows all), rate_ms (at most one value per
 // Signal K path per interval, the latest sent when it ends; default 0, every value, as
 // n2k-signalk), path_overrides (a table of from/to path prefixes: electrical.batteries.1 →
@@ -29,10 +31,11 @@
 // full trace of the decoder.
 //
 // GET /api/v1/n2k/status and the SSE event n2k (retained, sent once a second while it
-// changes) carry the status: state (disabled, listening, receiving, silent), source, address
-// (the claimed one, or null), name (the NAME in hex while enabled), frames_in,
-// frames_out, messages, deltas, errors by kind, pgns (PGN → messages) and devices seen. The
-// health condition n2k.bus warns while the source is enabled and silent for 10 s.
+// changes) carry the status: state (disabled, listening, receiving, silent; connecting,
+// connected, reconnecting for a gateway), source, address (the claimed one, or null), name
+// (the NAME in hex while enabled), frames_in, frames_out, messages, deltas, errors by kind,
+// pgns (PGN → messages), devices seen, and for a gateway gateway and last_error. The health
+// condition n2k.bus warns while the source is enabled and silent for 10 s.
 package main
 
 //go:generate env GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o n2k.wasm .
@@ -68,6 +71,7 @@ const (
 	timerClaim     = 2
 	timerHeartbeat = 3
 	timerRate      = 4
+	timerReconnect = 5
 	silentFor      = 10 * time.Second
 	condBus        = "bus"
 	condConfig     = "config"
@@ -82,8 +86,12 @@ var descriptor = sdk.Namespace{
 	Keys: []sdk.Key{
 		{Name: "enabled", Type: sdk.TypeBool, Default: false, Title: "Enabled",
 			Description: "Listen to the source and publish its values to Signal K."},
-		{Name: "source", Type: sdk.TypeString, Default: "can", Enum: []string{"can"}, Title: "Source",
-			Description: "Where the NMEA 2000 traffic comes from: the board's CAN bus."},
+		{Name: "source", Type: sdk.TypeString, Default: sourceCAN, Enum: []string{sourceCAN, sourceYDUDP, sourceYDTCP, sourceActisense}, Title: "Source",
+			Description: "Where the NMEA 2000 traffic comes from: the board's CAN bus (can), or a gateway on the network: Yacht Devices RAW over UDP (ydraw_udp) or TCP (ydraw_tcp), Actisense N2K ASCII over TCP (actisense_tcp)."},
+		{Name: "gateway_host", Type: sdk.TypeString, Default: "", MaxLength: 253, Pattern: `^[A-Za-z0-9.:_-]*$`, Title: "Gateway host",
+			Description: "The gateway's address or name (TCP sources), or where ydraw_udp sends frames (empty: receive only).", Group: "Gateway"},
+		{Name: "gateway_port", Type: sdk.TypeInt, Default: 0, Min: sdk.Float(0), Max: sdk.Float(65535), Title: "Gateway port",
+			Description: "The gateway's TCP port, or the UDP port its datagrams arrive on; 0: 1456 for ydraw_udp, 1457 for ydraw_tcp (actisense_tcp needs one).", Group: "Gateway"},
 		{Name: "address", Type: sdk.TypeInt, Default: 100, Min: sdk.Float(0), Max: sdk.Float(251), Title: "Preferred address",
 			Description: "The bus address claimed first; another is taken when a device with a lower NAME holds it."},
 		{Name: "unique_number", Type: sdk.TypeInt, Default: 0, Min: sdk.Float(0), Max: sdk.Float(2097151), Title: "NAME unique number",
@@ -136,17 +144,24 @@ type plugin struct {
 	metaSent  int              // meta declarations made
 	metaStop  bool             // no more meta declarations this run
 	seq       map[uint32]uint8 // fast-packet sequence counters of sent PGNs
-	one       []byte           // a delta's JSON
-	pending   []byte           // deltas not yet sent as an event: "[d1,d2"
-	val       []byte           // a composite value's JSON
-	stamp     string           // the last delta timestamp, of the millisecond stampMs
+	gwHost    string           // f_n2k.gateway_host
+	gwPort    int              // f_n2k.gateway_port
+	gwSrc     *gatewaySource   // the network gateway while one is the enabled source
+	netErrs   map[string]uint64
+	one       []byte // a delta's JSON
+	pending   []byte // deltas not yet sent as an event: "[d1,d2"
+	val       []byte // a composite value's JSON
+	stamp     string // the last delta timestamp, of the millisecond stampMs
 	stampMs   int64
 }
 
-func newPlugin() *plugin { return &plugin{gw: gateway.New(), source: "can", seq: map[uint32]uint8{}} }
+func newPlugin() *plugin {
+	return &plugin{gw: gateway.New(), source: sourceCAN, seq: map[uint32]uint8{}, netErrs: map[string]uint64{}}
+}
 
 func (p *plugin) handlers() *sdk.Plugin {
-	return &sdk.Plugin{OnInit: p.start, OnConfig: p.configure, OnCAN: p.frame, OnTimer: p.timer, OnHTTP: p.serve, OnPut: p.put}
+	return &sdk.Plugin{OnInit: p.start, OnConfig: p.configure, OnCAN: p.frame, OnTimer: p.timer, OnHTTP: p.serve, OnPut: p.put,
+		OnNetData: p.netData, OnNetState: p.netState}
 }
 
 func (p *plugin) start(info sdk.Info) error {
@@ -190,27 +205,49 @@ func (p *plugin) configure(cfg sdk.Config) {
 	allow, deny := parsePGNs(cfg.String("pgn_allow")), parsePGNs(cfg.String("pgn_deny"))
 	p.gw.Allow = func(pgn uint32) bool { return (len(allow) == 0 || allow[pgn]) && !deny[pgn] }
 	p.deltas = cfg.Bool("deltas")
-	if s := cfg.String("source"); s != "" {
-		p.source = s
+	source := cfg.String("source")
+	if source == "" {
+		source = sourceCAN
 	}
+	host, port := cfg.String("gateway_host"), int(cfg.Int("gateway_port"))
 	p.shape(cfg)
 	address, name := uint8(cfg.Int("address")), readName(cfg)
 	enabled := cfg.Bool("enabled")
-	if enabled == p.enabled && (!enabled || address == p.address && name == p.name) {
+	moved := source != p.source || isGateway(source) && (host != p.gwHost || port != p.gwPort)
+	if enabled == p.enabled && (!enabled || address == p.address && name == p.name && !moved) {
+		p.source, p.gwHost, p.gwPort = source, host, port
 		return
 	}
+	was := p.enabled
 	p.enabled, p.address, p.name = enabled, address, name
+	p.source, p.gwHost, p.gwPort = source, host, port
 	var err error
-	if enabled {
-		p.started = p.uptime
-		err = sdk.CANReceive(sdk.CANFilter{ID: 0, Mask: 0}) // every frame
-		if err == nil {
-			p.startNode()
-		}
-	} else {
+	switch {
+	case !enabled:
+		p.closeGateway()
 		p.node = nil
 		_ = sdk.CancelTimer(timerHeartbeat)
 		err = sdk.CANReceive()
+	case was && !moved: // a new address or NAME: claim again
+		if p.gwSrc == nil || p.gwSrc.state == gwConnected {
+			p.startNode()
+		}
+	default: // enabled now, or on another source
+		p.closeGateway()
+		p.node = nil
+		_ = sdk.CancelTimer(timerHeartbeat)
+		p.started = p.uptime
+		if isGateway(source) {
+			// The node claims its address once the gateway is connected.
+			err = sdk.CANReceive()
+			p.gwSrc = newGatewaySource(source, host, port)
+			p.openGateway()
+		} else {
+			err = sdk.CANReceive(sdk.CANFilter{ID: 0, Mask: 0}) // every frame
+			if err == nil {
+				p.startNode()
+			}
+		}
 	}
 	if err != nil {
 		sdk.Logf(sdk.LevelError, "can: %v", err)
@@ -317,7 +354,7 @@ func (p *plugin) startNode() {
 	p.node = &node.Node{
 		Name: node.NewName(p.nameUnique(), p.name.manufacturer, p.name.devInstance, p.name.function, p.name.class,
 			p.name.sysInstance, p.name.industry),
-		Product:  node.Product{Code: 1, Model: "devhost n2k", SoftwareVersion: "0.1.0", ModelVersion: "1", Serial: p.deviceID},
+		Product:  node.Product{Code: 1, Model: "devhost n2k", SoftwareVersion: "0.2.0", ModelVersion: "1", Serial: p.deviceID},
 		Transmit: []uint32{59392, 59904, 60928, 126464, 126993, 126996, 127502},
 		Receive:  rx,
 	}
@@ -351,7 +388,16 @@ func (p *plugin) send(msgs []decode.Message) {
 	for _, m := range msgs {
 		seq := p.seq[m.PGN]
 		p.seq[m.PGN] = seq + 1
-		for _, f := range decode.Frames(m, seq, nil) {
+		frames := decode.Frames(m, seq, nil)
+		if p.gwSrc != nil {
+			n := p.sendGateway(m, frames)
+			p.framesOut += uint64(n)
+			if n == 0 {
+				return
+			}
+			continue
+		}
+		for _, f := range frames {
 			if err := sdk.CANSend(sdk.CANFrame{ID: f.ID, Extended: true, Data: f.Data}); err != nil {
 				sdk.Logf(sdk.LevelWarn, "can send: %v", err)
 				return
@@ -376,6 +422,10 @@ func (p *plugin) timer(id uint32) {
 	case timerHeartbeat:
 		if p.node != nil {
 			p.send(p.node.Heartbeat())
+		}
+	case timerReconnect:
+		if p.gwSrc != nil && p.enabled {
+			p.openGateway()
 		}
 	case timerRate:
 		p.readClock()
@@ -439,11 +489,14 @@ func (p *plugin) tick() {
 		}
 		p.lastState = st.State
 	}
-	silent := st.State == "silent"
+	silent := p.dataState(p.gw.Stats()) == "silent"
 	if silent != p.warned {
 		state, msg := sdk.Normal, ""
 		if silent {
 			state, msg = sdk.Warn, "no frames from "+p.source+" for 10 s"
+			if g := p.gwSrc; g != nil && g.state != gwConnected && g.lastErr != "" {
+				msg = truncate(msg+": "+g.lastErr, 95)
+			}
 		}
 		if err := sdk.ReportHealth(condBus, state, msg); err != nil {
 			sdk.Logf(sdk.LevelWarn, "health: %v", err)
@@ -474,21 +527,30 @@ type status struct {
 	Errors    map[string]uint64 `json:"errors"`
 	PGNs      map[string]uint64 `json:"pgns"`
 	Devices   []deviceView      `json:"devices"`
+	// The network gateway source: where, how often connected, the last failure.
+	Gateway   *gatewayView `json:"gateway,omitempty"`
+	LastError *string      `json:"last_error,omitempty"`
 }
 
 func (p *plugin) status() status {
 	s := p.gw.Stats()
 	st := status{Source: p.source, FramesIn: s.FramesIn, FramesOut: p.framesOut, Messages: s.Messages,
-		Deltas: s.Deltas, Errors: s.Errors, PGNs: s.PGNs, Devices: []deviceView{}}
-	switch {
-	case !p.enabled:
-		st.State = "disabled"
-	case s.FramesIn == 0 && p.uptime-p.started < silentFor:
-		st.State = "listening"
-	case s.FramesIn == 0 && p.uptime-p.started >= silentFor, p.uptime-p.lastFrame >= silentFor:
-		st.State = "silent"
-	default:
-		st.State = "receiving"
+		Deltas: s.Deltas, Errors: s.Errors, PGNs: s.PGNs, Devices: []deviceView{}, State: p.dataState(s)}
+	for k, n := range p.netErrs {
+		st.Errors[k] += n
+	}
+	if g := p.gwSrc; g != nil {
+		st.Gateway = g.view()
+		if g.lastErr != "" {
+			last := g.lastErr
+			st.LastError = &last
+		}
+		switch {
+		case g.state != gwConnected:
+			st.State = g.state // connecting, or reconnecting after last_error
+		case st.State == "listening":
+			st.State = gwConnected
+		}
 	}
 	if p.node != nil {
 		if a, ok := p.node.Address(); ok {
@@ -512,6 +574,21 @@ func (p *plugin) status() status {
 		st.Devices = append(st.Devices, v)
 	}
 	return st
+}
+
+// dataState is what the source delivers: disabled, listening (nothing yet), receiving, or
+// silent (nothing for silentFor). Frames and whole messages (Actisense) both count.
+func (p *plugin) dataState(s gateway.Stats) string {
+	none := s.FramesIn == 0 && s.Messages == 0
+	switch {
+	case !p.enabled:
+		return "disabled"
+	case none && p.uptime-p.started < silentFor:
+		return "listening"
+	case none && p.uptime-p.started >= silentFor, p.uptime-p.lastFrame >= silentFor:
+		return "silent"
+	}
+	return "receiving"
 }
 
 func (p *plugin) serve(req *sdk.Request) sdk.Response {

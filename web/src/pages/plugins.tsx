@@ -53,6 +53,7 @@ const CAPS: Record<string, string> = {
   gpio: 'drive the board\'s GPIO pins',
   can: 'use the CAN bus (NMEA 2000)',
   ble: 'use the Bluetooth radio',
+  'net.client': 'open network connections to any address the device can reach, and receive UDP on the device\'s addresses',
 };
 
 function b64(chunk: Uint8Array): string {

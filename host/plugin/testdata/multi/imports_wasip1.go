@@ -51,6 +51,15 @@ func hLog(level int32, ptr unsafe.Pointer, n uint32) int32
 //go:wasmimport extism:host/user mdns_service
 func hMDNSService(ptr unsafe.Pointer, n uint32) int32
 
+//go:wasmimport extism:host/user net_close
+func hNetClose(id int32) int32
+
+//go:wasmimport extism:host/user net_open
+func hNetOpen(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user net_send
+func hNetSend(ptr unsafe.Pointer, n uint32) int32
+
 //go:wasmimport extism:host/user ns_register
 func hNsRegister(ptr unsafe.Pointer, n uint32) int32
 

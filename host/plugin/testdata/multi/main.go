@@ -177,6 +177,10 @@ func probe() {
 	probes["ble_scan"] = hBLEScan(1)
 	probes["ble_advertise"] = call(hBLEAdvertise, []byte{2, 1, 6})
 	probes["mdns_service"] = call(hMDNSService, abi.AppendMDNSService(nil, abi.MDNSService{Instance: id, Type: "_probe", Proto: "_tcp", Port: 8080, TXT: []string{"v=1"}}))
+	// A receive-only UDP socket on a free port, left open for the stop to close.
+	probes["net_open"] = call(hNetOpen, abi.AppendNetOpen(nil, abi.NetOpen{Proto: abi.NetUDP}))
+	probes["net_send"] = call(hNetSend, abi.AppendNetData(nil, abi.NetData{ID: 1, Data: []byte("x")}))
+	probes["net_close"] = hNetClose(99)
 }
 
 //go:wasmexport dev_event
