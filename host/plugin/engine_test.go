@@ -362,3 +362,38 @@ func TestInstrumentedModuleKept(t *testing.T) {
 		t.Fatal("one file for two stack budgets")
 	}
 }
+
+// BenchmarkInstrument is the rewrite step of a start (fuel and stack guard) on the test
+// module: rewrite does the work, as a start did before the rewrite was kept; kept reads the
+// kept rewrite back, as a start after a reboot does.
+func BenchmarkInstrument(b *testing.B) {
+	mod := testModule(b)
+	sum := sha256.Sum256(mod)
+	key := hex.EncodeToString(sum[:])
+	for _, kept := range []bool{false, true} {
+		name := "rewrite"
+		if kept {
+			name = "kept"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := ""
+			if kept {
+				dir = b.TempDir()
+			}
+			e, err := newEngine(dir, DefaultMemoryPages, DefaultStackBytes, hostFunctions())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.close(context.Background())
+			if _, err := e.instrument(mod, key); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(mod)))
+			for b.Loop() {
+				if _, err := e.instrument(mod, key); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
