@@ -123,9 +123,51 @@ func TestParseRefusesMalformed(t *testing.T) {
 		if _, err := Parse(b); err == nil {
 			t.Errorf("%s: parsed", name)
 		}
+		// ReadHead refuses each layout error too; "bad manifest" is the manifest's own.
+		if _, err := ReadHead(bytes.NewReader(b), int64(len(b))); err == nil {
+			t.Errorf("%s: head read", name)
+		}
 	}
 	if _, err := Parse(make([]byte, MaxBundle+1)); err == nil {
 		t.Error("oversized bundle parsed")
+	}
+	if _, err := ReadHead(bytes.NewReader(nil), MaxBundle+1); err == nil {
+		t.Error("oversized bundle's head read")
+	}
+}
+
+// packed is a good bundle, packed with the publisher key, and its parse.
+func packed(tb testing.TB) ([]byte, *Bundle) {
+	tb.Helper()
+	good, err := Pack(testManifest(), testModule, loadKey(tb, "publisher.pem"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bu, err := Parse(good)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return good, bu
+}
+
+func TestReadHeadAgreesWithParse(t *testing.T) {
+	good, bu := packed(t)
+	h, err := ReadHead(bytes.NewReader(good), int64(len(good)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.KeyID != bu.KeyID || h.Manifest.ID != bu.Manifest.ID || h.Manifest.Version != bu.Manifest.Version ||
+		!bytes.Equal(h.ManifestJSON, bu.ManifestJSON) || !bytes.Equal(h.Signature, bu.Signature) || h.Size != int64(len(good)) {
+		t.Fatalf("head %+v, parsed %+v", h, bu)
+	}
+	// Every shorter bundle is refused, whether the reader or the stated size ends early.
+	for n := range len(good) {
+		if _, err := ReadHead(bytes.NewReader(good[:n]), int64(n)); err == nil {
+			t.Fatalf("a bundle cut to %d of %d bytes: head read", n, len(good))
+		}
+		if _, err := ReadHead(bytes.NewReader(good[:n]), int64(len(good))); err == nil {
+			t.Fatalf("a reader ending at %d of %d bytes: head read", n, len(good))
+		}
 	}
 }
 
@@ -227,15 +269,8 @@ func loadSmall(t *testing.T) *rsa.PrivateKey {
 }
 
 func FuzzParse(f *testing.F) {
+	good, goodBundle := packed(f)
 	key := loadKey(f, "publisher.pem")
-	good, err := Pack(testManifest(), testModule, key)
-	if err != nil {
-		f.Fatal(err)
-	}
-	goodBundle, err := Parse(good)
-	if err != nil {
-		f.Fatal(err)
-	}
 	f.Add(good)
 	f.Add(good[:40])
 	f.Add([]byte(Magic))

@@ -17,16 +17,19 @@ import (
 // pluginsPath lists the installed plugins and their states.
 const pluginsPath = "/api/v1/plugins"
 
-// pluginsSettled tells from a GET /api/v1/plugins answer whether every plugin is past its
-// loading (verified, compiled and started, or failed): a plugin compiling at boot holds the
-// compiler's working memory, and the idle figure is the device at rest, plugins included.
-// The summary lists each plugin as id=state ("none" without plugins), for the report.
+// pluginsSettled tells from a GET /api/v1/plugins answer whether the device's carried
+// bundles have been offered (bundled_pending false: the device offers them after it answers)
+// and every plugin is past its loading (verified, compiled and started, or failed): a plugin
+// compiling at boot holds the compiler's working memory, and the idle figure is the device at
+// rest, plugins included. The summary lists each plugin as id=state ("none" without plugins,
+// "bundled pending" added while the offer runs), for the report.
 func pluginsSettled(body []byte) (settled bool, summary string, err error) {
 	var list struct {
 		Plugins *[]struct {
 			ID    string `json:"id"`
 			State string `json:"state"`
 		} `json:"plugins"`
+		BundledPending bool `json:"bundled_pending"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
 		return false, "", fmt.Errorf("decoding %s: %w", pluginsPath, err)
@@ -34,8 +37,8 @@ func pluginsSettled(body []byte) (settled bool, summary string, err error) {
 	if list.Plugins == nil {
 		return false, "", fmt.Errorf("%s: no plugins list in %.200q", pluginsPath, body)
 	}
-	settled = true
-	states := make([]string, 0, len(*list.Plugins))
+	settled = !list.BundledPending
+	states := make([]string, 0, len(*list.Plugins)+1)
 	for _, p := range *list.Plugins {
 		if p.State == "" {
 			return false, "", fmt.Errorf("%s: plugin %q without a state", pluginsPath, p.ID)
@@ -44,6 +47,9 @@ func pluginsSettled(body []byte) (settled bool, summary string, err error) {
 			settled = false
 		}
 		states = append(states, p.ID+"="+p.State)
+	}
+	if list.BundledPending {
+		states = append(states, "bundled pending")
 	}
 	if len(states) == 0 {
 		return settled, "none", nil

@@ -21,6 +21,8 @@ func TestPluginsSettled(t *testing.T) {
 		{"running", `{"plugins":[{"id":"n2k","state":"running"}]}`, "n2k=running", true, false},
 		{"stopped and failed", `{"plugins":[{"id":"a","state":"stopped"},{"id":"b","state":"failed"}]}`, "a=stopped b=failed", true, false},
 		{"one loading", `{"plugins":[{"id":"a","state":"running"},{"id":"b","state":"loading"}]}`, "a=running b=loading", false, false},
+		{"bundles still offered", `{"plugins":[],"bundled_pending":true}`, "bundled pending", false, false},
+		{"offered", `{"plugins":[{"id":"n2k","state":"running"}],"bundled_pending":false}`, "n2k=running", true, false},
 		{"no list", `{}`, "", false, true},
 		{"no state", `{"plugins":[{"id":"a"}]}`, "", false, true},
 		{"not JSON", `<html>`, "", false, true},

@@ -91,27 +91,51 @@ func TestBundledN2KPluginOnAFreshDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n2k := func() map[string]any {
+	// n2k is the plugin as GET /plugins lists it (nil: not listed) and whether the device is
+	// still offering its carried bundles (which it does after answering).
+	n2k := func() (map[string]any, bool) {
 		t.Helper()
-		var doc struct{ Plugins []map[string]any }
+		var doc struct {
+			Plugins        []map[string]any
+			BundledPending *bool `json:"bundled_pending"`
+		}
 		r := d.call("GET", "/api/v1/plugins", "")
-		if r.status != 200 || json.Unmarshal(r.body, &doc) != nil {
+		if r.status != 200 || json.Unmarshal(r.body, &doc) != nil || doc.BundledPending == nil {
 			t.Fatalf("plugins: %d %s", r.status, r.body)
 		}
 		for _, p := range doc.Plugins {
 			if p["id"] == "n2k" {
-				return p
+				return p, *doc.BundledPending
 			}
 		}
-		return nil
+		return nil, *doc.BundledPending
+	}
+	// offered is n2k once the offer is over.
+	offered := func() map[string]any {
+		t.Helper()
+		deadline := time.Now().Add(hangGuard)
+		for {
+			p, pending := n2k()
+			if !pending {
+				return p
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the carried bundles are still being offered")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	waitIdle := func(when string) {
 		t.Helper()
 		deadline := time.Now().Add(hangGuard)
 		for {
-			p := n2k()
-			if p == nil {
+			p, pending := n2k()
+			if p == nil && !pending {
 				t.Fatalf("%s: n2k not installed", when)
+			}
+			if p == nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
 			}
 			if p["state"] == "running" {
 				if p["version"] != man.Version || p["wanted"] != "running" {
@@ -167,7 +191,7 @@ func TestBundledN2KPluginOnAFreshDevice(t *testing.T) {
 		t.Fatalf("reboot: %d %s", r.status, r.body)
 	}
 	d.waitBoot()
-	if p := n2k(); p != nil {
+	if p := offered(); p != nil {
 		t.Fatalf("the removed bundled plugin came back after a reboot: %v", p)
 	}
 

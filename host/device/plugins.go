@@ -17,7 +17,8 @@ import (
 )
 
 // plugins builds the plugin host over the device's services and starts it. Bundles load in
-// the background: the HTTP API answers before they are up.
+// the background, and the firmware's own bundles are offered in the background too: the
+// HTTP API answers before they are up.
 func (d *Device) plugins(ctx context.Context, g *errgroup.Group) error {
 	dir, err := trust.DevKeyDir()
 	if err != nil {
@@ -52,10 +53,10 @@ func (d *Device) plugins(ctx context.Context, g *errgroup.Group) error {
 	if err := d.srv.HandleAll(pm.Routes()); err != nil {
 		return err
 	}
-	d.installBundled(pm)
 	d.hub.OnConnect(pm.Snapshot)
 	d.cfg.OnChange(pm.ConfigChanged)
 	g.Go(func() error { return pm.Run(ctx) })
+	d.offerBundled(ctx, g, pm)
 	return nil
 }
 

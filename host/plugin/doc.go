@@ -136,8 +136,14 @@
 //     kept in .cache itself by earlier versions, is never loaded again and is removed (wazero
 //     never evicts). Beside it, linked-<fingerprint>/<sha256> records that a module passed
 //     the link check, so a start after a reboot compiles (loads) it once instead of twice;
-//     the fingerprint covers the ABI table and the wazero version. Plugins built from the
-//     same module share one compiled copy.
+//     the fingerprint covers the ABI table and the wazero version. Also beside it,
+//     instrumented-<build id digest>/ keeps each module as fuel and stackguard rewrote it
+//     (instrumented.go), so a start after a reboot reads the rewrite instead of redoing it;
+//     another executable reads and writes another directory, and removes the earlier one.
+//     Plugins built from the same module share one compiled copy.
+//   - At boot the installed plugins are listed from their bundles' heads (abi.ReadHead); a
+//     bundle is read whole when its plugin starts. GET /plugins says bundled_pending while
+//     the device offers the plugins its firmware carries (OfferingBundled, package bundled).
 //   - The partition is separate from `nvs`: a factory reset erases plugin configuration, not
 //     installed bundles or publisher keys, unless the device erases the partition too.
 //

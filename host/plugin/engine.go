@@ -130,7 +130,9 @@ func codeCacheDir(dir string) string {
 			_ = os.RemoveAll(o)
 		}
 	}
-	return filepath.Join(dir, "fuel")
+	code := filepath.Join(dir, "fuel")
+	pruneInstrumented(code)
+	return code
 }
 
 // refuel is the host side of package fuel: called by a plugin's code whenever its allowance
@@ -179,7 +181,7 @@ func (e *engine) acquire(ctx context.Context, module []byte) (*compiled, string,
 		return s.c, key, nil
 	}
 	e.mu.Unlock()
-	c, err := e.compile(ctx, module)
+	c, err := e.compile(ctx, module, key)
 	// wazero's compiler builds its IR on the Go heap: a few megabytes of module take
 	// hundreds of megabytes while compiling, all garbage once it returns. The heap goal
 	// stays at twice that peak until the next collection, and the scavenger keeps the pages
@@ -212,22 +214,15 @@ func (e *engine) release(key string) {
 	_ = s.c.cp.Close(context.Background())
 }
 
-// compile bounds the module's stack (package stackguard), has extism compile it in a runtime
+// compile bounds the module's stack and its time (instrument), has extism compile it in a runtime
 // of its own that holds the per-memory cap and closes an instance whose context ends (the time
 // limits of the start and of every call), then checks that it links against this host; nothing
 // of a module is instantiated before it passed the check.
 // wazero's compiler takes no cancellation: a compilation is bounded by the bundle size cap.
-func (e *engine) compile(ctx context.Context, module []byte) (*compiled, error) {
-	if !e.unbounded {
-		fueled, err := fuel.Instrument(module, abi.Module)
-		if err != nil {
-			return nil, permanent(fmt.Errorf("compile: %w", err))
-		}
-		module = fueled
-	}
-	guarded, err := stackguard.Instrument(module, e.stack)
+func (e *engine) compile(ctx context.Context, module []byte, key string) (*compiled, error) {
+	guarded, err := e.instrument(module, key)
 	if err != nil {
-		return nil, permanent(fmt.Errorf("compile: %w", err))
+		return nil, err
 	}
 	rc := e.runtimeConfig()
 	ctx = experimental.WithFunctionListenerFactory(ctx, capture{})

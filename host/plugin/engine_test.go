@@ -1,7 +1,10 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -297,4 +300,100 @@ func startInstance(t *testing.T, mod []byte) *instance {
 	}
 	t.Cleanup(in.close)
 	return in
+}
+
+// The rewrite of a module (fuel, stack guard) is kept beside the compiled code and read back
+// by the next engine, as after a reboot; a kept file that does not match its checksum is
+// rewritten, and an earlier executable's directory goes.
+func TestInstrumentedModuleKept(t *testing.T) {
+	if executableID() == "" {
+		t.Skip("no build ID in this executable: nothing is kept")
+	}
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "fuel", instrumentedPrefix+"0000000000000000")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mod := handModule(nil, []string{abi.ExportInit, abi.ExportEvent}, 7)
+	e, err := newEngine(dir, DefaultMemoryPages, DefaultStackBytes, hostFunctions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.close(context.Background()) })
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("an earlier executable's rewrites were kept: %v", err)
+	}
+	sum := sha256.Sum256(mod)
+	key := hex.EncodeToString(sum[:])
+	fresh, err := e.instrument(mod, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := e.instrumentedPath(key)
+	if got, ok := readInstrumented(path); !ok || !bytes.Equal(got, fresh) {
+		t.Fatalf("kept %v, same as the rewrite %v", ok, bytes.Equal(got, fresh))
+	}
+	// What is kept is what the next start compiles: a planted file is taken as it is.
+	planted := append(bytes.Clone(fresh), 0)
+	if err := writeInstrumented(path, planted); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.instrument(mod, key); err != nil || !bytes.Equal(got, planted) {
+		t.Fatalf("the kept rewrite was not read: %v", err)
+	}
+	// A damaged file is rewritten.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.instrument(mod, key); err != nil || !bytes.Equal(got, fresh) {
+		t.Fatalf("a damaged rewrite was used: %v", err)
+	}
+	if got, ok := readInstrumented(path); !ok || !bytes.Equal(got, fresh) {
+		t.Fatal("the damaged rewrite was not written again")
+	}
+	// The budget and fuel are in the name: another budget is another file.
+	other := &engine{cacheDir: e.cacheDir, stack: e.stack * 2}
+	if other.instrumentedPath(key) == path {
+		t.Fatal("one file for two stack budgets")
+	}
+}
+
+// BenchmarkInstrument is the rewrite step of a start (fuel and stack guard) on the test
+// module: rewrite does the work, as a start did before the rewrite was kept; kept reads the
+// kept rewrite back, as a start after a reboot does.
+func BenchmarkInstrument(b *testing.B) {
+	mod := testModule(b)
+	sum := sha256.Sum256(mod)
+	key := hex.EncodeToString(sum[:])
+	for _, kept := range []bool{false, true} {
+		name := "rewrite"
+		if kept {
+			name = "kept"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := ""
+			if kept {
+				dir = b.TempDir()
+			}
+			e, err := newEngine(dir, DefaultMemoryPages, DefaultStackBytes, hostFunctions())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.close(context.Background())
+			if _, err := e.instrument(mod, key); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(mod)))
+			for b.Loop() {
+				if _, err := e.instrument(mod, key); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

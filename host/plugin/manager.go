@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -101,10 +102,14 @@ type Manager struct {
 
 	installMu sync.Mutex // one install or removal at a time
 
-	mu        sync.Mutex
-	plugins   map[string]*plugin
-	runCtx    context.Context
+	mu      sync.Mutex
+	plugins map[string]*plugin
+	runCtx  context.Context
+	// stopping is set once Run began stopping the plugins: a plugin installed from then on
+	// (an offer of a carried bundle or an upload racing the shutdown) waits for the next boot.
+	stopping  bool
 	wg        sync.WaitGroup
+	offering  atomic.Int32      // offers of carried bundles in progress (OfferingBundled)
 	putClaims map[string]string // PUT handler pattern → plugin id
 
 	healthMu   sync.Mutex
@@ -199,10 +204,8 @@ func New(opts Options) (*Manager, error) {
 			continue
 		}
 		p := m.newPlugin(rec)
-		if b, err := m.part.readBundle(id); err == nil {
-			if bd, err := abi.Parse(b); err == nil {
-				p.man, p.size = bd.Manifest, int64(len(b))
-			}
+		if h, err := m.part.readHead(id); err == nil {
+			p.man, p.size = h.Manifest, h.Size
 		}
 		m.plugins[id] = p
 	}
@@ -221,6 +224,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.reportHealth()
 	m.publish()
 	<-ctx.Done()
+	m.mu.Lock()
+	m.stopping = true // no wg.Add after this: Wait must not race one
+	m.mu.Unlock()
 	m.wg.Wait()
 	m.mu.Lock()
 	ps := m.sortedLocked()
@@ -234,7 +240,7 @@ func (m *Manager) Run(ctx context.Context) error {
 }
 
 func (m *Manager) startSupervisorLocked(p *plugin) {
-	if m.runCtx == nil || p.supervised {
+	if m.runCtx == nil || m.stopping || p.supervised {
 		return
 	}
 	p.supervised = true

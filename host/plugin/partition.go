@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"devhost/abi"
 	"devhost/host/plugin/trust"
 )
 
@@ -146,6 +147,25 @@ func (pt partition) readBundle(id string) ([]byte, error) {
 		return nil, fmt.Errorf("plugin %s: %w", id, err)
 	}
 	return b, nil
+}
+
+// readHead reads the head of an installed bundle (its manifest), not its module: listing
+// the installed plugins at boot reads kilobytes, not megabytes.
+func (pt partition) readHead(id string) (*abi.Head, error) {
+	f, err := os.Open(filepath.Join(pt.pluginDir(id), bundleFile))
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", id, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", id, err)
+	}
+	h, err := abi.ReadHead(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", id, err)
+	}
+	return h, nil
 }
 
 // install writes a bundle and its record, replacing any earlier installation of the id.

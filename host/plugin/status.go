@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"devhost/abi"
@@ -36,6 +37,10 @@ func (m *Manager) Snapshot() []events.Event {
 // ListDoc is the GET /plugins document and the data of the `plugins` event.
 type ListDoc struct {
 	Plugins []Status `json:"plugins"`
+	// BundledPending is true while the device is still offering the plugins its firmware
+	// carries (after every boot, in the background): a bundled plugin not listed yet may
+	// still be installed. A plugin is listed from the moment it is installed.
+	BundledPending bool `json:"bundled_pending"`
 }
 
 // List answers the state of every installed plugin, by id.
@@ -43,11 +48,26 @@ func (m *Manager) List() ListDoc {
 	m.mu.Lock()
 	ps := m.sortedLocked()
 	m.mu.Unlock()
-	doc := ListDoc{Plugins: make([]Status, 0, len(ps))}
+	doc := ListDoc{Plugins: make([]Status, 0, len(ps)), BundledPending: m.offering.Load() > 0}
 	for _, p := range ps {
 		doc.Plugins = append(doc.Plugins, p.status())
 	}
 	return doc
+}
+
+// OfferingBundled marks the plugins the firmware carries as being offered to this host
+// (package bundled) until done is called: GET /plugins and the plugins event say
+// bundled_pending meanwhile, so that a client tells a bundled plugin not installed yet from
+// one the owner removed.
+func (m *Manager) OfferingBundled() (done func()) {
+	m.offering.Add(1)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.offering.Add(-1)
+			m.publish()
+		})
+	}
 }
 
 // Status answers one plugin's state.

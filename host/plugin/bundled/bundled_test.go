@@ -1,6 +1,8 @@
 package bundled
 
 import (
+	"bytes"
+	"context"
 	"crypto/rsa"
 	"fmt"
 	"path/filepath"
@@ -45,7 +47,11 @@ func bundle(t *testing.T, id, version string, caps []string, k *rsa.PrivateKey) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Bundle{ID: id, Version: version, Data: b}
+	bd, err := FromBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bd
 }
 
 type device struct {
@@ -70,7 +76,7 @@ func boot(t *testing.T, dir string, trusted *rsa.PublicKey) *device {
 
 func (d *device) sync(t *testing.T, bs ...Bundle) []Result {
 	t.Helper()
-	res := Sync(bs, ManagerHost(d.pm), d.st, ota.CompareVersions)
+	res := Sync(context.Background(), bs, ManagerHost(d.pm), d.st, ota.CompareVersions)
 	_ = d.st.Close()
 	return res
 }
@@ -136,13 +142,21 @@ func TestRemovedStaysRemovedUntilFactoryReset(t *testing.T) {
 	}
 }
 
-func TestFactoryResetRecordsAPluginStillInstalled(t *testing.T) {
-	k, _ := keys(t)
-	dir := t.TempDir()
+// installedOnce is a device in dir whose first boot installed the carried tb 1.0.0, which
+// it returns.
+func installedOnce(t *testing.T, dir string, k *rsa.PrivateKey) Bundle {
+	t.Helper()
 	d := boot(t, dir, &k.PublicKey)
 	b := bundle(t, "tb", "1.0.0", []string{"log"}, k)
 	one(t, d.sync(t, b), ActInstalled)
-	d = boot(t, dir, &k.PublicKey)
+	return b
+}
+
+func TestFactoryResetRecordsAPluginStillInstalled(t *testing.T) {
+	k, _ := keys(t)
+	dir := t.TempDir()
+	b := installedOnce(t, dir, k)
+	d := boot(t, dir, &k.PublicKey)
 	if err := d.st.EraseAll(); err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +243,16 @@ func TestReadListsBundlesByID(t *testing.T) {
 	if len(bs) != 2 || bs[0].ID != "aa" || bs[0].Version != "0.1.0" || bs[1].ID != "bb" {
 		t.Fatalf("bundles %+v", bs)
 	}
+	// Listed from their heads: the bytes are read when needed, and are those of the file.
+	if bs[0].Loaded() || bs[1].Loaded() {
+		t.Fatal("listing read the bundles")
+	}
+	if data, err := bs[0].bytes(); err != nil || !bytes.Equal(data, fsys["a.devplug"].Data) {
+		t.Fatalf("bytes of aa: %v", err)
+	}
+	if bs[0].Digest != bundleDigest(t, fsys["a.devplug"].Data) || bs[0].Digest == bs[1].Digest {
+		t.Fatalf("digests %s %s", bs[0].Digest, bs[1].Digest)
+	}
 	if len(bad) != 2 {
 		t.Fatalf("want the duplicate and the junk reported, got %v", bad)
 	}
@@ -241,5 +265,103 @@ func TestPlainBuildCarriesNothing(t *testing.T) {
 	bs, bad := Carried()
 	if len(bs) != 0 || len(bad) != 0 {
 		t.Fatalf("a build without the bundled tag carries %v (%v)", bs, bad)
+	}
+}
+
+func bundleDigest(t *testing.T, data []byte) string {
+	t.Helper()
+	b, err := FromBytes(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Digest
+}
+
+// countingLedger counts the writes to the store.
+type countingLedger struct {
+	Ledger
+	sets int
+}
+
+func (c *countingLedger) Set(key, value string) error {
+	c.sets++
+	return c.Ledger.Set(key, value)
+}
+
+// carried is a bundle as the firmware carries it: listed from its head, its bytes read on
+// demand, counted.
+func carriedBundle(t *testing.T, b Bundle, reads *int) Bundle {
+	t.Helper()
+	fsys := fstest.MapFS{"x.devplug": {Data: b.Data}}
+	bs, bad := Read(fsys)
+	if len(bs) != 1 || len(bad) != 0 {
+		t.Fatalf("read %v %v", bs, bad)
+	}
+	open := bs[0].open
+	bs[0].open = func() ([]byte, error) { *reads++; return open() }
+	return bs[0]
+}
+
+func TestUnchangedBundleCostsALookUp(t *testing.T) {
+	k, o := keys(t)
+	dir := t.TempDir()
+	// Signing salts the signature: each bundle call is another build.
+	v1 := bundle(t, "tb", "1.0.0", []string{"log"}, k)
+	for _, tc := range []struct {
+		name      string
+		bundle    Bundle
+		want      Action
+		reads     int
+		recording bool
+	}{
+		{"first boot", v1, ActInstalled, 1, true},
+		{"same bundle", v1, ActKept, 0, false},
+		{"same again", v1, ActKept, 0, false},
+		// Re-signed (another build of the same version): the same version is kept, unread,
+		// and the record names the bundle now carried.
+		{"rebuilt", bundle(t, "tb", "1.0.0", []string{"log"}, k), ActKept, 0, true},
+		{"newer", bundle(t, "tb", "1.1.0", []string{"log"}, k), ActReplaced, 1, true},
+		// An untrusted key is refused from the head, without reading the bundle.
+		{"untrusted newer", bundle(t, "tb", "1.2.0", []string{"log"}, o), ActFailed, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := boot(t, dir, &k.PublicKey)
+			reads := 0
+			l := &countingLedger{Ledger: d.st}
+			rs := Sync(context.Background(), []Bundle{carriedBundle(t, tc.bundle, &reads)}, ManagerHost(d.pm), l, ota.CompareVersions)
+			_ = d.st.Close()
+			one(t, rs, tc.want)
+			if reads != tc.reads || (l.sets > 0) != tc.recording {
+				t.Fatalf("read the bundle %d times, wrote the record %d times", reads, l.sets)
+			}
+		})
+	}
+}
+
+func TestRecordWithoutDigestIsKeptAndCompleted(t *testing.T) {
+	k, _ := keys(t)
+	dir := t.TempDir()
+	b := installedOnce(t, dir, k)
+	// A record written by an earlier firmware: the version alone.
+	d := boot(t, dir, &k.PublicKey)
+	if err := d.st.Set(LedgerPrefix+"tb", "1.0.0"); err != nil {
+		t.Fatal(err)
+	}
+	one(t, d.sync(t, b), ActKept)
+	d = boot(t, dir, &k.PublicKey)
+	rec, _, err := d.st.Get(LedgerPrefix + "tb")
+	if err != nil || rec != "1.0.0 "+b.Digest {
+		t.Fatalf("record %q %v", rec, err)
+	}
+}
+
+func TestSyncStopsWithItsContext(t *testing.T) {
+	k, _ := keys(t)
+	d := boot(t, t.TempDir(), &k.PublicKey)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rs := Sync(ctx, []Bundle{bundle(t, "tb", "1.0.0", []string{"log"}, k)}, ManagerHost(d.pm), d.st, ota.CompareVersions)
+	if len(rs) != 0 || version(t, d, "tb") != "" {
+		t.Fatalf("offered after the end: %+v", rs)
 	}
 }

@@ -3,9 +3,9 @@
 // development plugin key and `go build -tags bundled` embeds the bundles; a build without the
 // tag carries none and this package then does nothing.
 //
-// At every boot, before the plugin host starts its plugins, Sync offers each carried bundle
-// to the plugin host, which verifies it against the device's trust store exactly as it does
-// an upload. The rules, per plugin id:
+// At every boot, in the background (the device answers without waiting for it, and the
+// plugin host may already be starting the plugins installed before), Sync offers each carried bundle to the plugin host, which verifies
+// it against the device's trust store exactly as it does an upload. The rules, per plugin id:
 //   - not installed and never offered on this device: installed (the first boot, and the
 //     first boot after a factory reset, which erases the record of what was offered);
 //   - not installed but offered before: the owner removed it; it stays removed until a
@@ -16,5 +16,9 @@
 //   - installed at the same or a newer version (the owner uploaded a newer one): kept.
 //
 // The record is one key per plugin id in the configuration store ("state/bundled/<id>",
-// the version last offered), so a factory reset, which erases the store, forgets it.
+// the version and digest of the bundle last offered), so a factory reset, which erases the
+// store, forgets it. The carried bundles are listed from their heads (manifest and
+// signature); a bundle's bytes are read only to install it, and a bundle signed by a key
+// the device does not trust is refused without reading it. So a boot that finds its
+// bundles offered before reads a few kilobytes and writes nothing.
 package bundled

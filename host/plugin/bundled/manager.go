@@ -20,6 +20,11 @@ func (h managerHost) Installed(id string) (Installed, bool) {
 	return Installed{Version: st.Version, Asked: st.Asked, Granted: st.Granted, Stopped: st.Wanted == plugin.WantStopped}, true
 }
 
+func (h managerHost) Trusts(keyID string) bool {
+	_, ok := h.m.Trust().Lookup(keyID)
+	return ok
+}
+
 func (h managerHost) Install(b []byte, grant []abi.Capability) error {
 	if _, err := h.m.Install(b, grant); err != nil {
 		return fmt.Errorf("install: %w", err)
