@@ -173,6 +173,31 @@ func BenchmarkPublish(b *testing.B) {
 	}
 }
 
+// BenchmarkPublishDecode is the host's side of sk_publish alone, per value: decoding a
+// message of 100 numbers at one path (as BenchmarkPublish's plugin sends) into the client's
+// values and handing them over, without the plugin or wazero around it.
+func BenchmarkPublishDecode(b *testing.B) {
+	var msg []byte
+	for i := range 100 {
+		msg = abi.AppendNumber(msg, "electrical.batteries.house.voltage", 12+float64(i)/100)
+	}
+	sk := &countingSK{fakeSK: *newFakeSK()}
+	var p publisher
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := startCPU(b)
+	for range b.N {
+		out, err := p.decode(msg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = sk.Publish(out...)
+		p.release()
+	}
+	cpu.report(b, "cpu-ns/op")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/value")
+}
+
 // unboundedEngine compiles without fuel, into a cache of its own.
 func unboundedEngine(b *testing.B) *engine {
 	e, err := newEngine(filepath.Join(tmpRoot, "cache-unbounded"), DefaultMemoryPages, DefaultStackBytes, hostFunctions())

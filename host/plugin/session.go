@@ -33,6 +33,7 @@ type session struct {
 	// errLine is the last line the plugin logged at error level in the call in progress or
 	// the last one: its own words for why it answered non-zero.
 	errLine string
+	pub     publisher // sk_publish's decoding state
 
 	callMu   sync.Mutex
 	stopping bool               // a stop was asked: no further event calls
@@ -205,6 +206,17 @@ func (s *session) end() {
 
 // mem returns a copy of n bytes of the plugin's memory at ptr.
 func (s *session) mem(ptr, n uint32) ([]byte, abi.Errno) {
+	b, e := s.view(ptr, n)
+	if e != 0 {
+		return nil, e
+	}
+	return append([]byte(nil), b...), 0
+}
+
+// view is mem without the copy: the bytes alias the plugin's memory, so they are valid only
+// until the host function returns (the plugin does not run while it is in one) and nothing
+// of them may be kept.
+func (s *session) view(ptr, n uint32) ([]byte, abi.Errno) {
 	if n > abi.MaxMessage {
 		return nil, abi.ErrLimit
 	}
@@ -213,7 +225,7 @@ func (s *session) mem(ptr, n uint32) ([]byte, abi.Errno) {
 	if end > uint64(len(buf)) {
 		return nil, abi.ErrInvalid
 	}
-	return append([]byte(nil), buf[ptr:end]...), 0
+	return buf[ptr:end:end], 0
 }
 
 // put writes b into the plugin's memory at ptr when it fits cap; it returns len(b) either
