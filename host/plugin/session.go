@@ -33,7 +33,8 @@ type session struct {
 	// errLine is the last line the plugin logged at error level in the call in progress or
 	// the last one: its own words for why it answered non-zero.
 	errLine string
-	pub     publisher // sk_publish's decoding state
+	pub     publisher  // sk_publish's decoding state
+	meter   *callMeter // of the call in progress, nil between calls
 
 	callMu   sync.Mutex
 	stopping bool               // a stop was asked: no further event calls
@@ -114,7 +115,9 @@ func (s *session) aborted() bool {
 // and the plugin left unanswered are answered by the host: HTTP 500, PUT failure. final is
 // the stop record's call, which a pending stop does not hold back.
 func (s *session) call(ctx context.Context, export string, batch []byte, final bool) (rc uint32, err error) {
-	cctx, cancel := context.WithTimeout(ctx, s.p.m.opts.CallTimeout)
+	// The limit counts the call's running time (throttle.go); the context's deadline is the
+	// backstop in wall time.
+	cctx, cancel := context.WithTimeout(ctx, s.p.m.opts.CallTimeout*maxStretch)
 	defer cancel()
 	s.callMu.Lock()
 	// A failed call (a trap, the time limit, a cancelled context) has closed the module and
@@ -128,7 +131,9 @@ func (s *session) call(ctx context.Context, export string, batch []byte, final b
 	s.batch, s.errLine = batch, ""
 	cctx = context.WithValue(cctx, sessionKey{}, s)
 	lc := lender.startCall()
+	s.meter = realMeter(s.p.m.opts.CallTimeout)
 	rc, err = s.inst.call(cctx, export)
+	s.meter = nil
 	lender.endCall(lc)
 	s.callMu.Lock()
 	s.cancel = nil
