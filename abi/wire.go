@@ -30,8 +30,9 @@ func appendBytes(b []byte, s []byte) []byte {
 
 // reader walks a message; the first error sticks.
 type reader struct {
-	b   []byte
-	err error
+	b     []byte
+	err   error
+	paths *PathTable // nil: every path is made and checked anew
 }
 
 func (r *reader) fail(err error) {
@@ -300,13 +301,9 @@ func AppendValues(b []byte, vs []PathValue) []byte {
 
 func (r *reader) value() PathValue {
 	var pv PathValue
-	pv.Path = r.str(MaxPath, "path")
+	pv.Path = r.path()
 	kind := ValueKind(r.u8())
 	if r.err != nil {
-		return pv
-	}
-	if !ValidPath(pv.Path) {
-		r.fail(fmt.Errorf("abi: invalid Signal K path %q", pv.Path))
 		return pv
 	}
 	pv.Value.Kind = kind
@@ -335,6 +332,50 @@ func (r *reader) value() PathValue {
 	return pv
 }
 
+// path reads a value record's path and checks it (ValidPath), through the reader's table
+// when it has one.
+func (r *reader) path() string {
+	if r.paths == nil {
+		p := r.str(MaxPath, "path")
+		if r.err == nil && !ValidPath(p) {
+			r.fail(fmt.Errorf("abi: invalid Signal K path %q", p))
+		}
+		return p
+	}
+	b := r.bytes(MaxPath, "path")
+	if r.err != nil {
+		return ""
+	}
+	if p, ok := r.paths.m[string(b)]; ok { // no conversion: the compiler looks up b's bytes
+		return p
+	}
+	p := string(b)
+	if !ValidPath(p) { // ASCII only, so UTF-8 too
+		r.fail(fmt.Errorf("abi: invalid Signal K path %q", p))
+		return p
+	}
+	if len(r.paths.m) >= MaxPathTable || r.paths.m == nil {
+		r.paths.m = make(map[string]string, 64)
+	}
+	r.paths.m[p] = p
+	return p
+}
+
+// MaxPathTable is how many paths a PathTable keeps before it starts over.
+const MaxPathTable = 1024
+
+// PathTable keeps the paths a decoder has made and checked, for a caller that decodes message
+// after message from one sender: a plugin publishes the same few paths again and again, and
+// a path seen before then costs one map lookup instead of an allocation and a validation. It
+// keeps at most MaxPathTable paths and starts over when full, so a sender making up paths
+// cannot grow it. The zero value is ready; it is not safe for concurrent use.
+type PathTable struct{ m map[string]string }
+
+// AppendDecodedValues is the package's AppendDecodedValues reading paths through t.
+func (t *PathTable) AppendDecodedValues(dst []PathValue, b []byte, max int) ([]PathValue, error) {
+	return appendDecodedValues(dst, reader{b: b, paths: t}, max)
+}
+
 // DecodeValues decodes value records; every record is checked (path, kind, finiteness, JSON),
 // and one bad record fails the whole message. At most max records (0: MaxValuesPerCall).
 func DecodeValues(b []byte, max int) ([]PathValue, error) {
@@ -344,10 +385,13 @@ func DecodeValues(b []byte, max int) ([]PathValue, error) {
 // AppendDecodedValues is DecodeValues appending to dst, so that a caller decoding message
 // after message can reuse one slice. On an error dst is returned as it was.
 func AppendDecodedValues(dst []PathValue, b []byte, max int) ([]PathValue, error) {
+	return appendDecodedValues(dst, reader{b: b}, max)
+}
+
+func appendDecodedValues(dst []PathValue, r reader, max int) ([]PathValue, error) {
 	if max <= 0 {
 		max = MaxValuesPerCall
 	}
-	r := reader{b: b}
 	out := dst
 	for len(r.b) > 0 && r.err == nil {
 		if len(out)-len(dst) == max {

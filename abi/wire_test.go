@@ -6,8 +6,10 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestValuesRoundTrip(t *testing.T) {
@@ -27,6 +29,13 @@ func TestValuesRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(in, out) {
 		t.Fatalf("round trip:\n%+v\n%+v", in, out)
+	}
+	var table PathTable
+	for round := range 2 { // the paths new to the table, then known
+		out, err := table.AppendDecodedValues(nil, b, 0)
+		if err != nil || !reflect.DeepEqual(in, out) {
+			t.Fatalf("round %d through a PathTable: %v\n%+v\n%+v", round, err, in, out)
+		}
 	}
 	// Layout of one number record: str path, kind 1, 8 bytes of f64 bits.
 	one := AppendValue(nil, "a.b", Number(1.5))
@@ -53,6 +62,7 @@ func TestDecodeValuesRefuses(t *testing.T) {
 		"leading dot":   AppendValue(nil, ".a", Number(1)),
 		"trailing dot":  AppendValue(nil, "a.", Number(1)),
 		"space in path": AppendValue(nil, "a b", Number(1)),
+		"utf8 in path":  AppendValue(nil, "a.\xff", Number(1)),
 		"wildcard":      AppendValue(nil, "a.*", Number(1)),
 		"long path":     AppendValue(nil, strings.Repeat("a", MaxPath+1), Number(1)),
 		"bad json":      AppendValue(nil, "a.b", JSON([]byte(`{"a":`))),
@@ -63,9 +73,18 @@ func TestDecodeValuesRefuses(t *testing.T) {
 		"kind 9":        append(appendStr(nil, "a.b"), 9),
 		"length lies":   append(binary.LittleEndian.AppendUint32(nil, 0xffffffff), "a.b"...),
 	}
+	var table PathTable // knows a.b, the path of the cases' bad values
+	if _, err := table.AppendDecodedValues(nil, good, 0); err != nil {
+		t.Fatal(err)
+	}
 	for name, b := range cases {
 		if _, err := DecodeValues(b, 0); err == nil {
 			t.Errorf("%s: decoded", name)
+		}
+		for round := range 2 { // the table may have learned the path in the first round
+			if _, err := table.AppendDecodedValues(nil, b, 0); err == nil {
+				t.Errorf("%s: decoded through a PathTable, round %d", name, round)
+			}
 		}
 	}
 	// One bad record fails the whole batch.
@@ -532,5 +551,37 @@ func TestAppendDecodedValues(t *testing.T) {
 	}
 	if got, err := AppendDecodedValues(dst, two, 1); err == nil || len(got) != 1 {
 		t.Errorf("over max gave %+v, %v; want dst unchanged and an error", got, err)
+	}
+}
+
+// A PathTable answers a path it has seen with the string it made the first time, and starts
+// over once it holds MaxPathTable paths.
+func TestPathTable(t *testing.T) {
+	var table PathTable
+	first, err := table.AppendDecodedValues(nil, AppendNumber(nil, "a.b", 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := table.AppendDecodedValues(nil, AppendNumber(nil, "a.b", 2), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unsafe.StringData(first[0].Path) != unsafe.StringData(again[0].Path) {
+		t.Error("a known path was made anew")
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		_, _ = table.AppendDecodedValues(again[:0], AppendNumber(make([]byte, 0, 32), "a.b", 3), 0)
+	}); n > 1 { // the message's buffer
+		t.Errorf("%v allocations decoding a known path, want 1", n)
+	}
+	var many []byte
+	for i := range MaxPathTable + 10 {
+		many = AppendNumber(many, "p"+strconv.Itoa(i), 1)
+	}
+	if _, err := table.AppendDecodedValues(nil, many, MaxPathTable+10); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.m) > MaxPathTable {
+		t.Errorf("the table holds %d paths, at most %d", len(table.m), MaxPathTable)
 	}
 }

@@ -3,8 +3,11 @@ package auth
 import (
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	"devhost/host/api"
 )
@@ -137,5 +140,40 @@ func TestThrottleCountsLoginBearerAndStatusTogether(t *testing.T) {
 	}
 	if got := RetryAfter(rightBearer(a)); got != 30 {
 		t.Fatalf("after 2 Bearer + 2 login + 1 status wrong keys: Retry-After %d, want 30", got)
+	}
+}
+
+// countingClock counts the reads of its time.
+type countingClock struct {
+	*clockwork.FakeClock
+	reads atomic.Int32
+}
+
+func (c *countingClock) Now() time.Time { c.reads.Add(1); return c.FakeClock.Now() }
+
+// The right key outside a lockout is checked without reading the clock (a read costs a
+// noticeable part of an authenticated request on a virtual machine's clock source); a
+// lockout still holds and still ends on time, after which the clock is left alone again.
+func TestRightKeyReadsNoClock(t *testing.T) {
+	clk := &countingClock{FakeClock: clockwork.NewFakeClock()}
+	a, _ := newAuth(t, testKey, func(o *Options) { o.Clock = clk })
+	reads := func() int32 { return clk.reads.Swap(0) }
+	reads()
+	if err := rightBearer(a); err != nil || reads() != 0 {
+		t.Fatalf("right key: %v, the clock read", err)
+	}
+	for range 5 {
+		wrongBearer(t, a)
+	}
+	if st, _ := errCode(t, rightBearer(a)); st != http.StatusTooManyRequests {
+		t.Fatalf("right key during the lockout = %d, want 429", st)
+	}
+	clk.Advance(ThrottleLockout)
+	if err := rightBearer(a); err != nil {
+		t.Fatalf("right key after the lockout: %v", err)
+	}
+	reads()
+	if err := rightBearer(a); err != nil || reads() != 0 {
+		t.Fatalf("right key once the lockout ended: %v, the clock read", err)
 	}
 }

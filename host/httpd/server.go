@@ -27,6 +27,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"devhost/host/api"
+	"devhost/host/foreground"
 )
 
 // Prefix is the API's versioned path prefix.
@@ -153,7 +154,7 @@ func (s *Server) Handle(rt api.Route) error {
 	if _, dup := s.coreRoutes[id]; dup {
 		return fmt.Errorf("route %s: already registered", id)
 	}
-	if err := addRoute(s.core, rt, s.chain(rt)); err != nil {
+	if err := addRoute(s.core, rt, s.chain(rt, !rt.Stream)); err != nil {
 		return err
 	}
 	s.coreRoutes[id] = rt
@@ -225,7 +226,7 @@ func (s *Server) buildApp(table map[string][]api.Route) (*httprouter.Router, err
 	r := newRouter()
 	for _, rs := range table {
 		for _, rt := range rs {
-			if err := addRoute(r, rt, s.chain(rt)); err != nil {
+			if err := addRoute(r, rt, s.chain(rt, false)); err != nil {
 				return nil, err
 			}
 		}
@@ -293,11 +294,18 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	s.app.Load().ServeHTTP(w, r)
 }
 
-// chain wraps a route's handler in the middleware every API request passes.
-func (s *Server) chain(rt api.Route) http.Handler {
+// chain wraps a route's handler in the middleware every API request passes. A foreground
+// route's requests are counted in flight (package foreground) so that plugin code gives way
+// to them: the core routes but their event streams, which stay open for as long as a client
+// listens. An application's routes are not: a plugin answers them itself.
+func (s *Server) chain(rt api.Route, fg bool) http.Handler {
 	write := rt.Method != http.MethodGet
 	takesBody := (rt.Method == http.MethodPut || rt.Method == http.MethodPost) && !rt.NoBody
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fg {
+			foreground.Begin()
+			defer foreground.End()
+		}
 		defer s.recoverPanic(w, r)
 		rc := controller(w)
 		if !rt.Stream {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"devhost/host/api"
+	"devhost/host/foreground"
 )
 
 type fakeAuth struct{ err error }
@@ -399,5 +400,38 @@ func TestStreamEndsWithItsCredential(t *testing.T) {
 	close(a.revoke)
 	if _, err := io.ReadAll(resp.Body); err != nil {
 		t.Fatalf("stream did not end cleanly: %v", err)
+	}
+}
+
+// A core route's request counts as foreground work while it is answered (plugin code gives
+// way to it); an application's route and an event stream do not.
+func TestForegroundCountsCoreRequests(t *testing.T) {
+	s := New(Options{})
+	busy := make(chan bool, 1)
+	seen := func(w http.ResponseWriter, _ *http.Request) {
+		busy <- foreground.Busy()
+		api.WriteJSON(w, 200, "ok")
+	}
+	for _, rt := range []api.Route{{Method: "GET", Path: "/core", Handler: seen}, {Method: "GET", Path: "/events", Stream: true, Handler: seen}} {
+		if err := s.Handle(rt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AddApp("p", api.Route{Method: "GET", Path: "/p/x", Handler: seen}); err != nil {
+		t.Fatal(err)
+	}
+	base := start(t, s)
+	for _, c := range []struct {
+		path string
+		want bool
+	}{{"/api/v1/core", true}, {"/api/v1/events", false}, {"/api/v1/p/x", false}} {
+		resp := do(t, "GET", base+c.path, "", "")
+		resp.Body.Close()
+		if got := <-busy; got != c.want {
+			t.Errorf("%s: busy %v while answered, want %v", c.path, got, c.want)
+		}
+	}
+	if foreground.Busy() {
+		t.Error("busy after every request was answered")
 	}
 }

@@ -98,7 +98,8 @@ type BLE interface {
 
 // SignalK is the Signal K client as plugins use it.
 type SignalK interface {
-	// Publish queues values for vessels.self; it never blocks.
+	// Publish queues values for vessels.self; it never blocks. It keeps the values, not the
+	// slice: the caller reuses it.
 	Publish(values ...sk.Value) error
 	// DeclareMeta declares the metadata of a non-standard path.
 	DeclareMeta(path string, meta json.RawMessage) error

@@ -68,11 +68,11 @@
 //     traps (last_error "stack budget exceeded"). Every phase is under a limit: compiling is
 //     bounded by the bundle cap (wazero's compiler takes no cancellation), the start (the
 //     module's start function runs while it is instantiated) and every call, _initialize and
-//     dev_init included, by CallTimeout (default 1 s). The limit is enforced through fuel
+//     dev_init included, by CallTimeout (default 1 s) of running. The limit is enforced through fuel
 //     (package fuel): the module is rewritten to count loop iterations, function entries and
 //     KiB moved by bulk memory instructions in a global and to call the host's
 //     devhost.refuel every 20,000 of them, which traps once
-//     the call's time is up or it was stopped. wazero's own termination checks
+//     the call's time is up or it was stopped (and holds a call back, below). wazero's own termination checks
 //     (WithCloseOnContextDone) are off: they leave the compiled code for Go at every loop
 //     header, and Go-built plugins have a loop in every function, which made the guarded
 //     path about three times slower than the same code without any check; with fuel it runs
@@ -121,7 +121,17 @@
 //   - Calls into one plugin are serialised on its worker goroutine; on Linux that goroutine
 //     keeps an OS thread of its own at nice 10 (the thread ends with it), and a call running
 //     past 5 ms lends the process one more GOMAXPROCS slot until it returns (procs.go), so a
-//     plugin spinning into its time limit yields the CPU to the host's own threads. Events are queued in its
+//     plugin spinning into its time limit yields the CPU to the host's own threads.
+//   - Plugin code has a lower priority than the device's API (throttle.go): a call that has
+//     run 2 ms gives way while a request of the host's own API is in flight (package
+//     foreground counts them; a plugin's own routes and the event streams are not counted):
+//     after every 1 ms it runs, it parks 15 ms in refuel, so it takes at most a sixteenth of
+//     the time while the API is busy and runs unthrottled while the API is idle. The call
+//     limit counts the time a call ran, not the time it was held back: a spinning plugin is
+//     still stopped after CallTimeout of its own running, within 16 times CallTimeout of wall
+//     time when the API is busy all along (the call's context ends there as a backstop). A
+//     stop ends a parked call at once. The module's start function, which runs before there
+//     is a call to meter, keeps a limit in wall time and is not held back. Events are queued in its
 //     inbox and delivered in batches of at most 1 MiB, consecutive deltas merged. A stop
 //     between calls is orderly (the stop record, host functions working); a stop during a call
 //     cuts it off at once and every later host call answers plugin stopped.

@@ -136,21 +136,35 @@ func codeCacheDir(dir string) string {
 }
 
 // refuel is the host side of package fuel: called by a plugin's code whenever its allowance
-// is spent, it ends the call (a trap, with the exit code callError names) once the call's
-// context is done, a stop or the time limit, and answers the next allowance otherwise. The
-// deadline is also compared with the clock, so that a limit is kept even while the timer
-// that would end the context waits for a free thread.
+// is spent, it ends the call (a trap, with the exit code callError names) once the call has
+// run its time limit or was stopped, holds the call back while it is to give way to the API
+// (throttle.go), and answers the next allowance otherwise. A module's start function runs
+// before there is a session: it is limited by its context's deadline, which is also compared
+// with the clock, so that the limit is kept even while the timer that would end the context
+// waits for a free thread.
 func refuel(ctx context.Context, st []uint64) {
-	if err := ctx.Err(); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
+	if s, _ := ctx.Value(sessionKey{}).(*session); s != nil && s.meter != nil {
+		if err := s.meter.check(ctx); err != nil {
+			trap(err)
 		}
-		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+		st[0] = fuel.Fuel
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		trap(err)
 	}
 	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
+		trap(context.DeadlineExceeded)
 	}
 	st[0] = fuel.Fuel
+}
+
+// trap ends the plugin's call with the exit code callError names for err.
+func trap(err error) {
+	if errors.Is(err, context.DeadlineExceeded) {
+		panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
+	}
+	panic(sys.NewExitError(sys.ExitCodeContextCanceled))
 }
 
 // permanentError marks a failure that retrying cannot fix (a bad bundle, a module that does

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"devhost/abi"
 	"devhost/host/plugin/fuel"
 )
@@ -141,6 +143,13 @@ func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.M
 
 // refuel answers the next allowance while the call may go on, and traps with the exit code
 // callError turns into the operator's words once it may not.
+// metered is ctx carrying a session whose call in progress has limit, on a clock that
+// stands still.
+func metered(ctx context.Context, limit time.Duration) context.Context {
+	s := &session{meter: newCallMeter(clockwork.NewFakeClock(), func() bool { return false }, limit)}
+	return context.WithValue(ctx, sessionKey{}, s)
+}
+
 func TestRefuel(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -155,6 +164,10 @@ func TestRefuel(t *testing.T) {
 		{"stopped", cancelled, "dev_event: stopped"},
 		{"time limit", expired, "dev_event: time limit exceeded"},
 		{"deadline passed, timer late", pastDeadline{context.Background()}, "dev_event: time limit exceeded"},
+		// A call of a session: its meter counts the time it ran.
+		{"call running", metered(context.Background(), time.Second), ""},
+		{"call ran its limit", metered(context.Background(), 0), "dev_event: time limit exceeded"},
+		{"call stopped", metered(cancelled, time.Second), "dev_event: stopped"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

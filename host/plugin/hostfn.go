@@ -173,14 +173,15 @@ func fnConfigGet(s *session, st []uint64) int32 {
 }
 
 func fnSKPublish(s *session, st []uint64) int32 {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
+	b, e := s.view(p32(st, 0), p32(st, 1))
 	if e != 0 {
 		return int32(e)
 	}
-	out, err := decodePublished(b)
+	out, err := s.pub.decode(b)
 	if err != nil {
 		return int32(abi.ErrInvalid)
 	}
+	defer s.pub.release()
 	sk := s.p.m.opts.SignalK
 	if sk == nil {
 		return int32(abi.ErrState)

@@ -33,6 +33,8 @@ type session struct {
 	// errLine is the last line the plugin logged at error level in the call in progress or
 	// the last one: its own words for why it answered non-zero.
 	errLine string
+	pub     publisher  // sk_publish's decoding state
+	meter   *callMeter // of the call in progress, nil between calls
 
 	callMu   sync.Mutex
 	stopping bool               // a stop was asked: no further event calls
@@ -114,7 +116,9 @@ func (s *session) aborted() bool {
 // and the plugin left unanswered are answered by the host: HTTP 500, PUT failure. final is
 // the stop record's call, which a pending stop does not hold back.
 func (s *session) call(ctx context.Context, export string, batch []byte, final bool) (rc uint32, err error) {
-	cctx, cancel := context.WithTimeout(ctx, s.p.m.opts.CallTimeout)
+	// The limit counts the call's running time (throttle.go); the context's deadline is the
+	// backstop in wall time.
+	cctx, cancel := context.WithTimeout(ctx, s.p.m.opts.CallTimeout*maxStretch)
 	defer cancel()
 	s.callMu.Lock()
 	// A failed call (a trap, the time limit, a cancelled context) has closed the module and
@@ -128,7 +132,9 @@ func (s *session) call(ctx context.Context, export string, batch []byte, final b
 	s.batch, s.errLine = batch, ""
 	cctx = context.WithValue(cctx, sessionKey{}, s)
 	lc := lender.startCall()
+	s.meter = realMeter(s.p.m.opts.CallTimeout)
 	rc, err = s.inst.call(cctx, export)
+	s.meter = nil
 	lender.endCall(lc)
 	s.callMu.Lock()
 	s.cancel = nil
@@ -207,6 +213,17 @@ func (s *session) end() {
 
 // mem returns a copy of n bytes of the plugin's memory at ptr.
 func (s *session) mem(ptr, n uint32) ([]byte, abi.Errno) {
+	b, e := s.view(ptr, n)
+	if e != 0 {
+		return nil, e
+	}
+	return append([]byte(nil), b...), 0
+}
+
+// view is mem without the copy: the bytes alias the plugin's memory, so they are valid only
+// until the host function returns (the plugin does not run while it is in one) and nothing
+// of them may be kept.
+func (s *session) view(ptr, n uint32) ([]byte, abi.Errno) {
 	if n > abi.MaxMessage {
 		return nil, abi.ErrLimit
 	}
@@ -215,7 +232,7 @@ func (s *session) mem(ptr, n uint32) ([]byte, abi.Errno) {
 	if end > uint64(len(buf)) {
 		return nil, abi.ErrInvalid
 	}
-	return append([]byte(nil), buf[ptr:end]...), 0
+	return buf[ptr:end:end], 0
 }
 
 // put writes b into the plugin's memory at ptr when it fits cap; it returns len(b) either

@@ -2,14 +2,17 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"devhost/abi"
+	sktypes "devhost/host/sk"
 )
 
 func TestInbox(t *testing.T) {
@@ -173,6 +176,45 @@ func TestFetch(t *testing.T) {
 	for _, u := range []string{ts.URL + "/missing", ts.URL + "/ftp", "file:///etc/passwd", "http://"} {
 		if _, err := fetch(ctx, c, u, 1000); err == nil {
 			t.Errorf("%s fetched", u)
+		}
+	}
+}
+
+// sk_publish's decoder converts every kind, hands the client a slice it reuses for the next
+// message (the fake, like the real clients, copies the values), refuses a bad message
+// whole, and keeps nothing of the last batch once released.
+func TestPublisherDecode(t *testing.T) {
+	var p publisher
+	sk := newFakeSK()
+	msgs := [][]byte{
+		abi.AppendValues(nil, []abi.PathValue{{Path: "a.b", Value: abi.Number(1.5)}, {Path: "c.d", Value: abi.String("x")}}),
+		abi.AppendValues(nil, []abi.PathValue{{Path: "a.b", Value: abi.Bool(true)}, {Path: "e.f", Value: abi.JSON([]byte(`{"v":1}`))}, {Path: "g", Value: abi.Null()}}),
+	}
+	for _, m := range msgs {
+		out, err := p.decode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sk.Publish(out...); err != nil {
+			t.Fatal(err)
+		}
+		p.release()
+	}
+	want := []sktypes.Value{{Path: "a.b", Value: 1.5}, {Path: "c.d", Value: "x"}, {Path: "a.b", Value: true},
+		{Path: "e.f", Value: json.RawMessage(`{"v":1}`)}, {Path: "g", Value: nil}}
+	if !reflect.DeepEqual(sk.values, want) {
+		t.Errorf("published %+v, want %+v", sk.values, want)
+	}
+	if out, err := p.decode(append(msgs[0], abi.AppendValue(nil, "a..b", abi.Number(1))...)); err == nil || out != nil {
+		t.Errorf("a message with a bad path gave %+v, %v", out, err)
+	}
+	if _, err := p.decode(msgs[1]); err != nil {
+		t.Fatal(err)
+	}
+	p.release()
+	for i, v := range p.out[:cap(p.out)] {
+		if v != (sktypes.Value{}) {
+			t.Errorf("slot %d keeps %+v after release", i, v)
 		}
 	}
 }
