@@ -12,7 +12,10 @@ const Version = 1
 // Minor is the ABI minor version: within one major, only additions happen (new host
 // functions, new event kinds a plugin may ignore, new capabilities). Minor 1 added
 // power_sleep with the power.sleep capability, and mdns_service with the mdns capability.
-const Minor = 1
+// Minor 2 added what a provisioning plugin needs: the GATT server role (ble.peripheral),
+// portal-root routes (portal), the WiFi hand-off (wifi.prov), the proof of possession
+// (prov.pop) and the provisioning button (button).
+const Minor = 2
 
 // CheckVersion reports whether a plugin built for ABI major.minor runs on this host.
 func CheckVersion(major, minor int) error {
@@ -64,6 +67,20 @@ const (
 	FnBLEAdvertise = "ble_advertise"
 	FnMDNSService  = "mdns_service" // ABI 1.1
 	FnPowerSleep   = "power_sleep"  // minor 1
+
+	FnGATTServe       = "gatt_serve"        // minor 2
+	FnGATTReply       = "gatt_reply"        // minor 2
+	FnGATTNotify      = "gatt_notify"       // minor 2
+	FnBLEScanResponse = "ble_scan_response" // minor 2
+	FnPortalServe     = "portal_serve"      // minor 2
+	FnPortalReply     = "portal_reply"      // minor 2
+	FnWiFiProvision   = "wifi_provision"    // minor 2
+	FnWiFiStatus      = "wifi_status"       // minor 2
+	FnWiFiWatch       = "wifi_watch"        // minor 2
+	FnWiFiScan        = "wifi_scan"         // minor 2
+	FnPortalHold      = "portal_hold"       // minor 2
+	FnProvPoP         = "prov_pop"          // minor 2
+	FnButtonWatch     = "button_watch"      // minor 2
 )
 
 // Capability is a permission a manifest asks for and an operator grants at install.
@@ -89,13 +106,18 @@ const (
 	CapBLE          Capability = "ble"               // ble_*, ble events
 	CapMDNS         Capability = "mdns"              // mdns_service (ABI 1.1)
 	CapPowerSleep   Capability = "power.sleep"       // power_sleep (minor 1)
+	CapPeripheral   Capability = "ble.peripheral"    // gatt_*, ble_scan_response, gatt events (minor 2)
+	CapPortal       Capability = "portal"            // portal_serve, portal_reply, portal events (minor 2)
+	CapWiFiProv     Capability = "wifi.prov"         // wifi_*, portal_hold, wifi events (minor 2)
+	CapProvPoP      Capability = "prov.pop"          // prov_pop (minor 2)
+	CapButton       Capability = "button"            // button_watch, button events (minor 2)
 )
 
 // Capabilities lists every capability this ABI version knows, in documentation order.
 var Capabilities = []Capability{
 	CapConfig, CapSKPublish, CapSKSubscribe, CapSKPut, CapSKPutSend, CapHealth, CapHealthReboot,
 	CapLog, CapTimer, CapPowerHold, CapClock, CapHTTP, CapEvents, CapGPIO, CapCAN, CapBLE,
-	CapMDNS, CapPowerSleep,
+	CapMDNS, CapPowerSleep, CapPeripheral, CapPortal, CapWiFiProv, CapProvPoP, CapButton,
 }
 
 // Known reports whether c is a capability of this ABI version.
@@ -138,6 +160,20 @@ var FunctionCapability = map[string]Capability{
 	FnBLEAdvertise: CapBLE,
 	FnMDNSService:  CapMDNS,
 	FnPowerSleep:   CapPowerSleep,
+
+	FnGATTServe:       CapPeripheral,
+	FnGATTReply:       CapPeripheral,
+	FnGATTNotify:      CapPeripheral,
+	FnBLEScanResponse: CapPeripheral,
+	FnPortalServe:     CapPortal,
+	FnPortalReply:     CapPortal,
+	FnWiFiProvision:   CapWiFiProv,
+	FnWiFiStatus:      CapWiFiProv,
+	FnWiFiWatch:       CapWiFiProv,
+	FnWiFiScan:        CapWiFiProv,
+	FnPortalHold:      CapWiFiProv,
+	FnProvPoP:         CapProvPoP,
+	FnButtonWatch:     CapButton,
 }
 
 // Errno is the error a host function answers, as a negative i32 result. Errno values are
@@ -256,6 +292,10 @@ var Signatures = map[string]Signature{
 	FnHTTPReply: sigIn, FnSSEPublish: sigIn, FnGPIORead: sigOne, FnGPIOWrite: sigTwo,
 	FnGPIOWatch: sigTwo, FnCANSend: sigIn, FnCANFilter: sigIn, FnBLEScan: sigOne,
 	FnBLEAdvertise: sigIn, FnMDNSService: sigIn, FnPowerSleep: sigOne,
+	FnGATTServe: sigIn, FnGATTReply: sigIn, FnGATTNotify: sigIn, FnBLEScanResponse: sigIn,
+	FnPortalServe: sigIn, FnPortalReply: sigIn, FnWiFiProvision: sigIn, FnWiFiStatus: sigIn,
+	FnWiFiWatch: sigOne, FnWiFiScan: sigIn, FnPortalHold: sigOne, FnProvPoP: sigIn,
+	FnButtonWatch: sigOne,
 }
 
 // ParamNames names every host function's parameters as the table of ABI.md section 8 does:
@@ -272,6 +312,10 @@ var ParamNames = map[string][]string{
 	FnGPIORead: {"pin"}, FnGPIOWrite: {"pin", "level"}, FnGPIOWatch: {"pin", "edges"},
 	FnCANSend: {"ptr", "len"}, FnCANFilter: {"ptr", "len"}, FnBLEScan: {"on"},
 	FnBLEAdvertise: {"ptr", "len"}, FnMDNSService: {"ptr", "len"}, FnPowerSleep: {"reserved"},
+	FnGATTServe: {"ptr", "len"}, FnGATTReply: {"ptr", "len"}, FnGATTNotify: {"ptr", "len"},
+	FnBLEScanResponse: {"ptr", "len"}, FnPortalServe: {"ptr", "len"}, FnPortalReply: {"ptr", "len"},
+	FnWiFiProvision: {"ptr", "len"}, FnWiFiStatus: {"ptr", "cap"}, FnWiFiWatch: {"on"},
+	FnWiFiScan: {"ptr", "cap"}, FnPortalHold: {"on"}, FnProvPoP: {"ptr", "cap"}, FnButtonWatch: {"on"},
 }
 
 // ExportSignature is the type of dev_init and dev_event: no parameters, one i32.

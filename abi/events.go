@@ -23,11 +23,16 @@ const (
 	EvCAN       EventKind = 9  // CANFrame
 	EvBLE       EventKind = 10 // BLEAdvert
 	EvStop      EventKind = 11 // empty; the last batch before an orderly stop
+	EvGATT      EventKind = 12 // GATTEvent (minor 2)
+	EvPortal    EventKind = 13 // PortalRequest (minor 2)
+	EvWiFi      EventKind = 14 // WiFiStatus as JSON (minor 2)
+	EvButton    EventKind = 15 // u32 seconds of the press's window (minor 2)
 )
 
 var eventNames = map[EventKind]string{
 	EvInit: "init", EvConfig: "config", EvDelta: "delta", EvPut: "put", EvPutAnswer: "put_answer",
 	EvTimer: "timer", EvHTTP: "http", EvGPIO: "gpio", EvCAN: "can", EvBLE: "ble", EvStop: "stop",
+	EvGATT: "gatt", EvPortal: "portal", EvWiFi: "wifi", EvButton: "button",
 }
 
 func (k EventKind) String() string {

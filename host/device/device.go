@@ -23,6 +23,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"golang.org/x/sync/errgroup"
 
+	"devhost/abi"
 	"devhost/host/api"
 	"devhost/host/auth"
 	"devhost/host/board"
@@ -37,6 +38,7 @@ import (
 	"devhost/host/mdns"
 	"devhost/host/netroute"
 	"devhost/host/ota"
+	"devhost/host/plugin"
 	"devhost/host/portal"
 	"devhost/host/power"
 	"devhost/host/signalk"
@@ -110,12 +112,17 @@ type Device struct {
 	rtns  *runtimens.Registry
 	sys   *system.System
 	srv   *httpd.Server
-	ap    *portal.Portal // the setup portal's network side
-	prov  *provisioning  // provisioning over the setup portal (prov.go)
-	bleGW *bleGateway    // the BLE sensor gateway (blegw.go)
+	ap    *portal.Portal  // the setup portal's network side
+	prov  *provisioning   // provisioning over the setup portal (prov.go)
+	bleGW *bleGateway     // the BLE sensor gateway (blegw.go)
+	pm    *plugin.Manager // set before the server serves
 
 	portalMu       sync.Mutex
-	portalDownHeld bool // the station manager took the portal down while provisioning held it
+	portalDownHeld bool            // the station manager took the portal down while provisioning held it
+	portalHolds    map[string]bool // plugins holding the portal up (portal_hold)
+
+	wifiWatchers   watchers[abi.WiFiStatus] // plugins' wifi_watch
+	buttonWatchers watchers[int]            // plugins' button_watch: the press's window in seconds
 
 	exitOnce sync.Once
 	exit     Exit
@@ -156,7 +163,7 @@ func open(opts Options) (*Device, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	d := &Device{opts: opts, clk: clockwork.NewRealClock()}
+	d := &Device{opts: opts, clk: clockwork.NewRealClock(), portalHolds: map[string]bool{}}
 	d.ring = logs.New(logs.Options{Clock: d.clk, Console: opts.Stderr})
 	d.log = d.ring.Logger("main")
 	d.log.Info("boot", "reset_reason", opts.Handoff.ResetReason, "version", build.Version)
@@ -407,6 +414,9 @@ func (d *Device) takeResetRecord() any {
 func (d *Device) boardEvents(ctx context.Context) {
 	for ev := range d.sim.Subscribe(ctx) {
 		d.provButton(ev)
+		if ev.Presence > 0 {
+			d.buttonWatchers.tell(ev.Presence)
+		}
 		switch {
 		case ev.Presence > 0:
 			d.log.Warn("presence button: recovery window opened", "seconds", ev.Presence)

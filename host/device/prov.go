@@ -20,6 +20,7 @@ import (
 	"devhost/plugins/ble/prov"
 	pb "devhost/plugins/ble/provpb"
 	"devhost/plugins/ble/softap"
+	"devhost/plugins/ble/softap/table"
 )
 
 // Provisioning's wiring: the flow (plugins/ble/prov) over the transport f_ble.prov_scheme
@@ -78,19 +79,9 @@ func (d *Device) newProv() error {
 	log := d.ring.Logger("prov")
 	flow := prov.New(prov.Options{Clock: d.clk, ServiceName: name, PoP: pop, Security: protocomm.Sec1,
 		SchemeOf: func() string { return d.cfg.String("f_ble", "prov_scheme") },
-		Store: func(ssid, psk string) error {
-			// The password first: the station reacts to each change, and the new SSID with
-			// the old password would be a wasted attempt.
-			if err := d.cfg.Set("wifi", "psk0", psk); err != nil {
-				return fmt.Errorf("wifi.psk0: %w", err)
-			}
-			if err := d.cfg.Set("wifi", "ssid0", ssid); err != nil {
-				return fmt.Errorf("wifi.ssid0: %w", err)
-			}
-			return nil
-		},
-		Scan:    d.provScan,
-		Station: func() prov.Station { return stationOf(d.wifi.Status()) },
+		Store:    d.storeCredentials,
+		Scan:     d.provScan,
+		Station:  func() prov.Station { return stationOf(d.wifi.Status()) },
 		Changed: func(doc prov.Doc) {
 			log.Info("provisioning", "active", doc.Active, "got_credentials", doc.GotCredentials, "scheme", doc.Scheme)
 			d.provTransport(doc, name, log)
@@ -106,7 +97,7 @@ func (d *Device) newProv() error {
 			return flow.Handler()
 		}
 	}
-	d.prov = &provisioning{flow: flow, sap: &softap.Server{Handler: running(prov.SchemeSoftAP)},
+	d.prov = &provisioning{flow: flow, sap: &softap.Server{Table: table.Table{Handler: running(prov.SchemeSoftAP)}},
 		gatt: &gattprov.Transport{Handler: running(prov.SchemeBLE), Gone: flow.ClientGone}}
 	d.cfg.OnChange(func(ns, key string) {
 		if ns != "f_ble" || (key != "prov" && key != "prov_scheme") || !flow.Active() {
@@ -165,12 +156,9 @@ func (d *Device) startProvIfUnconfigured() {
 	if !d.provWanted() {
 		return
 	}
-	for _, n := range d.wifiSettings().Networks {
-		if n.SSID != "" {
-			return
-		}
+	if !d.wifiConfigured() {
+		d.prov.flow.Start()
 	}
-	d.prov.flow.Start()
 }
 
 // provRoot serves the provisioning endpoints at the root, on the portal network only;
@@ -179,6 +167,10 @@ func (d *Device) provRoot(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.prov != nil && softap.IsEndpoint(r.URL.Path) && d.ap.FromPortal(r) && d.prov.flow.Doc().Scheme == prov.SchemeSoftAP {
 			d.prov.sap.ServeHTTP(w, r)
+			return
+		}
+		// A plugin's portal routes (portal_serve), on the portal network only.
+		if d.pm != nil && d.ap.FromPortal(r) && d.pm.ServePortal(w, r) {
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -202,7 +194,7 @@ func (d *Device) provHoldsPortal() bool {
 		return false
 	}
 	doc := d.prov.flow.Doc()
-	return doc.Active && doc.GotCredentials
+	return (doc.Active && doc.GotCredentials) || len(d.portalHolds) > 0
 }
 
 // provStopped takes the portal down if the station manager wanted it down meanwhile.

@@ -62,6 +62,7 @@ func (d *Device) wifiPublish(name string, data any) {
 	if d.prov != nil {
 		d.prov.flow.StationChanged(stationOf(st))
 	}
+	d.wifiWatchers.tell(d.wifiStatusABI(st))
 	if st.State == wifi.StateConnected && d.ota != nil {
 		d.ota.StationConnected()
 	}

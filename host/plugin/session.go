@@ -51,6 +51,7 @@ type session struct {
 	mdnsSvcs  map[string]abi.MDNSService // mdns_service registrations by mdnsKey
 
 	httpOpen map[uint32]*httpReq // delivered in the call in progress
+	periph   periphSession       // ABI minor 2: GATT, portal, WiFi hand-off, button
 
 	putMu       sync.Mutex
 	putOpen     map[uint32]*putReq // delivered in the call in progress
@@ -81,6 +82,7 @@ func newSession(p *plugin, inst *instance, gen uint64, granted []string) *sessio
 		subs: map[string]func(){}, putPats: map[string]func(){}, timers: map[uint32]*holder{},
 		gpioWatch: map[int]func(){}, httpOpen: map[uint32]*httpReq{},
 		putOpen: map[uint32]*putReq{}, putDeferred: map[uint32]*putReq{},
+		periph: periphSession{open: map[uint32]*waitReq{}},
 	}
 }
 
@@ -155,6 +157,7 @@ func (s *session) finishRequests() {
 		}
 		delete(s.httpOpen, id)
 	}
+	s.finishPeriph()
 	s.putMu.Lock()
 	open := s.putOpen
 	s.putOpen = map[uint32]*putReq{}
@@ -192,6 +195,7 @@ func (s *session) end() {
 		s.bleCancel()
 	}
 	s.endMDNS()
+	s.endPeriph()
 	s.finishRequests()
 	s.putMu.Lock()
 	deferred := s.putDeferred

@@ -49,6 +49,14 @@ const (
 	StaBackoff     = "backoff"
 )
 
+// Clock is what the flow needs of a clock: a clockwork.Clock has it, and so does a plugin's
+// clock made of its timers.
+type Clock interface {
+	Now() time.Time
+	Since(t time.Time) time.Duration
+	AfterFunc(d time.Duration, f func()) clockwork.Timer
+}
+
 // Station is the WiFi station as the flow needs it.
 type Station struct {
 	State   string
@@ -70,7 +78,7 @@ type Doc struct {
 
 // Options wire the flow to the device.
 type Options struct {
-	Clock clockwork.Clock
+	Clock Clock
 	// Scheme is the transport; SchemeOf, when set, is asked at each Start instead.
 	Scheme      string
 	SchemeOf    func() string
