@@ -18,7 +18,6 @@ import (
 	"devhost/plugins/ble/gattprov"
 	"devhost/plugins/ble/protocomm"
 	"devhost/plugins/ble/prov"
-	pb "devhost/plugins/ble/provpb"
 	"devhost/plugins/ble/softap"
 	"devhost/plugins/ble/softap/table"
 )
@@ -216,38 +215,9 @@ func (d *Device) provScan() ([]protocomm.AP, error) {
 	}
 	out := make([]protocomm.AP, 0, len(res))
 	for _, r := range res {
-		out = append(out, protocomm.AP{SSID: r.SSID, BSSID: macBytes(r.BSSID), Channel: uint32(max(r.Channel, 0)), RSSI: int32(r.RSSI), Auth: authMode(r.Auth)})
+		out = append(out, prov.AP(r.SSID, r.BSSID, r.Channel, r.RSSI, r.Auth))
 	}
 	return out, nil
-}
-
-func macBytes(s string) []byte {
-	var b [6]byte
-	if n, err := fmt.Sscanf(s, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]); err != nil || n != 6 {
-		return nil
-	}
-	return b[:]
-}
-
-// authMode maps the board's auth names (board.AuthModes) to the app's enum.
-func authMode(a string) pb.WifiAuthMode {
-	switch a {
-	case "wep":
-		return pb.WifiAuthMode_WEP
-	case "wpa":
-		return pb.WifiAuthMode_WPA_PSK
-	case "wpa2":
-		return pb.WifiAuthMode_WPA2_PSK
-	case "wpa/wpa2":
-		return pb.WifiAuthMode_WPA_WPA2_PSK
-	case "wpa2-enterprise":
-		return pb.WifiAuthMode_WPA2_ENTERPRISE
-	case "wpa3":
-		return pb.WifiAuthMode_WPA3_PSK
-	case "wpa2/wpa3":
-		return pb.WifiAuthMode_WPA2_WPA3_PSK
-	}
-	return pb.WifiAuthMode_Open
 }
 
 func stationOf(st wifi.Status) prov.Station {

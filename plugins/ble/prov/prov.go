@@ -303,6 +303,33 @@ func failReason(code int) (pb.WifiConnectFailedReason, bool) {
 	return 0, false
 }
 
+// AP is a network a scan heard as prov-scan lists it; auth is the board's name of the
+// security (open, wep, wpa, wpa2, wpa/wpa2, wpa2-enterprise, wpa3, wpa2/wpa3).
+func AP(ssid, bssid string, channel, rssi int, auth string) protocomm.AP {
+	return protocomm.AP{SSID: ssid, BSSID: macBytes(bssid), Channel: uint32(max(channel, 0)), RSSI: int32(rssi), Auth: authMode(auth)}
+}
+
+// authMode maps the board's auth names to the app's enum.
+func authMode(a string) pb.WifiAuthMode {
+	switch a {
+	case "wep":
+		return pb.WifiAuthMode_WEP
+	case "wpa":
+		return pb.WifiAuthMode_WPA_PSK
+	case "wpa2":
+		return pb.WifiAuthMode_WPA2_PSK
+	case "wpa/wpa2":
+		return pb.WifiAuthMode_WPA_WPA2_PSK
+	case "wpa2-enterprise":
+		return pb.WifiAuthMode_WPA2_ENTERPRISE
+	case "wpa3":
+		return pb.WifiAuthMode_WPA3_PSK
+	case "wpa2/wpa3":
+		return pb.WifiAuthMode_WPA2_WPA3_PSK
+	}
+	return pb.WifiAuthMode_Open
+}
+
 func macBytes(s string) []byte {
 	var b [6]byte
 	if n, err := fmt.Sscanf(s, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]); err != nil || n != 6 {
