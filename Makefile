@@ -20,7 +20,7 @@ MODULES := . abi sdk
 # signed with the development plugin key (the one a device without a compiled-in key trusts;
 # PLUGIN_SIGN_KEY=FILE signs with another) into host/plugin/bundled/dist, which the bundled
 # tag embeds; the device installs them on its first boot.
-BUNDLED_PLUGINS := n2k
+BUNDLED_PLUGINS := n2k ble
 BUNDLED_DIR := host/plugin/bundled/dist
 build: ui
 	go build -ldflags '$(LDFLAGS) -X main.sourceDir=$(CURDIR)' -o $(BIN)/devctl ./cmd/devctl

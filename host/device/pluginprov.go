@@ -1,21 +1,38 @@
 package device
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"devhost/abi"
 	"devhost/host/board"
 	"devhost/host/plugin"
 	"devhost/host/wifi"
-	"devhost/plugins/ble/prov"
 )
 
-// What a provisioning plugin drives through ABI minor 2: the board's BLE peripheral role
-// (simPeripheral), the station manager's slot 0, state and scan and the setup portal's hold
-// (pluginWiFi), the provisioning button (pluginButton) and the device's proof of possession.
+// What a provisioning plugin (the bundled ble) drives through ABI minor 2: the board's BLE
+// peripheral role (simPeripheral), the station manager's slot 0, state and scan and the
+// setup portal's hold (pluginWiFi), the provisioning button (pluginButton), the device's
+// proof of possession, and the portal-root paths (portalRoot).
+
+// Files in the data directory: the device secret the PoP derives from (made on first boot)
+// and the device label printed on the simulated board's case.
+const (
+	secretFile = "device-secret"
+	labelFile  = "device-label.txt"
+)
 
 // watchers is a set of callbacks told of a value, each until its cancel.
 type watchers[T any] struct {
@@ -121,8 +138,33 @@ func (w pluginWiFi) HoldPortal(id string, on bool) {
 	released := !on && len(d.portalHolds) == 0
 	d.portalMu.Unlock()
 	if released {
-		d.provStopped()
+		d.portalReleased()
 	}
+}
+
+// provHoldsPortal reports whether a plugin holds the portal up; portalMu is held.
+func (d *Device) provHoldsPortal() bool { return len(d.portalHolds) > 0 }
+
+// portalReleased takes the portal down if the station manager wanted it down meanwhile.
+func (d *Device) portalReleased() {
+	d.portalMu.Lock()
+	down := d.portalDownHeld
+	d.portalDownHeld = false
+	d.portalMu.Unlock()
+	if down {
+		d.ap.Down()
+	}
+}
+
+// portalRoot serves the paths plugins serve at the root (portal_serve), on the portal
+// network only; everything else goes to next.
+func (d *Device) portalRoot(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d.pm != nil && d.ap.FromPortal(r) && d.pm.ServePortal(w, r) {
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // storeCredentials puts credentials into WiFi slot 0. The password first: the station reacts
@@ -139,9 +181,17 @@ func (d *Device) storeCredentials(ssid, psk string) error {
 
 // wifiStatusABI is the station's state as a provisioning plugin reads it.
 func (d *Device) wifiStatusABI(st wifi.Status) abi.WiFiStatus {
-	s := stationOf(st)
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
 	out := abi.WiFiStatus{Configured: d.wifiConfigured(), State: st.State, Reason: st.Reason.Code, ReasonText: st.Reason.Text,
-		SSID: s.SSID, BSSID: s.BSSID, Channel: s.Channel, IP: s.IP, MAC: d.sim.Hardware().MAC}
+		SSID: str(st.SSID), BSSID: str(st.BSSID), IP: str(st.IP), MAC: d.sim.Hardware().MAC}
+	if st.Channel != nil {
+		out.Channel = *st.Channel
+	}
 	if st.State != wifi.StateConnected {
 		out.Failure = failureOf(st.Reason.Code)
 	}
@@ -183,5 +233,55 @@ func (d *Device) provPoP() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return prov.PoPFromSecret(secret), nil
+	return popFromSecret(secret), nil
+}
+
+// popFromSecret derives the proof of possession: 8 hex characters of
+// HMAC-SHA256(secret, "prov-pop"), short enough to type from a label, per device, and not
+// guessable from anything the device broadcasts.
+func popFromSecret(secret []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("prov-pop"))
+	return hex.EncodeToString(m.Sum(nil)[:4])
+}
+
+// writeLabel writes the simulated board's device label: the device, the provisioning
+// service name (PROV_ and the last 3 bytes of the base MAC, as the ble plugin advertises it)
+// and the PoP.
+func (d *Device) writeLabel() error {
+	hw := d.sim.Hardware()
+	mac, err := net.ParseMAC(hw.MAC)
+	if err != nil || len(mac) != 6 {
+		return fmt.Errorf("device label: base MAC %q: not a 6-byte address", hw.MAC)
+	}
+	pop, err := d.provPoP()
+	if err != nil {
+		return err
+	}
+	label := fmt.Sprintf("device: dev-%s\nservice_name: PROV_%s\npop: %s\n", hw.DeviceID(), strings.ToUpper(hex.EncodeToString(mac[3:])), pop)
+	if err := os.WriteFile(filepath.Join(d.opts.DataDir, labelFile), []byte(label), 0o600); err != nil {
+		return fmt.Errorf("device label: %w", err)
+	}
+	return nil
+}
+
+// deviceSecret reads the device secret, making it on first boot (the factory's job on a
+// real board).
+func deviceSecret(dir string) ([]byte, error) {
+	path := filepath.Join(dir, secretFile)
+	b, err := os.ReadFile(path)
+	if err == nil && len(b) == 32 {
+		return b, nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("device secret: %w", err)
+	}
+	b = make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("device secret: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return nil, fmt.Errorf("device secret: %w", err)
+	}
+	return b, nil
 }

@@ -104,6 +104,14 @@ func TestSimPeripheral(t *testing.T) {
 	}
 }
 
+// TestPoP: 8 hex characters, per device, stable.
+func TestPoP(t *testing.T) {
+	a, b := popFromSecret([]byte("device one")), popFromSecret([]byte("device two"))
+	if len(a) != 8 || a == b || a != popFromSecret([]byte("device one")) {
+		t.Fatalf("PoPs %q %q", a, b)
+	}
+}
+
 // TestFailureOf: the reasons a provisioning client tells apart.
 func TestFailureOf(t *testing.T) {
 	for code, want := range map[int]string{0: "", 201: "not_found", 2: "auth", 15: "auth", 202: "auth", 204: "auth", 8: ""} {

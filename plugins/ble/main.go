@@ -14,8 +14,7 @@
 // The gateway scans while f_ble.gateway is true and publishes the sensors of the
 // f_ble.sensors table to Signal K.
 //
-// The firmware does not carry it yet: provisioning and the gateway still run in the device
-// (host/device/prov.go, blegw.go) until it is added to BUNDLED_PLUGINS and those go.
+// The firmware carries it (BUNDLED_PLUGINS): the device installs it on first boot.
 //
 // GET /api/v1/prov is the provisioning document {active, got_credentials, service_name,
 // pop, scheme}; GET /api/v1/ble/status and the retained SSE event ble are {scanning, prov,
@@ -54,9 +53,7 @@ const (
 	timerClock = 32
 )
 
-// descriptor is f_ble. While provisioning still runs in the device (host/device/prov.go)
-// the device registers the same keys itself; the plugin's registration takes over when the
-// device carries the plugin instead.
+// descriptor is f_ble.
 const descriptor = `{"namespace": "f_ble", "version": 1, "title": "Bluetooth", "keys": [
  {"name": "prov", "type": "bool", "default": true, "title": "Provisioning when no WiFi network is configured"},
  {"name": "prov_scheme", "type": "string", "default": "ble", "enum": ["ble", "softap"], "title": "Provisioning transport"},
