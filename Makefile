@@ -20,7 +20,7 @@ MODULES := . abi sdk
 # signed with the development plugin key (the one a device without a compiled-in key trusts;
 # PLUGIN_SIGN_KEY=FILE signs with another) into host/plugin/bundled/dist, which the bundled
 # tag embeds; the device installs them on its first boot.
-BUNDLED_PLUGINS := n2k
+BUNDLED_PLUGINS := n2k ble
 BUNDLED_DIR := host/plugin/bundled/dist
 build: ui
 	go build -ldflags '$(LDFLAGS) -X main.sourceDir=$(CURDIR)' -o $(BIN)/devctl ./cmd/devctl
@@ -151,6 +151,8 @@ bench: build
 	set -o pipefail; go test -run '^$$' -bench N2KLiveBus -benchtime 1x -count 1 ./cmd/devctl/ $(BENCH_TEE)
 	@echo; echo "provisioning handshake, security 1 over SoftAP and over the board's BLE GATT (plugins/ble):"
 	set -o pipefail; go test -run '^$$' -bench . -count 1 ./plugins/ble/softap/ ./plugins/ble/gattprov/ $(BENCH_TEE)
+	@echo; echo "BLE sensor gateway: BTHome adverts decoded through the ble plugin in the sandbox (adverts per CPU second, goal at least 20,000):"
+	set -o pipefail; go test -run '^$$' -bench BLEAdvertsSandbox -benchtime 5x -count 1 ./cmd/devctl/ $(BENCH_TEE)
 	$(if $(BENCH_JSON),go run ./cmd/devbench -merge -json $(BENCH_JSON) -gobench $(BENCH_GO))
 
 # What the build made: the binaries, the run's flash, a root-level devbench, and plugin modules

@@ -13,7 +13,9 @@ const Version = 1
 // functions, new event kinds a plugin may ignore, new capabilities). Minor 1 added
 // power_sleep with the power.sleep capability, and mdns_service with the mdns capability.
 // Minor 2 added net_open, net_send and net_close with the net.client capability and the
-// net_data and net_state events.
+// net_data and net_state events, and what a provisioning plugin needs: the GATT server role
+// (ble.peripheral), portal-root routes (portal), the WiFi hand-off (wifi.prov), the proof of
+// possession (prov.pop) and the provisioning button (button).
 const Minor = 2
 
 // CheckVersion reports whether a plugin built for ABI major.minor runs on this host.
@@ -39,36 +41,49 @@ const (
 
 // Host function names (imported by the plugin from Module).
 const (
-	FnEventRead    = "event_read"
-	FnLog          = "log"
-	FnNsRegister   = "ns_register"
-	FnConfigGet    = "config_get"
-	FnSKPublish    = "sk_publish"
-	FnSKMeta       = "sk_meta"
-	FnSKSubscribe  = "sk_subscribe"
-	FnSKUnsub      = "sk_unsubscribe"
-	FnSKPutHandle  = "sk_put_handle"
-	FnSKPutReply   = "sk_put_reply"
-	FnSKPutSend    = "sk_put_send"
-	FnHealthReport = "health_report"
-	FnTimerSet     = "timer_set"
-	FnTimerCancel  = "timer_cancel"
-	FnPowerHold    = "power_hold"
-	FnClockNow     = "clock_now"
-	FnHTTPReply    = "http_reply"
-	FnSSEPublish   = "sse_publish"
-	FnGPIORead     = "gpio_read"
-	FnGPIOWrite    = "gpio_write"
-	FnGPIOWatch    = "gpio_watch"
-	FnCANSend      = "can_send"
-	FnCANFilter    = "can_filter"
-	FnBLEScan      = "ble_scan"
-	FnBLEAdvertise = "ble_advertise"
-	FnMDNSService  = "mdns_service" // ABI 1.1
-	FnPowerSleep   = "power_sleep"  // minor 1
-	FnNetOpen      = "net_open"     // minor 2
-	FnNetSend      = "net_send"     // minor 2
-	FnNetClose     = "net_close"    // minor 2
+	FnEventRead       = "event_read"
+	FnLog             = "log"
+	FnNsRegister      = "ns_register"
+	FnConfigGet       = "config_get"
+	FnSKPublish       = "sk_publish"
+	FnSKMeta          = "sk_meta"
+	FnSKSubscribe     = "sk_subscribe"
+	FnSKUnsub         = "sk_unsubscribe"
+	FnSKPutHandle     = "sk_put_handle"
+	FnSKPutReply      = "sk_put_reply"
+	FnSKPutSend       = "sk_put_send"
+	FnHealthReport    = "health_report"
+	FnTimerSet        = "timer_set"
+	FnTimerCancel     = "timer_cancel"
+	FnPowerHold       = "power_hold"
+	FnClockNow        = "clock_now"
+	FnHTTPReply       = "http_reply"
+	FnSSEPublish      = "sse_publish"
+	FnGPIORead        = "gpio_read"
+	FnGPIOWrite       = "gpio_write"
+	FnGPIOWatch       = "gpio_watch"
+	FnCANSend         = "can_send"
+	FnCANFilter       = "can_filter"
+	FnBLEScan         = "ble_scan"
+	FnBLEAdvertise    = "ble_advertise"
+	FnMDNSService     = "mdns_service"      // ABI 1.1
+	FnPowerSleep      = "power_sleep"       // minor 1
+	FnNetOpen         = "net_open"          // minor 2
+	FnNetSend         = "net_send"          // minor 2
+	FnNetClose        = "net_close"         // minor 2
+	FnGATTServe       = "gatt_serve"        // minor 2
+	FnGATTReply       = "gatt_reply"        // minor 2
+	FnGATTNotify      = "gatt_notify"       // minor 2
+	FnBLEScanResponse = "ble_scan_response" // minor 2
+	FnPortalServe     = "portal_serve"      // minor 2
+	FnPortalReply     = "portal_reply"      // minor 2
+	FnWiFiProvision   = "wifi_provision"    // minor 2
+	FnWiFiStatus      = "wifi_status"       // minor 2
+	FnWiFiWatch       = "wifi_watch"        // minor 2
+	FnWiFiScan        = "wifi_scan"         // minor 2
+	FnPortalHold      = "portal_hold"       // minor 2
+	FnProvPoP         = "prov_pop"          // minor 2
+	FnButtonWatch     = "button_watch"      // minor 2
 )
 
 // Capability is a permission a manifest asks for and an operator grants at install.
@@ -95,13 +110,18 @@ const (
 	CapMDNS         Capability = "mdns"              // mdns_service (ABI 1.1)
 	CapPowerSleep   Capability = "power.sleep"       // power_sleep (minor 1)
 	CapNetClient    Capability = "net.client"        // net_open, net_send, net_close, net events (minor 2)
+	CapPeripheral   Capability = "ble.peripheral"    // gatt_*, ble_scan_response, gatt events (minor 2)
+	CapPortal       Capability = "portal"            // portal_serve, portal_reply, portal events (minor 2)
+	CapWiFiProv     Capability = "wifi.prov"         // wifi_*, portal_hold, wifi events (minor 2)
+	CapProvPoP      Capability = "prov.pop"          // prov_pop (minor 2)
+	CapButton       Capability = "button"            // button_watch, button events (minor 2)
 )
 
 // Capabilities lists every capability this ABI version knows, in documentation order.
 var Capabilities = []Capability{
 	CapConfig, CapSKPublish, CapSKSubscribe, CapSKPut, CapSKPutSend, CapHealth, CapHealthReboot,
 	CapLog, CapTimer, CapPowerHold, CapClock, CapHTTP, CapEvents, CapGPIO, CapCAN, CapBLE,
-	CapMDNS, CapPowerSleep, CapNetClient,
+	CapMDNS, CapPowerSleep, CapNetClient, CapPeripheral, CapPortal, CapWiFiProv, CapProvPoP, CapButton,
 }
 
 // Known reports whether c is a capability of this ABI version.
@@ -117,36 +137,49 @@ func (c Capability) Known() bool {
 // FunctionCapability maps each host function to the capability it needs. event_read needs
 // none. health_report with the reboot flag needs CapHealthReboot besides CapHealth.
 var FunctionCapability = map[string]Capability{
-	FnEventRead:    "",
-	FnLog:          CapLog,
-	FnNsRegister:   CapConfig,
-	FnConfigGet:    CapConfig,
-	FnSKPublish:    CapSKPublish,
-	FnSKMeta:       CapSKPublish,
-	FnSKSubscribe:  CapSKSubscribe,
-	FnSKUnsub:      CapSKSubscribe,
-	FnSKPutHandle:  CapSKPut,
-	FnSKPutReply:   CapSKPut,
-	FnSKPutSend:    CapSKPutSend,
-	FnHealthReport: CapHealth,
-	FnTimerSet:     CapTimer,
-	FnTimerCancel:  CapTimer,
-	FnPowerHold:    CapPowerHold,
-	FnClockNow:     CapClock,
-	FnHTTPReply:    CapHTTP,
-	FnSSEPublish:   CapEvents,
-	FnGPIORead:     CapGPIO,
-	FnGPIOWrite:    CapGPIO,
-	FnGPIOWatch:    CapGPIO,
-	FnCANSend:      CapCAN,
-	FnCANFilter:    CapCAN,
-	FnBLEScan:      CapBLE,
-	FnBLEAdvertise: CapBLE,
-	FnMDNSService:  CapMDNS,
-	FnPowerSleep:   CapPowerSleep,
-	FnNetOpen:      CapNetClient,
-	FnNetSend:      CapNetClient,
-	FnNetClose:     CapNetClient,
+	FnEventRead:       "",
+	FnLog:             CapLog,
+	FnNsRegister:      CapConfig,
+	FnConfigGet:       CapConfig,
+	FnSKPublish:       CapSKPublish,
+	FnSKMeta:          CapSKPublish,
+	FnSKSubscribe:     CapSKSubscribe,
+	FnSKUnsub:         CapSKSubscribe,
+	FnSKPutHandle:     CapSKPut,
+	FnSKPutReply:      CapSKPut,
+	FnSKPutSend:       CapSKPutSend,
+	FnHealthReport:    CapHealth,
+	FnTimerSet:        CapTimer,
+	FnTimerCancel:     CapTimer,
+	FnPowerHold:       CapPowerHold,
+	FnClockNow:        CapClock,
+	FnHTTPReply:       CapHTTP,
+	FnSSEPublish:      CapEvents,
+	FnGPIORead:        CapGPIO,
+	FnGPIOWrite:       CapGPIO,
+	FnGPIOWatch:       CapGPIO,
+	FnCANSend:         CapCAN,
+	FnCANFilter:       CapCAN,
+	FnBLEScan:         CapBLE,
+	FnBLEAdvertise:    CapBLE,
+	FnMDNSService:     CapMDNS,
+	FnPowerSleep:      CapPowerSleep,
+	FnNetOpen:         CapNetClient,
+	FnNetSend:         CapNetClient,
+	FnNetClose:        CapNetClient,
+	FnGATTServe:       CapPeripheral,
+	FnGATTReply:       CapPeripheral,
+	FnGATTNotify:      CapPeripheral,
+	FnBLEScanResponse: CapPeripheral,
+	FnPortalServe:     CapPortal,
+	FnPortalReply:     CapPortal,
+	FnWiFiProvision:   CapWiFiProv,
+	FnWiFiStatus:      CapWiFiProv,
+	FnWiFiWatch:       CapWiFiProv,
+	FnWiFiScan:        CapWiFiProv,
+	FnPortalHold:      CapWiFiProv,
+	FnProvPoP:         CapProvPoP,
+	FnButtonWatch:     CapButton,
 }
 
 // Errno is the error a host function answers, as a negative i32 result. Errno values are
@@ -266,6 +299,10 @@ var Signatures = map[string]Signature{
 	FnGPIOWatch: sigTwo, FnCANSend: sigIn, FnCANFilter: sigIn, FnBLEScan: sigOne,
 	FnBLEAdvertise: sigIn, FnMDNSService: sigIn, FnPowerSleep: sigOne,
 	FnNetOpen: sigIn, FnNetSend: sigIn, FnNetClose: sigOne,
+	FnGATTServe: sigIn, FnGATTReply: sigIn, FnGATTNotify: sigIn, FnBLEScanResponse: sigIn,
+	FnPortalServe: sigIn, FnPortalReply: sigIn, FnWiFiProvision: sigIn, FnWiFiStatus: sigIn,
+	FnWiFiWatch: sigOne, FnWiFiScan: sigIn, FnPortalHold: sigOne, FnProvPoP: sigIn,
+	FnButtonWatch: sigOne,
 }
 
 // ParamNames names every host function's parameters as the table of ABI.md section 8 does:
@@ -283,6 +320,10 @@ var ParamNames = map[string][]string{
 	FnCANSend: {"ptr", "len"}, FnCANFilter: {"ptr", "len"}, FnBLEScan: {"on"},
 	FnBLEAdvertise: {"ptr", "len"}, FnMDNSService: {"ptr", "len"}, FnPowerSleep: {"reserved"},
 	FnNetOpen: {"ptr", "len"}, FnNetSend: {"ptr", "len"}, FnNetClose: {"id"},
+	FnGATTServe: {"ptr", "len"}, FnGATTReply: {"ptr", "len"}, FnGATTNotify: {"ptr", "len"},
+	FnBLEScanResponse: {"ptr", "len"}, FnPortalServe: {"ptr", "len"}, FnPortalReply: {"ptr", "len"},
+	FnWiFiProvision: {"ptr", "len"}, FnWiFiStatus: {"ptr", "cap"}, FnWiFiWatch: {"on"},
+	FnWiFiScan: {"ptr", "cap"}, FnPortalHold: {"on"}, FnProvPoP: {"ptr", "cap"}, FnButtonWatch: {"on"},
 }
 
 // ExportSignature is the type of dev_init and dev_event: no parameters, one i32.

@@ -25,12 +25,17 @@ const (
 	EvStop      EventKind = 11 // empty; the last batch before an orderly stop
 	EvNetData   EventKind = 12 // NetData: bytes received on a socket (minor 2)
 	EvNetState  EventKind = 13 // NetState: a socket opened or closed (minor 2)
+	EvGATT      EventKind = 14 // GATTEvent (minor 2)
+	EvPortal    EventKind = 15 // PortalRequest (minor 2)
+	EvWiFi      EventKind = 16 // WiFiStatus as JSON (minor 2)
+	EvButton    EventKind = 17 // u32 seconds of the press's window (minor 2)
 )
 
 var eventNames = [...]string{
 	EvInit: "init", EvConfig: "config", EvDelta: "delta", EvPut: "put", EvPutAnswer: "put_answer",
 	EvTimer: "timer", EvHTTP: "http", EvGPIO: "gpio", EvCAN: "can", EvBLE: "ble", EvStop: "stop",
 	EvNetData: "net_data", EvNetState: "net_state",
+	EvGATT: "gatt", EvPortal: "portal", EvWiFi: "wifi", EvButton: "button",
 }
 
 func (k EventKind) String() string { return enumName(eventNames[:], uint8(k), "event") }

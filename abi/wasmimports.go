@@ -12,7 +12,7 @@ import (
 // //go:wasmimport declaration per entry of Signatures, for package pkg (built for wasip1
 // only). The declarations are generated rather than written so that a plugin's imports cannot
 // drift from the table the host links against. Each function is h<Name> (event_read:
-// hEventRead, with SK, HTTP, SSE, GPIO, CAN and BLE in capitals); a "ptr" parameter is an
+// hEventRead, with SK, HTTP, SSE, GPIO, CAN, BLE, MDNS and GATT in capitals); a "ptr" parameter is an
 // unsafe.Pointer, "len" (named n) and "cap" are uint32, the other i32 are int32 and i64 int64.
 func WasmImports(pkg string) ([]byte, error) {
 	names := make([]string, 0, len(Signatures))
@@ -48,7 +48,7 @@ func WasmImports(pkg string) ([]byte, error) {
 }
 
 // initialisms are the name parts written in capitals in Go names.
-var initialisms = map[string]bool{"sk": true, "http": true, "sse": true, "gpio": true, "can": true, "ble": true, "mdns": true}
+var initialisms = map[string]bool{"sk": true, "http": true, "sse": true, "gpio": true, "can": true, "ble": true, "mdns": true, "gatt": true}
 
 // ImportName is the Go name WasmImports gives host function name: event_read is hEventRead.
 func ImportName(name string) string {

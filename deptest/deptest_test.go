@@ -97,11 +97,6 @@ func allowed(from, to string) (bool, string) {
 		return !strings.HasPrefix(to, "cmd/"), "commands are not imported"
 	case from == "deptest":
 		return false, "deptest imports nothing"
-	case from == "host/device" && strings.HasPrefix(to, "plugins/ble/"):
-		// The one exception, named so it cannot spread: BLE provisioning and the sensor
-		// gateway run in the host until the ABI carries GATT-server and portal-root functions
-		// (README "Bluetooth"); their packages build for wasip1 so the plugin can take them.
-		return true, ""
 	case to == "sdk" || strings.HasPrefix(to, "plugins") || strings.HasPrefix(to, "cmd/"):
 		return false, "the device never imports the SDK, plugins or commands"
 	case from == "host/device":

@@ -12,7 +12,7 @@ import (
 // TestEveryPluginBuildsWithAValidManifest builds each plugin for the device: go vet and go
 // test skip testdata/, so this is what keeps the test plugins compiling.
 func TestEveryPluginBuildsWithAValidManifest(t *testing.T) {
-	dirs := []string{"app", "n2k"}
+	dirs := []string{"app", "n2k", "ble"}
 	for _, n := range TestPlugins {
 		dirs = append(dirs, filepath.Join("testdata", n))
 	}

@@ -442,24 +442,15 @@ type Config map[string]json.RawMessage
 
 // GetConfig reads the namespace's effective values. Needs config and a registered namespace.
 func GetConfig() (Config, error) {
-	buf := make([]byte, 4<<10)
-	for {
-		rc := callOut(abi.FnConfigGet, buf)
-		if rc < 0 {
-			return nil, hostErr("config", rc)
-		}
-		if int(rc) <= len(buf) {
-			var c Config
-			if err := json.Unmarshal(buf[:rc], &c); err != nil || c == nil {
-				return nil, errors.New("sdk: config: the values are not a JSON object")
-			}
-			return c, nil
-		}
-		if rc > abi.MaxEventBatch {
-			return nil, errors.New("sdk: config: answer too large")
-		}
-		buf = make([]byte, rc)
+	b, err := readOut(abi.FnConfigGet, "config", 4<<10)
+	if err != nil {
+		return nil, err
 	}
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil || c == nil {
+		return nil, errors.New("sdk: config: the values are not a JSON object")
+	}
+	return c, nil
 }
 
 // String returns a string key's value ("" when absent or not a string).

@@ -66,6 +66,7 @@ type FakeHost struct {
 	Calls       []string               // every host function called, in order
 	Timers      map[uint32]FakeTimer   // armed timers by id
 	Sockets     map[uint32]*FakeSocket // open sockets (net_open) by id
+	FakePeriph                         // ABI minor 2 (fakeperiph.go)
 
 	values     map[string]any // stored configuration values by key
 	keys       []Key
@@ -132,6 +133,7 @@ func (h *FakeHost) Start(p *Plugin) error {
 	h.Meta, h.Health, h.Denied, h.Timers = map[string]string{}, map[string]FakeHealth{}, map[string]int{}, map[uint32]FakeTimer{}
 	h.openPuts, h.httpReply = map[uint32]bool{}, map[uint32]*abi.HTTPResponse{}
 	h.Sockets = map[uint32]*FakeSocket{}
+	h.gattReply, h.portalReply = map[uint32]*abi.GATTReply{}, map[uint32]*abi.PortalResponse{}
 	if h.values == nil {
 		h.values = map[string]any{}
 	}
@@ -296,15 +298,7 @@ func (h *FakeHost) in(fn string, b []byte) int32 {
 	case abi.FnHealthReport:
 		return h.health(b)
 	case abi.FnHTTPReply:
-		r, err := abi.DecodeHTTPResponse(b)
-		if err != nil {
-			return int32(abi.ErrInvalid)
-		}
-		slot, ok := h.httpReply[r.ID]
-		if !ok || slot != nil {
-			return int32(abi.ErrNotFound)
-		}
-		h.httpReply[r.ID] = &r
+		return fakeReply(b, abi.DecodeHTTPResponse, func(r abi.HTTPResponse) uint32 { return r.ID }, h.httpReply)
 	case abi.FnSSEPublish:
 		e, err := abi.DecodeSSEEvent(b)
 		if err != nil {
@@ -346,7 +340,7 @@ func (h *FakeHost) in(fn string, b []byte) int32 {
 		}
 		h.Advertising = append([]byte(nil), b...)
 	default:
-		return int32(abi.ErrInternal)
+		return h.periphIn(fn, b)
 	}
 	return 0
 }
@@ -445,7 +439,10 @@ func (h *FakeHost) out(fn string, buf []byte) int32 {
 	case abi.FnClockNow:
 		b = abi.AppendClock(nil, h.Clock)
 	default:
-		return int32(abi.ErrInternal)
+		var rc int32
+		if b, rc = h.periphOut(fn); rc != 0 {
+			return rc
+		}
 	}
 	if len(b) <= len(buf) {
 		copy(buf, b)
@@ -509,7 +506,7 @@ func (h *FakeHost) args(fn string, a, b int32) int32 {
 		}
 		h.Scanning = a == 1
 	default:
-		return int32(abi.ErrInternal)
+		return h.periphArgs(fn, a)
 	}
 	return 0
 }

@@ -54,6 +54,9 @@ func callIn(fn string, in []byte) int32 {
 	case abi.FnNetSend:
 		return hNetSend(p, n)
 	}
+	if f := periphIn[fn]; f != nil {
+		return f(p, n)
+	}
 	return int32(abi.ErrInternal)
 }
 
@@ -64,6 +67,9 @@ func callOut(fn string, out []byte) int32 {
 		return hConfigGet(p, n)
 	case abi.FnClockNow:
 		return hClockNow(p, n)
+	}
+	if f := periphOut[fn]; f != nil {
+		return f(p, n)
 	}
 	return int32(abi.ErrInternal)
 }
@@ -89,8 +95,22 @@ func callArgs(fn string, a, b int32) int32 {
 	case abi.FnNetClose:
 		return hNetClose(a)
 	}
+	if f := periphArgs[fn]; f != nil {
+		return f(a)
+	}
 	return int32(abi.ErrInternal)
 }
+
+// The functions of ABI minor 2 by name: (ptr, len) inputs, (ptr, cap) outputs, one i32.
+var (
+	periphIn = map[string]func(unsafe.Pointer, uint32) int32{
+		abi.FnGATTServe: hGATTServe, abi.FnGATTReply: hGATTReply, abi.FnGATTNotify: hGATTNotify,
+		abi.FnBLEScanResponse: hBLEScanResponse, abi.FnPortalServe: hPortalServe, abi.FnPortalReply: hPortalReply,
+		abi.FnWiFiProvision: hWifiProvision,
+	}
+	periphOut  = map[string]func(unsafe.Pointer, uint32) int32{abi.FnWiFiStatus: hWifiStatus, abi.FnWiFiScan: hWifiScan, abi.FnProvPoP: hProvPop}
+	periphArgs = map[string]func(int32) int32{abi.FnWiFiWatch: hWifiWatch, abi.FnPortalHold: hPortalHold, abi.FnButtonWatch: hButtonWatch}
+)
 
 //go:wasmexport dev_init
 func devInit() int32 { return dispatch(true) }

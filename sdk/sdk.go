@@ -42,6 +42,17 @@ type Plugin struct {
 	OnNetState func(s NetState)
 	// OnStop runs before an orderly stop; host calls still work during it.
 	OnStop func()
+
+	// OnGATT receives the events of the service served with GATTServe and answers reads
+	// and writes (the answer to a notice is ignored); nil answers them ATT "unlikely error".
+	OnGATT func(ev abi.GATTEvent) GATTAnswer
+	// OnPortal answers a request to a portal path served with PortalServe (nil: 404).
+	OnPortal func(req abi.PortalRequest) PortalResponse
+	// OnWiFi receives the station's state changes while WiFiWatch is on.
+	OnWiFi func(st abi.WiFiStatus)
+	// OnButton receives a press of the provisioning button (its window in seconds) while
+	// ButtonWatch is on.
+	OnButton func(seconds int)
 }
 
 // Types shared with the ABI.
@@ -279,6 +290,8 @@ func handle(ev abi.Event) error {
 		}
 	case abi.EvNetData, abi.EvNetState:
 		return handleNet(p, ev)
+	case abi.EvGATT, abi.EvPortal, abi.EvWiFi, abi.EvButton:
+		return periphEvent(p, ev)
 	case abi.EvStop:
 		if p.OnStop != nil {
 			p.OnStop()

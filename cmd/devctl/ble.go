@@ -58,8 +58,12 @@ func (a *app) boardBLE(ctx context.Context, tgt boardTarget, args []string) erro
 		if err != nil {
 			return err
 		}
+		name := localName(st.Radios.Advertising)
+		if name == "" {
+			name = localName(st.Radios.ScanResponse)
+		}
 		doc := map[string]any{"advertising": st.Radios.Advertising != nil, "data": hex.EncodeToString(st.Radios.Advertising),
-			"name": localName(st.Radios.Advertising)}
+			"scan_response": hex.EncodeToString(st.Radios.ScanResponse), "name": name}
 		b, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
 			return fmt.Errorf("encode: %w", err)

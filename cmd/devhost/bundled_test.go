@@ -15,12 +15,17 @@ import (
 	"devhost/plugins"
 )
 
-// bundledBuild is what `make build` makes of plugins/n2k and cmd/devhost, built once for the
-// tests that need it: the module, the development key that signed its bundle, and a devhost
-// (with the race detector) carrying the bundle.
+// bundledBuild is what `make build` makes of the bundled plugins (n2k, ble) and cmd/devhost,
+// built once for the tests that need it: the n2k module, the development key that signed
+// the bundles, and a devhost carrying them, with the race detector (bin) and without (plain:
+// the device compiles the 9 MB ble module at every first boot, minutes under the race
+// detector on a loaded machine, seconds without).
 type bundledBuild struct {
-	wasm, keys, bin string
+	wasm, keys, bin, plain string
 }
+
+// bundledIDs are the Makefile's BUNDLED_PLUGINS.
+var bundledIDs = []string{"n2k", "ble"}
 
 var (
 	bundledOnce sync.Once
@@ -54,27 +59,36 @@ func makeBundled() (bundledBuild, error) {
 		}
 		return nil
 	}
-	if err := plugins.Build(ctx, "n2k", b.wasm); err != nil {
-		return b, err
-	}
 	// What make build does, with the test's own development key and, instead of writing into
-	// the source tree, the bundle laid over the embedded folder.
-	bundle := filepath.Join(work, "n2k.devplug")
-	if err := run([]string{"DEVHOST_KEYS=" + b.keys}, devctl, "plugin", "pack",
-		"--manifest", filepath.Join(plugins.Dir(), "n2k", "manifest.json"), "--wasm", b.wasm, "--out", bundle); err != nil {
-		return b, err
-	}
+	// the source tree, the bundles laid over the embedded folder.
 	dist := filepath.Join(plugins.Dir(), "..", "host", "plugin", "bundled", "dist")
-	replace := map[string]string{filepath.Join(dist, "n2k.devplug"): bundle}
+	replace := map[string]string{}
 	others, _ := filepath.Glob(filepath.Join(dist, "*.devplug"))
 	for _, o := range others {
-		if filepath.Base(o) != "n2k.devplug" {
-			replace[o] = "" // another build's bundles are not these tests'
+		replace[o] = "" // another build's bundles are not these tests'
+	}
+	for _, id := range bundledIDs {
+		wasm := filepath.Join(work, id+".wasm")
+		if id == "n2k" {
+			wasm = b.wasm
 		}
+		if err := plugins.Build(ctx, id, wasm); err != nil {
+			return b, err
+		}
+		bundle := filepath.Join(work, id+".devplug")
+		if err := run([]string{"DEVHOST_KEYS=" + b.keys}, devctl, "plugin", "pack",
+			"--manifest", filepath.Join(plugins.Dir(), id, "manifest.json"), "--wasm", wasm, "--out", bundle); err != nil {
+			return b, err
+		}
+		replace[filepath.Join(dist, id+".devplug")] = bundle
 	}
 	ov, _ := json.Marshal(map[string]any{"Replace": replace})
 	overlay := filepath.Join(work, "overlay.json")
 	if err := os.WriteFile(overlay, ov, 0o644); err != nil {
+		return b, err
+	}
+	b.plain = filepath.Join(work, "devhost-plain")
+	if err := run(nil, "go", "build", "-tags", "bundled", "-overlay", overlay, "-o", b.plain, "."); err != nil {
 		return b, err
 	}
 	return b, run(nil, "go", "build", "-race", "-tags", "bundled", "-overlay", overlay, "-o", b.bin, ".")

@@ -11,13 +11,30 @@ import (
 	"time"
 )
 
+// newProvDev starts a device built as make build builds it, carrying the ble plugin that
+// provisions it, and waits until the plugin answers GET /prov (bundles load in the
+// background).
+func newProvDev(t *testing.T, opts ...devOpt) *dev {
+	t.Helper()
+	b := buildBundled(t)
+	d := newDev(t, append([]devOpt{withBinary(b.plain), withEnv("DEVHOST_KEYS=" + b.keys)}, opts...)...)
+	d.waitProv()
+	return d
+}
+
+// waitProv waits for the ble plugin's GET /prov.
+func (d *dev) waitProv() {
+	d.t.Helper()
+	d.waitDoc("the ble plugin answers", "/api/v1/prov", hangGuard, func(doc map[string]any) bool { return doc["active"] != nil })
+}
+
 // Provisioning end to end as a phone app does it: the device boots with no network
 // configured, provisioning runs over the setup portal, devctl prov (playing the app) opens a
 // security-1 session with the PoP from the device label and sends the credentials; the
 // station joins the board's access point.
 func TestProvisionSoftAP(t *testing.T) {
 	var ip string
-	d := newDev(t, withPortalBoard(&ip))
+	d := newProvDev(t, withPortalBoard(&ip))
 	portal := fmt.Sprintf("http://%s:%d", ip, d.port)
 	waitPortal(t, portal, true)
 	d.devctlBoard("wifi", "ap", "add", "--ssid", "boat", "--psk", "password1")
@@ -28,7 +45,7 @@ func TestProvisionSoftAP(t *testing.T) {
 	if r := d.call("PUT", "/api/v1/config", `{"f_ble":{"prov_scheme":"softap"}}`); r.status != 200 {
 		t.Fatalf("prov_scheme softap: %d %s", r.status, r.body)
 	}
-	doc := d.call("GET", "/api/v1/prov", "").json(t)
+	doc := d.waitDoc("provisioning moved to softap", "/api/v1/prov", hangGuard, func(doc map[string]any) bool { return doc["scheme"] == "softap" })
 	if doc["active"] != true || doc["got_credentials"] != false || doc["scheme"] != "softap" {
 		t.Fatalf("GET /prov at boot: %v", doc)
 	}
@@ -85,7 +102,7 @@ func TestProvisionSoftAP(t *testing.T) {
 // The same over BLE: the device advertises its service name, devctl prov connects the
 // board's simulated central and provisions through GATT.
 func TestProvisionBLE(t *testing.T) {
-	d := newDev(t)
+	d := newProvDev(t)
 	d.devctlBoard("wifi", "ap", "add", "--ssid", "boat", "--psk", "password1")
 	flash := filepath.Join(d.data, "flash")
 	doc := d.call("GET", "/api/v1/prov", "").json(t)
@@ -123,7 +140,7 @@ func TestProvisionBLE(t *testing.T) {
 // The gateway lists what the scanner hears once f_ble.gateway is on; a configured sensor's
 // advert is decoded, another is listed undecoded.
 func TestBLEGatewayListsAdverts(t *testing.T) {
-	d := newDev(t)
+	d := newProvDev(t)
 	flash := filepath.Join(d.data, "flash")
 	// Provisioning starts once the device is up (no network is configured); wait for it.
 	deadline := time.Now().Add(hangGuard)
@@ -138,6 +155,7 @@ func TestBLEGatewayListsAdverts(t *testing.T) {
 	if r := d.call("PUT", "/api/v1/config", `{"f_ble":{"gateway":true,"sensors":"[{\"address\":\"AA:BB:CC:DD:EE:01\",\"kind\":\"bthome\",\"key\":\"\",\"prefix\":\"environment.cabin\"}]"}}`); r.status != 200 {
 		t.Fatalf("gateway on: %d %s", r.status, r.body)
 	}
+	d.waitDoc("the scan is on", "/api/v1/ble/status", hangGuard, func(doc map[string]any) bool { return doc["scanning"] == true })
 	for _, addr := range []string{"11:22:33:44:55:66", "aa:bb:cc:dd:ee:01"} {
 		out, err := exec.Command(devctl, "board", "--data", flash, "ble", "advert", "--addr", addr, "--data", "0201060716d2fc4002c409", "--rssi", "-65").CombinedOutput()
 		if err != nil {
@@ -167,12 +185,13 @@ func TestBLEGatewayListsAdverts(t *testing.T) {
 
 // A device with a network configured does not provision at boot; a button press starts it.
 func TestProvisionButton(t *testing.T) {
-	d := newDev(t)
+	d := newProvDev(t)
 	if r := d.call("PUT", "/api/v1/config", `{"wifi":{"ssid0":"boat","psk0":"password1"}}`); r.status != 200 {
 		t.Fatalf("configure: %d %s", r.status, r.body)
 	}
 	d.powerCut()
 	d.powerOn()
+	d.waitProv()
 	if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["active"] != false {
 		t.Fatalf("provisioning at boot with a network configured: %v", doc)
 	}
@@ -185,7 +204,7 @@ func TestProvisionButton(t *testing.T) {
 // A wrong passphrase and a network out of range reach the app as ConnectionFailed with
 // AuthError and NetworkNotFound; provisioning stays up for the next try.
 func TestProvisionFailureReasons(t *testing.T) {
-	d := newDev(t)
+	d := newProvDev(t)
 	d.devctlBoard("wifi", "ap", "add", "--ssid", "boat", "--psk", "password1")
 	flash := filepath.Join(d.data, "flash")
 	pop := fmt.Sprint(d.call("GET", "/api/v1/prov", "").json(t)["pop"])

@@ -51,7 +51,8 @@ var ErrNoPeripheral = errors.New("board: the device is not a connectable periphe
 var ErrNoConnection = errors.New("board: no such BLE connection")
 
 // GATTChar is one characteristic the device serves. Read and Write are called with the
-// connection's id; a Write error becomes an ATT error (ATTUnlikely) for the central.
+// connection's id; their error becomes an ATT error for the central: an *ATTError's code, or
+// ATTUnlikely.
 type GATTChar struct {
 	UUID        string
 	Description string // user description (0x2901)
@@ -66,6 +67,9 @@ type GATTService struct {
 	Chars []GATTChar
 	// Disconnected is told when a central's connection ends.
 	Disconnected func(conn int)
+	// Connected and MTU, when set, are told of a new connection and of its MTU exchange.
+	Connected func(conn int)
+	MTU       func(conn, mtu int)
 }
 
 // CharInfo is a characteristic as discovery shows it.
@@ -120,6 +124,18 @@ func (s *Sim) GATTServe(svc *GATTService) {
 // handles per characteristic (declaration, value, user description).
 func valueHandle(i int) uint16 { return uint16(1 + 3*i + 2) }
 
+// CharHandle is the value handle of the service's characteristic i (what GATTNotify takes).
+func CharHandle(i int) uint16 { return valueHandle(i) }
+
+// attErr is the ATT error a Read or Write callback's error becomes.
+func attErr(err error, handle uint16) *ATTError {
+	var a *ATTError
+	if errors.As(err, &a) {
+		return &ATTError{Code: a.Code, Handle: handle}
+	}
+	return &ATTError{Code: ATTUnlikely, Handle: handle}
+}
+
 func (g *gattState) char(h uint16) (*GATTChar, bool) {
 	if g.svc == nil || h < 3 || (h-3)%3 != 0 {
 		return nil, false
@@ -155,6 +171,9 @@ func (s *Sim) CentralConnect() (int, error) {
 	}
 	g.next++
 	g.conns[g.next] = &gattConn{mtu: DefaultMTU, queue: map[uint16][]byte{}, reading: map[uint16][]byte{}}
+	if g.svc.Connected != nil {
+		g.svc.Connected(g.next)
+	}
 	return g.next, nil
 }
 
@@ -171,6 +190,9 @@ func (s *Sim) CentralMTU(id, mtu int) (int, error) {
 		return 0, fmt.Errorf("board: MTU %d below the ATT minimum %d", mtu, DefaultMTU)
 	}
 	c.mtu = min(mtu, MaxMTU)
+	if g.svc.MTU != nil {
+		g.svc.MTU(id, c.mtu)
+	}
 	return c.mtu, nil
 }
 
@@ -230,7 +252,7 @@ func (s *Sim) CentralRead(id int, handle uint16, offset int) ([]byte, error) {
 	g.mu.Unlock()
 	if offset == 0 || !held {
 		if v, err = read(id); err != nil {
-			return nil, &ATTError{Code: ATTUnlikely, Handle: handle}
+			return nil, attErr(err, handle)
 		}
 		g.mu.Lock()
 		if c, err := g.conn(id); err == nil {
@@ -286,7 +308,7 @@ func (s *Sim) CentralWrite(id int, handle uint16, offset int, value []byte, prep
 	write := ch.Write
 	g.mu.Unlock()
 	if err := write(id, slices.Clone(value)); err != nil {
-		return &ATTError{Code: ATTUnlikely, Handle: handle}
+		return attErr(err, handle)
 	}
 	return nil
 }
@@ -319,7 +341,7 @@ func (s *Sim) CentralExecute(id int, commit bool) error {
 	slices.SortFunc(writes, func(a, b w) int { return int(a.h) - int(b.h) })
 	for _, x := range writes {
 		if err := x.fn(id, x.v); err != nil {
-			return &ATTError{Code: ATTUnlikely, Handle: x.h}
+			return attErr(err, x.h)
 		}
 	}
 	return nil

@@ -36,7 +36,9 @@ type Radios struct {
 	CANSent     []CANFrame `json:"can_sent"`     // the last frames the device sent, oldest first
 	CANReceived int        `json:"can_received"` // frames injected from the bus
 	Advertising []byte     `json:"ble_advertising"`
-	Scanning    int        `json:"ble_scanners"`
+	// ScanResponse is what the device answers an active scan with (its name, typically).
+	ScanResponse []byte `json:"ble_scan_response,omitempty"`
+	Scanning     int    `json:"ble_scanners"`
 }
 
 // radios is the simulated CAN transceiver and BLE radio. The outside world (tests, devctl)
@@ -47,6 +49,7 @@ type radios struct {
 	received int
 	canRx    map[*func(CANFrame)]struct{}
 	advert   []byte
+	scanRsp  []byte
 	scanners map[*func(BLEAdvert)]struct{}
 }
 
@@ -120,6 +123,17 @@ func (s *Sim) BLEAdvertise(data []byte) error {
 	return nil
 }
 
+// BLEScanResponse sets the scan response data (empty clears it).
+func (s *Sim) BLEScanResponse(data []byte) error {
+	if len(data) > 31 {
+		return fmt.Errorf("%w: scan response of %d bytes (at most 31)", ErrFrame, len(data))
+	}
+	s.radio.mu.Lock()
+	s.radio.scanRsp = slices.Clone(data)
+	s.radio.mu.Unlock()
+	return nil
+}
+
 // BLEStopAdvertising ends the advertisement.
 func (s *Sim) BLEStopAdvertising() error {
 	s.radio.mu.Lock()
@@ -162,7 +176,7 @@ func (s *Sim) Radios() Radios {
 	s.radio.mu.Lock()
 	defer s.radio.mu.Unlock()
 	return Radios{CANSent: slices.Clone(s.radio.sent), CANReceived: s.radio.received,
-		Advertising: slices.Clone(s.radio.advert), Scanning: len(s.radio.scanners)}
+		Advertising: slices.Clone(s.radio.advert), ScanResponse: slices.Clone(s.radio.scanRsp), Scanning: len(s.radio.scanners)}
 }
 
 func (s *Sim) postCAN(r *http.Request) error {

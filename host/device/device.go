@@ -23,6 +23,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"golang.org/x/sync/errgroup"
 
+	"devhost/abi"
 	"devhost/host/api"
 	"devhost/host/auth"
 	"devhost/host/board"
@@ -37,6 +38,7 @@ import (
 	"devhost/host/mdns"
 	"devhost/host/netroute"
 	"devhost/host/ota"
+	"devhost/host/plugin"
 	"devhost/host/portal"
 	"devhost/host/power"
 	"devhost/host/signalk"
@@ -110,12 +112,15 @@ type Device struct {
 	rtns  *runtimens.Registry
 	sys   *system.System
 	srv   *httpd.Server
-	ap    *portal.Portal // the setup portal's network side
-	prov  *provisioning  // provisioning over the setup portal (prov.go)
-	bleGW *bleGateway    // the BLE sensor gateway (blegw.go)
+	ap    *portal.Portal  // the setup portal's network side
+	pm    *plugin.Manager // set before the server serves
 
 	portalMu       sync.Mutex
-	portalDownHeld bool // the station manager took the portal down while provisioning held it
+	portalDownHeld bool            // the station manager took the portal down while a plugin held it
+	portalHolds    map[string]bool // plugins holding the portal up (portal_hold)
+
+	wifiWatchers   watchers[abi.WiFiStatus] // plugins' wifi_watch
+	buttonWatchers watchers[int]            // plugins' button_watch: the press's window in seconds
 
 	exitOnce sync.Once
 	exit     Exit
@@ -156,7 +161,7 @@ func open(opts Options) (*Device, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	d := &Device{opts: opts, clk: clockwork.NewRealClock()}
+	d := &Device{opts: opts, clk: clockwork.NewRealClock(), portalHolds: map[string]bool{}}
 	d.ring = logs.New(logs.Options{Clock: d.clk, Console: opts.Stderr})
 	d.log = d.ring.Logger("main")
 	d.log.Info("boot", "reset_reason", opts.Handoff.ResetReason, "version", build.Version)
@@ -247,10 +252,9 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	d.hub.OnConnect(func() []events.Event { name, st := d.net.OnConnect(); return []events.Event{{Name: name, Data: st}} })
 	d.newPortal()
 	d.wifi = d.wifiStation(announcedPortal{d})
-	if err := d.newProv(); err != nil {
-		return ExitShutdown, fmt.Errorf("provisioning: %w", err)
+	if err := d.writeLabel(); err != nil {
+		return ExitShutdown, err
 	}
-	d.newBLEGateway()
 	d.ui = ui.New(filepath.Join(opts.DataDir, "ui"), d.ring.Logger("ui"))
 	if wrote, err := d.ui.InstallBundled(); err != nil {
 		d.ring.Logger("ui").Warn("ui partition not written", "err", err)
@@ -277,10 +281,10 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		Restart:       func(factory bool) { d.restart(ExitReboot, factory) },
 		Crash:         opts.DebugCrash,
 	})
-	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.provRoot(d.probeAliases(d.ui)),
+	d.srv = httpd.New(httpd.Options{Logger: d.ring.Logger("httpd"), Auth: authCheck{d.auth}, UI: d.portalRoot(d.probeAliases(d.ui)),
 		AllowedHosts: func() []string { return d.hostNames(hw.DeviceID()) }, AnyHost: d.auth.OnPortal})
 	for _, rs := range [][]api.Route{d.sys.Routes(), d.cfg.Routes(), d.auth.Routes(), d.ring.Routes(),
-		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes(), d.wifi.Routes(), d.ap.Routes(), d.provRoutes(), d.bleRoutes()} {
+		d.hlth.Routes(), d.clock.Routes(), d.hub.Routes(), d.net.Routes(), d.wifi.Routes(), d.ap.Routes()} {
 		if err := d.srv.HandleAll(rs); err != nil {
 			return ExitShutdown, fmt.Errorf("routes: %w", err)
 		}
@@ -327,9 +331,6 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		ctl.Close()
 		return fail(fmt.Errorf("listen on port %d: %w", port, err))
 	}
-	// Provisioning starts before the device says it listens, so the first request already
-	// sees it running on a device with no network configured.
-	d.startBLE()
 	fmt.Fprintf(opts.Stdout, "devhost: listening on http://%s\n", displayAddr(ln.Addr()))
 	d.sayWidened(ln.Addr())
 	d.log.Info("listening", "addr", ln.Addr().String())
@@ -406,7 +407,9 @@ func (d *Device) takeResetRecord() any {
 
 func (d *Device) boardEvents(ctx context.Context) {
 	for ev := range d.sim.Subscribe(ctx) {
-		d.provButton(ev)
+		if ev.Presence > 0 {
+			d.buttonWatchers.tell(ev.Presence)
+		}
 		switch {
 		case ev.Presence > 0:
 			d.log.Warn("presence button: recovery window opened", "seconds", ev.Presence)

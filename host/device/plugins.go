@@ -46,10 +46,16 @@ func (d *Device) plugins(ctx context.Context, g *errgroup.Group) error {
 		SignalK: skplugin.New(d.sk),
 		MDNS:    d.pluginMDNS(),
 		Power:   pluginPower{d.power},
+
+		Peripheral: simPeripheral{d.sim},
+		WiFi:       pluginWiFi{d},
+		Button:     pluginButton{d},
+		PoP:        d.provPoP,
 	})
 	if err != nil {
 		return fmt.Errorf("plugin host: %w", err)
 	}
+	d.pm = pm
 	if err := d.srv.HandleAll(pm.Routes()); err != nil {
 		return err
 	}

@@ -61,8 +61,8 @@ func (p announcedPortal) Up(ssid, psk string) error {
 	return nil
 }
 
-// Down is held while provisioning runs: the app reads the outcome through the portal after
-// the station connected (prov.go takes it down when provisioning stops).
+// Down is held while a plugin holds the portal (portal_hold): a provisioning app reads the
+// outcome through the portal after the station connected; the last release takes it down.
 func (p announcedPortal) Down() {
 	p.d.portalMu.Lock()
 	hold := p.d.provHoldsPortal()

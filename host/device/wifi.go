@@ -50,7 +50,8 @@ func (d *Device) wifiSettings() wifi.Settings {
 		ConnectTimeout: secs("connect_tmo_s"), DHCPTimeout: secs("dhcp_tmo_s")}
 }
 
-// wifiPublish is the station manager's Publish: the `wifi` event also feeds provisioning,
+// wifiPublish is the station manager's Publish: the `wifi` event also feeds the plugins
+// watching the station (wifi_watch),
 // and tells the firmware updater when the station has connected (a pending image marks
 // itself valid then: spec "OTA image lifecycle").
 func (d *Device) wifiPublish(name string, data any) {
@@ -59,9 +60,7 @@ func (d *Device) wifiPublish(name string, data any) {
 	if !ok || name != "wifi" {
 		return
 	}
-	if d.prov != nil {
-		d.prov.flow.StationChanged(stationOf(st))
-	}
+	d.wifiWatchers.tell(d.wifiStatusABI(st))
 	if st.State == wifi.StateConnected && d.ota != nil {
 		d.ota.StationConnected()
 	}

@@ -63,6 +63,7 @@ func hostFunctions() []hostFn {
 		{abi.FnNetSend, fnNetSend},
 		{abi.FnNetClose, fnNetClose},
 	}
+	defs = append(defs, periphFunctions...)
 	out := make([]hostFn, 0, len(defs))
 	for _, d := range defs {
 		capability := abi.FunctionCapability[d.name]
@@ -679,13 +680,22 @@ func fnBLEScan(s *session, st []uint64) int32 {
 	return 0
 }
 
-func fnBLEAdvertise(s *session, st []uint64) int32 {
+// advertArg reads a legacy advertising payload (advertising data or scan response).
+func advertArg(s *session, st []uint64) ([]byte, int32) {
 	b, e := s.mem(p32(st, 0), p32(st, 1))
 	if e != 0 {
-		return int32(e)
+		return nil, int32(e)
 	}
 	if len(b) > abi.MaxBLEAdvertising {
-		return int32(abi.ErrLimit)
+		return nil, int32(abi.ErrLimit)
+	}
+	return b, 0
+}
+
+func fnBLEAdvertise(s *session, st []uint64) int32 {
+	b, rc := advertArg(s, st)
+	if rc != 0 {
+		return rc
 	}
 	bl := s.p.m.opts.BLE
 	if bl == nil {

@@ -17,6 +17,7 @@ type queued struct {
 	payload []byte
 	http    *httpReq // EvHTTP
 	put     *putReq  // EvPut
+	req     *waitReq // EvGATT and EvPortal requests
 	timer   uint32   // EvTimer
 	n       int      // EvDelta: value records in payload
 	done    func()   // when set, called once the event was delivered (or dropped)

@@ -65,6 +65,12 @@ type Options struct {
 	BLE       BLE
 	SignalK   SignalK
 	MDNS      MDNS // nil: mdns_service answers ErrUnavailable
+	// ABI minor 2; each nil makes its functions answer ErrUnavailable.
+	Peripheral Peripheral
+	WiFi       WiFi
+	Button     Button
+	// PoP gives the device's proof of possession for provisioning (prov_pop).
+	PoP func() (string, error)
 
 	// MemoryPages caps the memory of a plugin instance (64 KiB pages; a Go plugin needs 38):
 	// its linear memory and its Wasm stack budget (StackBytes, rounded up to pages) together.
@@ -111,6 +117,7 @@ type Manager struct {
 	wg        sync.WaitGroup
 	offering  atomic.Int32      // offers of carried bundles in progress (OfferingBundled)
 	putClaims map[string]string // PUT handler pattern → plugin id
+	owners    periphOwners      // the GATT table's and the portal paths' instances
 
 	healthMu   sync.Mutex
 	lastHealth string

@@ -54,6 +54,7 @@ type session struct {
 	net       netTable                   // net_open sockets
 
 	httpOpen map[uint32]*httpReq // delivered in the call in progress
+	periph   periphSession       // ABI minor 2: GATT, portal, WiFi hand-off, button
 
 	putMu       sync.Mutex
 	putOpen     map[uint32]*putReq // delivered in the call in progress
@@ -84,6 +85,7 @@ func newSession(p *plugin, inst *instance, gen uint64, granted []string) *sessio
 		subs: map[string]func(){}, putPats: map[string]func(){}, timers: map[uint32]*holder{},
 		gpioWatch: map[int]func(){}, httpOpen: map[uint32]*httpReq{},
 		putOpen: map[uint32]*putReq{}, putDeferred: map[uint32]*putReq{},
+		periph: periphSession{open: map[uint32]*waitReq{}},
 	}
 }
 
@@ -162,6 +164,7 @@ func (s *session) finishRequests() {
 		}
 		delete(s.httpOpen, id)
 	}
+	s.finishPeriph()
 	s.putMu.Lock()
 	open := s.putOpen
 	s.putOpen = map[uint32]*putReq{}
@@ -200,6 +203,7 @@ func (s *session) end() {
 	}
 	s.endMDNS()
 	s.endNet()
+	s.endPeriph()
 	s.finishRequests()
 	s.putMu.Lock()
 	deferred := s.putDeferred

@@ -270,6 +270,9 @@ func (p *plugin) runOnce(ctx context.Context) (*command, error) {
 			if e.put != nil {
 				e.put.reply(sk.PutFailure, "the plugin stopped")
 			}
+			if e.req != nil {
+				e.req.reply <- nil
+			}
 		}
 		p.mu.Lock()
 		p.sess = nil
@@ -376,6 +379,9 @@ func (p *plugin) deliver(ctx context.Context, s *session) error {
 		}
 		if e.put != nil {
 			s.openPut(e.put)
+		}
+		if e.req != nil {
+			s.periph.open[e.req.id] = e.req
 		}
 	}
 	if cfg && s.caps[abi.CapConfig] {

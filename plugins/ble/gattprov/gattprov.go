@@ -9,6 +9,8 @@ package gattprov
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 
 	"devhost/plugins/ble/protocomm"
@@ -39,6 +41,28 @@ func AdvertData(name string) []byte {
 		name = name[:26] // 31 bytes of advertising data in all
 	}
 	return append([]byte{0x02, 0x01, 0x06, byte(len(name) + 1), 0x09}, name...)
+}
+
+// AdvertServiceData is the advertising data as ESP-IDF's protocomm_ble lays it out: flags
+// and the complete list of 128-bit service UUIDs (the provisioning service, its bytes in
+// little-endian order); the name goes in the scan response (ScanResponseData).
+func AdvertServiceData() []byte {
+	hexDigits := strings.ReplaceAll(ServiceUUID, "-", "")
+	out := []byte{0x02, 0x01, 0x06, 0x11, 0x07}
+	for i := len(hexDigits) - 2; i >= 0; i -= 2 {
+		v, _ := strconv.ParseUint(hexDigits[i:i+2], 16, 8)
+		out = append(out, byte(v))
+	}
+	return out
+}
+
+// ScanResponseData is the scan response: the complete local name, the service name the
+// apps list.
+func ScanResponseData(name string) []byte {
+	if len(name) > 29 {
+		name = name[:29] // 31 bytes in all
+	}
+	return append([]byte{byte(len(name) + 1), 0x09}, name...)
 }
 
 // ErrNoAnswer is a read before any request on that endpoint.

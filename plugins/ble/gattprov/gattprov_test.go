@@ -2,6 +2,7 @@ package gattprov
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -203,5 +204,17 @@ func TestIdentifiers(t *testing.T) {
 	ad := AdvertData("PROV_A1B2C3")
 	if len(ad) > 31 || string(ad[5:]) != "PROV_A1B2C3" || ad[4] != 0x09 || int(ad[3]) != len("PROV_A1B2C3")+1 {
 		t.Fatalf("advert %x", ad)
+	}
+}
+
+func TestAdvertLayout(t *testing.T) {
+	adv := AdvertServiceData()
+	// flags, then 0x11 0x07 and the UUID 021a9004-0382-4aea-bff4-6b3f1c5adfb4 reversed.
+	want := "0201061107b4df5a1c3f6bf4bfea4a820304901a02"
+	if got := fmt.Sprintf("%x", adv); got != want {
+		t.Errorf("advert %s", got)
+	}
+	if sr := ScanResponseData("PROV_0A0B0C"); string(sr) != "\x0c\x09PROV_0A0B0C" {
+		t.Errorf("scan response %q", sr)
 	}
 }

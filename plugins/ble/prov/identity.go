@@ -1,8 +1,6 @@
 package prov
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -17,13 +15,4 @@ func ServiceName(mac string) (string, error) {
 		return "", fmt.Errorf("prov: base MAC %q: not a 6-byte address", mac)
 	}
 	return "PROV_" + strings.ToUpper(hex.EncodeToString(hw[3:])), nil
-}
-
-// PoPFromSecret derives the device's proof of possession from its secret: 8 hex characters
-// of HMAC-SHA256(secret, "prov-pop"), short enough to type from a label, per device, and
-// not guessable from anything the device broadcasts.
-func PoPFromSecret(secret []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte("prov-pop"))
-	return hex.EncodeToString(m.Sum(nil)[:4])
 }

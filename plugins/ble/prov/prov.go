@@ -49,6 +49,14 @@ const (
 	StaBackoff     = "backoff"
 )
 
+// Clock is what the flow needs of a clock: a clockwork.Clock has it, and so does a plugin's
+// clock made of its timers.
+type Clock interface {
+	Now() time.Time
+	Since(t time.Time) time.Duration
+	AfterFunc(d time.Duration, f func()) clockwork.Timer
+}
+
 // Station is the WiFi station as the flow needs it.
 type Station struct {
 	State   string
@@ -70,7 +78,7 @@ type Doc struct {
 
 // Options wire the flow to the device.
 type Options struct {
-	Clock clockwork.Clock
+	Clock Clock
 	// Scheme is the transport; SchemeOf, when set, is asked at each Start instead.
 	Scheme      string
 	SchemeOf    func() string
@@ -293,6 +301,33 @@ func failReason(code int) (pb.WifiConnectFailedReason, bool) {
 		return pb.WifiConnectFailedReason_AuthError, true
 	}
 	return 0, false
+}
+
+// AP is a network a scan heard as prov-scan lists it; auth is the board's name of the
+// security (open, wep, wpa, wpa2, wpa/wpa2, wpa2-enterprise, wpa3, wpa2/wpa3).
+func AP(ssid, bssid string, channel, rssi int, auth string) protocomm.AP {
+	return protocomm.AP{SSID: ssid, BSSID: macBytes(bssid), Channel: uint32(max(channel, 0)), RSSI: int32(rssi), Auth: authMode(auth)}
+}
+
+// authMode maps the board's auth names to the app's enum.
+func authMode(a string) pb.WifiAuthMode {
+	switch a {
+	case "wep":
+		return pb.WifiAuthMode_WEP
+	case "wpa":
+		return pb.WifiAuthMode_WPA_PSK
+	case "wpa2":
+		return pb.WifiAuthMode_WPA2_PSK
+	case "wpa/wpa2":
+		return pb.WifiAuthMode_WPA_WPA2_PSK
+	case "wpa2-enterprise":
+		return pb.WifiAuthMode_WPA2_ENTERPRISE
+	case "wpa3":
+		return pb.WifiAuthMode_WPA3_PSK
+	case "wpa2/wpa3":
+		return pb.WifiAuthMode_WPA2_WPA3_PSK
+	}
+	return pb.WifiAuthMode_Open
 }
 
 func macBytes(s string) []byte {

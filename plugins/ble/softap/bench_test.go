@@ -8,6 +8,7 @@ import (
 
 	"devhost/plugins/ble/protocomm"
 	"devhost/plugins/ble/prov"
+	"devhost/plugins/ble/softap/table"
 )
 
 // BenchmarkHandshakeSec1 is the provisioning handshake as an app sees it over the SoftAP
@@ -18,7 +19,7 @@ func BenchmarkHandshakeSec1(b *testing.B) {
 		Store: func(string, string) error { return nil }, Station: func() prov.Station { return prov.Station{} }})
 	flow.Start()
 	defer flow.Stop()
-	srv := httptest.NewServer(&Server{Handler: flow.Handler})
+	srv := httptest.NewServer(&Server{Table: table.Table{Handler: flow.Handler}})
 	defer srv.Close()
 	jar, err := cookiejar.New(nil)
 	if err != nil {

@@ -10,71 +10,36 @@
 package softap
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 
 	"devhost/plugins/ble/protocomm"
+	"devhost/plugins/ble/softap/table"
 )
 
 // MaxSessions bounds the session table.
-const MaxSessions = 4
+const MaxSessions = table.MaxSessions
 
 // MaxBody bounds a request body: the largest protocomm message (a scan result page) is far
 // below it.
 const MaxBody = 4096
 
 // CookieName is the session cookie.
-const CookieName = "session"
+const CookieName = table.CookieName
 
 // IsEndpoint reports whether path is one of the provisioning endpoints at the root.
-func IsEndpoint(path string) bool {
-	name, ok := strings.CutPrefix(path, "/")
-	if !ok {
-		return false
-	}
-	for _, ep := range protocomm.Endpoints {
-		if ep == name {
-			return true
-		}
-	}
-	return false
-}
+func IsEndpoint(path string) bool { return table.IsEndpoint(path) }
 
-// Server answers the endpoints with the handler that Handler returns (nil: provisioning is
-// not running, and the paths are absent).
+// Server answers the endpoints over HTTP with the session table (package table).
 type Server struct {
-	Handler func() *protocomm.Handler
-	Now     func() time.Time // nil: time.Now
-
-	mu       sync.Mutex
-	sessions map[string]*entry
-	owner    *protocomm.Handler // the handler the sessions belong to
-}
-
-type entry struct {
-	s    *protocomm.Session
-	mu   sync.Mutex // one exchange at a time per session
-	used time.Time
-}
-
-func (s *Server) now() time.Time {
-	if s.Now == nil {
-		return time.Now()
-	}
-	return s.Now()
+	table.Table
 }
 
 // ServeHTTP answers one exchange.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := s.Handler()
-	if h == nil || !IsEndpoint(r.URL.Path) {
+	if s.Handler() == nil || !IsEndpoint(r.URL.Path) {
 		http.NotFound(w, r)
 		return
 	}
@@ -88,93 +53,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "request body too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
 	}
-	ep := strings.TrimPrefix(r.URL.Path, "/")
-	e, id, fresh := s.session(h, r)
-	if fresh {
-		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: "/", HttpOnly: true})
+	cookie := ""
+	if c, err := r.Cookie(CookieName); err == nil {
+		cookie = c.Value
 	}
-	e.mu.Lock()
-	out, err := h.Handle(e.s, ep, body)
-	e.mu.Unlock()
+	a, err := s.Exchange(r.RemoteAddr, cookie, strings.TrimPrefix(r.URL.Path, "/"), body)
 	if err != nil {
-		// The protocol's refusal: anything but 200 fails the client's exchange.
-		status := http.StatusBadRequest
-		if !errors.Is(err, protocomm.ErrProto) && !errors.Is(err, protocomm.ErrPoP) &&
-			!errors.Is(err, protocomm.ErrSession) && !errors.Is(err, protocomm.ErrScheme) {
-			status = http.StatusInternalServerError
-		}
-		http.Error(w, err.Error(), status)
+		http.NotFound(w, r)
+		return
+	}
+	if a.SetCookie != "" {
+		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: a.SetCookie, Path: "/", HttpOnly: true})
+	}
+	if a.Status != http.StatusOK {
+		http.Error(w, string(a.Body), a.Status)
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
-}
-
-// session finds the request's session or makes one; fresh reports a new cookie to send.
-func (s *Server) session(h *protocomm.Handler, r *http.Request) (*entry, string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.owner != h || s.sessions == nil {
-		// Provisioning restarted: sessions of the last run mean nothing now.
-		s.owner, s.sessions = h, map[string]*entry{}
-	}
-	now := s.now()
-	if c, err := r.Cookie(CookieName); err == nil {
-		if e, ok := s.sessions["c:"+c.Value]; ok {
-			e.used = now
-			return e, c.Value, false
-		}
-	}
-	if e, ok := s.sessions["a:"+r.RemoteAddr]; ok {
-		e.used = now
-		return e, "", false
-	}
-	id := newID()
-	e := &entry{s: h.NewSession(), used: now}
-	if len(s.sessions) >= 2*MaxSessions {
-		s.evictLocked()
-	}
-	// One session, two keys: the connection and the cookie.
-	s.sessions["c:"+id] = e
-	s.sessions["a:"+r.RemoteAddr] = e
-	return e, id, true
-}
-
-// evictLocked drops the session idle longest (both its keys).
-func (s *Server) evictLocked() {
-	var oldest *entry
-	for _, e := range s.sessions {
-		if oldest == nil || e.used.Before(oldest.used) {
-			oldest = e
-		}
-	}
-	for k, e := range s.sessions {
-		if e == oldest {
-			delete(s.sessions, k)
-		}
-	}
-}
-
-// Sessions is the number of sessions held.
-func (s *Server) Sessions() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	seen := map[*entry]bool{}
-	for _, e := range s.sessions {
-		seen[e] = true
-	}
-	return len(seen)
-}
-
-func newID() string {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		// crypto/rand does not fail on supported platforms; a time-based id still separates
-		// sessions.
-		return fmt.Sprintf("t%x", time.Now().UnixNano())
-	}
-	return hex.EncodeToString(b)
+	_, _ = w.Write(a.Body)
 }
 
 // Exchange is the client side: one POST per exchange on one keep-alive client that keeps

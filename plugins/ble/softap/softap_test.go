@@ -11,6 +11,7 @@ import (
 	"devhost/plugins/ble/protocomm"
 	"devhost/plugins/ble/prov"
 	pb "devhost/plugins/ble/provpb"
+	"devhost/plugins/ble/softap/table"
 )
 
 type rig struct {
@@ -28,12 +29,12 @@ func newRig(t *testing.T) *rig {
 		Store:   func(ssid, psk string) error { r.slot0.Store(&[2]string{ssid, psk}); return nil },
 		Station: func() prov.Station { return *r.sta.Load() },
 		Scan:    func() ([]protocomm.AP, error) { return []protocomm.AP{{SSID: "boat", RSSI: -50}}, nil }})
-	r.sap = &Server{Handler: func() *protocomm.Handler {
+	r.sap = &Server{Table: table.Table{Handler: func() *protocomm.Handler {
 		if !r.flow.Active() {
 			return nil
 		}
 		return r.flow.Handler()
-	}}
+	}}}
 	r.srv = httptest.NewServer(r.sap)
 	t.Cleanup(r.srv.Close)
 	return r

@@ -15,6 +15,12 @@ func hBLEAdvertise(ptr unsafe.Pointer, n uint32) int32
 //go:wasmimport extism:host/user ble_scan
 func hBLEScan(on int32) int32
 
+//go:wasmimport extism:host/user ble_scan_response
+func hBLEScanResponse(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user button_watch
+func hButtonWatch(on int32) int32
+
 //go:wasmimport extism:host/user can_filter
 func hCANFilter(ptr unsafe.Pointer, n uint32) int32
 
@@ -29,6 +35,15 @@ func hConfigGet(ptr unsafe.Pointer, cap uint32) int32
 
 //go:wasmimport extism:host/user event_read
 func hEventRead(ptr unsafe.Pointer, cap uint32) int32
+
+//go:wasmimport extism:host/user gatt_notify
+func hGATTNotify(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user gatt_reply
+func hGATTReply(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user gatt_serve
+func hGATTServe(ptr unsafe.Pointer, n uint32) int32
 
 //go:wasmimport extism:host/user gpio_read
 func hGPIORead(pin int32) int32
@@ -63,11 +78,23 @@ func hNetSend(ptr unsafe.Pointer, n uint32) int32
 //go:wasmimport extism:host/user ns_register
 func hNsRegister(ptr unsafe.Pointer, n uint32) int32
 
+//go:wasmimport extism:host/user portal_hold
+func hPortalHold(on int32) int32
+
+//go:wasmimport extism:host/user portal_reply
+func hPortalReply(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user portal_serve
+func hPortalServe(ptr unsafe.Pointer, n uint32) int32
+
 //go:wasmimport extism:host/user power_hold
 func hPowerHold(on int32) int32
 
 //go:wasmimport extism:host/user power_sleep
 func hPowerSleep(reserved int32) int32
+
+//go:wasmimport extism:host/user prov_pop
+func hProvPop(ptr unsafe.Pointer, cap uint32) int32
 
 //go:wasmimport extism:host/user sk_meta
 func hSKMeta(ptr unsafe.Pointer, n uint32) int32
@@ -98,3 +125,15 @@ func hTimerCancel(id int32) int32
 
 //go:wasmimport extism:host/user timer_set
 func hTimerSet(id int32, delayMs int64, periodMs int64) int32
+
+//go:wasmimport extism:host/user wifi_provision
+func hWifiProvision(ptr unsafe.Pointer, n uint32) int32
+
+//go:wasmimport extism:host/user wifi_scan
+func hWifiScan(ptr unsafe.Pointer, cap uint32) int32
+
+//go:wasmimport extism:host/user wifi_status
+func hWifiStatus(ptr unsafe.Pointer, cap uint32) int32
+
+//go:wasmimport extism:host/user wifi_watch
+func hWifiWatch(on int32) int32

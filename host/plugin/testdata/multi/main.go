@@ -13,6 +13,8 @@
 //	probe*    calls every host function once in dev_init and serves the results over HTTP
 //	badns     registers a malformed namespace descriptor, then a foreign namespace
 //	garbage   calls host functions with pointers outside its memory and malformed messages
+//	periph    serves a GATT service and a portal path and uses the WiFi hand-off (ABI 1.2;
+//	          see periph.go)
 //	anything else: a well-behaved plugin (see handle)
 package main
 
@@ -111,6 +113,9 @@ func devInit() int32 {
 	case id == "badns":
 		logf("bad descriptor rc=" + strconv.Itoa(int(call(hNsRegister, []byte(`{"namespace":"","keys":[{"name":"x","type":"nonsense"}]}`)))))
 		logf("foreign namespace rc=" + strconv.Itoa(int(call(hNsRegister, []byte(`{"namespace":"f_other","version":1,"title":"x","keys":[]}`)))))
+		return 0
+	case id == "periph":
+		periphInit()
 		return 0
 	case id == "garbage":
 		logf("outside rc=" + strconv.Itoa(int(hSKPublish(unsafe.Pointer(uintptr(0x7ffffff0)), 4096))))
@@ -252,6 +257,8 @@ func handle(e abi.Event) {
 			f.ID++
 			call(hCANSend, abi.AppendCANFrame(nil, f))
 		}
+	case abi.EvGATT, abi.EvPortal, abi.EvWiFi, abi.EvButton:
+		periphEvent(e)
 	case abi.EvStop:
 		logf("stopping " + id)
 		call(hHealthReport, abi.AppendHealthReport(nil, abi.HealthReport{Name: "state", State: abi.HealthNormal, Message: "stopped"}))
