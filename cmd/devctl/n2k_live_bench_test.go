@@ -70,7 +70,11 @@ func BenchmarkN2KLiveBus(b *testing.B) {
 	}()
 	for !bus.receiving() {
 		if s, ok := m.Status("n2k"); ok && (s.State == plugin.StateFailed || s.State == plugin.StateDisabled) {
-			b.Fatalf("plugin %s", s.State)
+			reason := ""
+			if s.LastError != nil {
+				reason = *s.LastError
+			}
+			b.Fatalf("plugin %s: %s", s.State, reason)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -100,7 +104,11 @@ func BenchmarkN2KLiveBus(b *testing.B) {
 	}
 	b.StopTimer()
 	if s, ok := m.Status("n2k"); !ok || s.State != plugin.StateRunning {
-		b.Fatalf("plugin not running after the rounds: %+v", s)
+		reason := ""
+		if s.LastError != nil {
+			reason = *s.LastError
+		}
+		b.Fatalf("plugin %s after the rounds (%d failures): %s", s.State, s.Failures, reason)
 	}
 	b.ReportMetric(float64(sent)/wall.Seconds(), "frames/s")
 	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "cpu-%-of-one-core")

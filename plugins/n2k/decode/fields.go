@@ -29,6 +29,10 @@ type Decoded struct {
 	Fields      map[string]any
 	List        []map[string]any // repeating field set 1
 	List2       []map[string]any // repeating field set 2
+	// boxes keeps, per definition, the last value of each field as stored in Fields: a
+	// value equal to the last one is stored again without boxing it anew (inside the
+	// sandbox an allocation costs about a microsecond, and most fields repeat).
+	boxes map[*pgn.PGN][]any
 }
 
 // Number answers a numeric field.
@@ -60,9 +64,9 @@ func Decode(m Message) (*Decoded, error) {
 // DecodeInto is Decode into d, reusing its Fields map: a caller decoding message after message
 // allocates the map once. What d held before is gone.
 func DecodeInto(m Message, d *Decoded) error {
-	fields := d.Fields
+	fields, boxes := d.Fields, d.boxes
 	clear(fields)
-	*d = Decoded{}
+	*d = Decoded{boxes: boxes}
 	defs := pgn.Definitions(m.PGN)
 	if len(defs) == 0 {
 		return fmt.Errorf("pgn %d: %w", m.PGN, ErrUnknownPGN)
@@ -93,7 +97,11 @@ func DecodeInto(m Message, d *Decoded) error {
 	if fields == nil {
 		fields = make(map[string]any, len(def.Fields))
 	}
-	*d = Decoded{Header: m.Header, Time: m.Time, Fields: fields}
+	if boxes == nil {
+		boxes = map[*pgn.PGN][]any{}
+	}
+	*d = Decoded{Header: m.Header, Time: m.Time, Fields: fields, boxes: boxes}
+	last := boxes[def]
 	r := &bitReader{data: m.Data}
 	target := int64(-1) // the PGN a PGN-type field named, for conditional fields
 	for i := 0; i < len(def.Fields)-repeating(def); i++ {
@@ -121,6 +129,7 @@ func DecodeInto(m Message, d *Decoded) error {
 				return fmt.Errorf("pgn %d field %s=%v: %w", m.PGN, f.ID, v, ErrNoMatch)
 			}
 			cands, def = next, next[0]
+			last = boxes[def]
 			f = &def.Fields[i]
 			if f.Description != "" {
 				d.Fields[f.ID] = f.Description
@@ -129,16 +138,20 @@ func DecodeInto(m Message, d *Decoded) error {
 			}
 			continue
 		}
-		v, ok, stop := readField(f, r)
+		v, ok, stop := readValue(f, r)
 		if stop {
 			break
 		}
 		if ok {
-			d.Fields[f.ID] = v
-			if f.Type == pgn.PGNField {
-				if n, isNum := v.(float64); isNum {
-					target = int64(n)
-				}
+			if len(last) != len(def.Fields) {
+				last = make([]any, len(def.Fields))
+				boxes[def] = last
+			}
+			b := v.boxed(last[i])
+			last[i] = b
+			d.Fields[f.ID] = b
+			if f.Type == pgn.PGNField && v.kind == kindNum {
+				target = int64(v.num)
 			}
 		}
 	}
@@ -322,18 +335,18 @@ func roundFast(a float64, p int) (float64, bool) {
 	return n / pow10[p], true
 }
 
-// readField reads one field: its value, whether it has one, and whether decoding must stop
+// readValue reads one field: its value, whether it has one, and whether decoding must stop
 // (a variable-length field this decoder does not follow).
-func readField(f *pgn.Field, r *bitReader) (any, bool, bool) {
+func readValue(f *pgn.Field, r *bitReader) (value, bool, bool) {
 	switch f.Type {
 	case pgn.StringLAU:
 		return readLAU(r)
 	case pgn.StringLZ:
 		if r.left() < 8 {
-			return nil, false, false
+			return value{}, false, false
 		}
 		n := int(r.bits(8))
-		return text(r.bytes(n)), true, false
+		return strValue(text(r.bytes(n))), true, false
 	case pgn.StringFix:
 		return readFix(f, r)
 	case pgn.BitLookup:
@@ -350,65 +363,65 @@ func readField(f *pgn.Field, r *bitReader) (any, bool, bool) {
 		if names == nil {
 			names = []string{}
 		}
-		return names, true, false
+		return value{kind: kindList, list: names}, true, false
 	case pgn.Variable, pgn.DynValue, pgn.DynKey, pgn.DynLength:
-		return nil, false, true
+		return value{}, false, true
 	case pgn.Reserved, pgn.Spare:
 		if f.BitLength <= 0 {
-			return nil, false, true
+			return value{}, false, true
 		}
 		r.skip(f.BitLength)
-		return nil, false, false
+		return value{}, false, false
 	}
 	if f.BitLength <= 0 {
-		return nil, false, true
+		return value{}, false, true
 	}
 	if f.BitLength > 64 {
 		b := r.bytes(f.BitLength / 8)
 		if len(b) == 0 {
-			return nil, false, false
+			return value{}, false, false
 		}
-		return hexBytes(b), true, false
+		return strValue(hexBytes(b)), true, false
 	}
 	if r.left() < f.BitLength {
 		r.skip(r.left())
-		return nil, false, false
+		return value{}, false, false
 	}
 	raw, ok := readRaw(f, r)
 	if !ok {
-		return nil, false, false
+		return value{}, false, false
 	}
 	switch f.Type {
 	case pgn.Date:
 		if raw >= 0xfffd {
-			return nil, false, false
+			return value{}, false, false
 		}
-		return time.Unix(raw*86400, 0).UTC().Format("2006.01.02"), true, false
+		return strValue(time.Unix(raw*86400, 0).UTC().Format("2006.01.02")), true, false
 	case pgn.Time, pgn.Duration:
 		if raw >= 0xfffffffd {
-			return nil, false, false
+			return value{}, false, false
 		}
-		return clock(float64(raw) * resolution(f)), true, false
+		return strValue(clock(float64(raw) * resolution(f))), true, false
 	}
 	v := float64(raw) + f.Offset
 	if f.HasRange && f.Resolution != 0 && f.Type != pgn.Lookup && f.Type != pgn.PGNField && f.BitLength > 1 &&
 		f.RangeMax/f.Resolution-v < 0 {
-		return nil, false, false
+		return value{}, false, false
 	}
 	if f.Resolution != 0 {
 		v = roundTo(v*f.Resolution, decimals(f.Resolution))
 	}
 	if f.Type == pgn.Lookup {
 		if f.ID == "timeStamp" && v < 60 {
-			return strconv.FormatFloat(v, 'f', -1, 64), true, false
+			return strValue(strconv.FormatFloat(v, 'f', -1, 64)), true, false
 		}
 		if name, ok := pgn.LookupName(f.Lookup, int64(v)); ok {
-			return name, true, false
+			return strValue(name), true, false
 		}
 		if f.BitLength > 1 && isMax(f.BitLength, raw, f.Signed) {
-			return nil, false, false
+			return value{}, false, false
 		}
-		return v, true, false
+		return numValue(v), true, false
 	}
 	switch f.Unit {
 	case "kWh":
@@ -417,9 +430,60 @@ func readField(f *pgn.Field, r *bitReader) (any, bool, bool) {
 		v *= 3600
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil, false, false
+		return value{}, false, false
 	}
-	return v, true, false
+	return numValue(v), true, false
+}
+
+// readField is readValue with the value boxed.
+func readField(f *pgn.Field, r *bitReader) (any, bool, bool) {
+	v, ok, stop := readValue(f, r)
+	return v.any(), ok, stop
+}
+
+// value is a field's value before it is boxed into Fields.
+type value struct {
+	kind uint8
+	num  float64
+	str  string
+	list []string
+}
+
+const (
+	kindNone = iota
+	kindNum
+	kindStr
+	kindList
+)
+
+func numValue(v float64) value { return value{kind: kindNum, num: v} }
+func strValue(s string) value  { return value{kind: kindStr, str: s} }
+
+func (v value) any() any {
+	switch v.kind {
+	case kindNum:
+		return v.num
+	case kindStr:
+		return v.str
+	case kindList:
+		return v.list
+	}
+	return nil
+}
+
+// boxed answers v as an interface value: last when that holds the same number or string.
+func (v value) boxed(last any) any {
+	switch v.kind {
+	case kindNum:
+		if x, ok := last.(float64); ok && math.Float64bits(x) == math.Float64bits(v.num) {
+			return last
+		}
+	case kindStr:
+		if x, ok := last.(string); ok && x == v.str {
+			return last
+		}
+	}
+	return v.any()
 }
 
 func resolution(f *pgn.Field) float64 {
@@ -450,24 +514,24 @@ func pad2(v int64) string {
 }
 
 // readLAU reads a string with a length and an encoding byte (0 UTF-16, 1 ASCII).
-func readLAU(r *bitReader) (any, bool, bool) {
+func readLAU(r *bitReader) (value, bool, bool) {
 	if r.left() < 16 {
-		return nil, false, false
+		return value{}, false, false
 	}
 	n := int(r.bits(8)) - 2
 	r.bits(8)
 	if n <= 0 {
-		return nil, false, false
+		return value{}, false, false
 	}
 	b := r.bytes(n)
 	if len(b) > 0 && len(b) == n && b[len(b)-1] == 0 {
 		b = b[:len(b)-1]
 	}
-	return strings.TrimSpace(text(b)), true, false
+	return strValue(strings.TrimSpace(text(b))), true, false
 }
 
 // readFix reads a fixed-length string padded with 0xff, spaces, '@' or NULs.
-func readFix(f *pgn.Field, r *bitReader) (any, bool, bool) {
+func readFix(f *pgn.Field, r *bitReader) (value, bool, bool) {
 	b := r.bytes(f.BitLength / 8)
 	end := len(b)
 	for end > 0 && (b[end-1] == 0xff || b[end-1] == ' ' || b[end-1] == 0 || b[end-1] == '@') {
@@ -480,9 +544,9 @@ func readFix(f *pgn.Field, r *bitReader) (any, bool, bool) {
 		}
 	}
 	if end == 0 {
-		return nil, false, false
+		return value{}, false, false
 	}
-	return text(b[:end]), true, false
+	return strValue(text(b[:end])), true, false
 }
 
 // text makes bytes a valid UTF-8 string.
