@@ -29,10 +29,18 @@ type Decoded struct {
 	Fields      map[string]any
 	List        []map[string]any // repeating field set 1
 	List2       []map[string]any // repeating field set 2
-	// boxes keeps, per definition, the last value of each field as stored in Fields: a
-	// value equal to the last one is stored again without boxing it anew (inside the
-	// sandbox an allocation costs about a microsecond, and most fields repeat).
-	boxes map[*pgn.PGN][]any
+	mem         *decodeMemo      // what DecodeInto keeps from message to message
+}
+
+// decodeMemo is what DecodeInto keeps between the messages it decodes into one Decoded: a
+// Fields map per PGN (clearing a map costs as much as the most fields it ever held, so one
+// map for every PGN would cost the largest PGN's clearing every message), and per definition
+// the last value of each field as stored in Fields: a value equal to the last one is stored
+// again without boxing it anew (inside the sandbox an allocation costs about a microsecond,
+// and most fields repeat).
+type decodeMemo struct {
+	fields map[uint32]map[string]any
+	boxes  map[*pgn.PGN][]any
 }
 
 // Number answers a numeric field.
@@ -61,12 +69,16 @@ func Decode(m Message) (*Decoded, error) {
 	return d, nil
 }
 
-// DecodeInto is Decode into d, reusing its Fields map: a caller decoding message after message
-// allocates the map once. What d held before is gone.
+// DecodeInto is Decode into d, reusing what an earlier DecodeInto into d made (the Fields
+// map of each PGN, the values boxed): a caller decoding message after message allocates
+// little. What d held before is gone, and so are the Fields of an earlier message of the
+// same PGN.
 func DecodeInto(m Message, d *Decoded) error {
-	fields, boxes := d.Fields, d.boxes
-	clear(fields)
-	*d = Decoded{boxes: boxes}
+	mem := d.mem
+	if mem == nil {
+		mem = &decodeMemo{fields: map[uint32]map[string]any{}, boxes: map[*pgn.PGN][]any{}}
+	}
+	*d = Decoded{mem: mem}
 	defs := pgn.Definitions(m.PGN)
 	if len(defs) == 0 {
 		return fmt.Errorf("pgn %d: %w", m.PGN, ErrUnknownPGN)
@@ -94,19 +106,21 @@ func DecodeInto(m Message, d *Decoded) error {
 			}
 		}
 	}
+	fields := mem.fields[m.PGN]
 	if fields == nil {
 		fields = make(map[string]any, len(def.Fields))
+		mem.fields[m.PGN] = fields
+	} else {
+		clear(fields)
 	}
-	if boxes == nil {
-		boxes = map[*pgn.PGN][]any{}
-	}
-	*d = Decoded{Header: m.Header, Time: m.Time, Fields: fields, boxes: boxes}
+	*d = Decoded{Header: m.Header, Time: m.Time, Fields: fields, mem: mem}
+	boxes := mem.boxes
 	last := boxes[def]
 	r := &bitReader{data: m.Data}
 	target := int64(-1) // the PGN a PGN-type field named, for conditional fields
 	for i := 0; i < len(def.Fields)-repeating(def); i++ {
 		f := &def.Fields[i]
-		if f.Condition == "PGNIsProprietary" && target >= 0 && !IsProprietary(uint32(target)) {
+		if f.CondProprietary && target >= 0 && !IsProprietary(uint32(target)) {
 			continue
 		}
 		if f.HasMatch {
@@ -150,7 +164,7 @@ func DecodeInto(m Message, d *Decoded) error {
 			b := v.boxed(last[i])
 			last[i] = b
 			d.Fields[f.ID] = b
-			if f.Type == pgn.PGNField && v.kind == kindNum {
+			if f.Kind == pgn.KindPGN && v.kind == kindNum {
 				target = int64(v.num)
 			}
 		}
@@ -242,7 +256,7 @@ func readRaw(f *pgn.Field, r *bitReader) (int64, bool) {
 			return 0, false
 		}
 	default:
-		if f.Type != pgn.Lookup && n > 1 && isMax(n, v, f.Signed) {
+		if f.Kind != pgn.KindLookup && n > 1 && isMax(n, v, f.Signed) {
 			full := f.HasRange && f.Resolution != 0 && f.RangeMax/f.Resolution >= float64(int64(1)<<n-1)
 			if !full {
 				return 0, false
@@ -267,16 +281,7 @@ func scale(f *pgn.Field, raw int64) float64 {
 		return v
 	}
 	v *= f.Resolution
-	return roundTo(v, decimals(f.Resolution))
-}
-
-// decimals counts the decimal places of a resolution below 1 (0.01 → 2).
-func decimals(res float64) int {
-	p := 0
-	for r := res; r > 0 && r < 1; r *= 10 {
-		p++
-	}
-	return p
+	return roundTo(v, f.Decimals)
 }
 
 // pow10 holds the powers of ten a float64 represents exactly.
@@ -338,18 +343,18 @@ func roundFast(a float64, p int) (float64, bool) {
 // readValue reads one field: its value, whether it has one, and whether decoding must stop
 // (a variable-length field this decoder does not follow).
 func readValue(f *pgn.Field, r *bitReader) (value, bool, bool) {
-	switch f.Type {
-	case pgn.StringLAU:
+	switch f.Kind {
+	case pgn.KindStringLAU:
 		return readLAU(r)
-	case pgn.StringLZ:
+	case pgn.KindStringLZ:
 		if r.left() < 8 {
 			return value{}, false, false
 		}
 		n := int(r.bits(8))
 		return strValue(text(r.bytes(n))), true, false
-	case pgn.StringFix:
+	case pgn.KindStringFix:
 		return readFix(f, r)
-	case pgn.BitLookup:
+	case pgn.KindBitLookup:
 		var names []string
 		for i := 0; i < f.BitLength && r.left() > 0; i++ {
 			if r.bits(1) == 1 {
@@ -364,9 +369,9 @@ func readValue(f *pgn.Field, r *bitReader) (value, bool, bool) {
 			names = []string{}
 		}
 		return value{kind: kindList, list: names}, true, false
-	case pgn.Variable, pgn.DynValue, pgn.DynKey, pgn.DynLength:
+	case pgn.KindVariable:
 		return value{}, false, true
-	case pgn.Reserved, pgn.Spare:
+	case pgn.KindSkip:
 		if f.BitLength <= 0 {
 			return value{}, false, true
 		}
@@ -391,27 +396,27 @@ func readValue(f *pgn.Field, r *bitReader) (value, bool, bool) {
 	if !ok {
 		return value{}, false, false
 	}
-	switch f.Type {
-	case pgn.Date:
+	switch f.Kind {
+	case pgn.KindDate:
 		if raw >= 0xfffd {
 			return value{}, false, false
 		}
 		return strValue(time.Unix(raw*86400, 0).UTC().Format("2006.01.02")), true, false
-	case pgn.Time, pgn.Duration:
+	case pgn.KindTime:
 		if raw >= 0xfffffffd {
 			return value{}, false, false
 		}
 		return strValue(clock(float64(raw) * resolution(f))), true, false
 	}
 	v := float64(raw) + f.Offset
-	if f.HasRange && f.Resolution != 0 && f.Type != pgn.Lookup && f.Type != pgn.PGNField && f.BitLength > 1 &&
+	if f.HasRange && f.Resolution != 0 && f.Kind != pgn.KindLookup && f.Kind != pgn.KindPGN && f.BitLength > 1 &&
 		f.RangeMax/f.Resolution-v < 0 {
 		return value{}, false, false
 	}
 	if f.Resolution != 0 {
-		v = roundTo(v*f.Resolution, decimals(f.Resolution))
+		v = roundTo(v*f.Resolution, f.Decimals)
 	}
-	if f.Type == pgn.Lookup {
+	if f.Kind == pgn.KindLookup {
 		if f.ID == "timeStamp" && v < 60 {
 			return strValue(strconv.FormatFloat(v, 'f', -1, 64)), true, false
 		}
