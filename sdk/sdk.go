@@ -88,7 +88,15 @@ var rt struct {
 	// canPublish caches the signalk.publish grant: Publish checks it for every value.
 	canPublish bool
 	paths      [16]string // valid published paths, see checkPath
+	batch      uint64     // batches handled, see Batch
 }
+
+// Batch answers the number of the batch of events being handled: the device calls the
+// plugin with a batch of events (everything that came since the last call), the handlers
+// run one after the other, and the number grows by one from call to call. Handlers that see
+// the same number run within moments of each other, in one call: what one read from the
+// device (the clock, for instance) can serve the others, saving a host call each.
+func Batch() uint64 { return rt.batch }
 
 // Register installs the plugin's handlers; call it from an init function. A second call
 // replaces the first.
@@ -145,6 +153,7 @@ func dispatch(isInit bool) int32 {
 	if err != nil {
 		return 1
 	}
+	rt.batch++
 	evs, err := abi.DecodeEvents(batch)
 	if err != nil {
 		logInternal("event batch: %v", err)
