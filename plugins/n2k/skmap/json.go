@@ -93,12 +93,51 @@ func appendValue(b []byte, v any) []byte {
 		b = append(b, `],"message":`...)
 		b = appendString(b, x.Message)
 		return append(b, '}')
+	case SatellitesInView:
+		b = append(b, `{"count":`...)
+		b = strconv.AppendInt(b, int64(x.Count), 10)
+		b = append(b, `,"satellites":`...)
+		if x.Satellites == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i, sat := range x.Satellites {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendSatellite(b, sat)
+			}
+			b = append(b, ']')
+		}
+		return append(b, '}')
 	}
 	out, err := json.Marshal(v)
 	if err != nil {
 		return append(b, "null"...)
 	}
 	return append(b, out...)
+}
+
+// appendSatellite writes a satellite's members, leaving out those without a value
+// (omitempty).
+func appendSatellite(b []byte, sat Satellite) []byte {
+	sep := byte('{')
+	for _, m := range [...]struct {
+		key string
+		v   any
+	}{{`"id":`, sat.ID}, {`"elevation":`, sat.Elevation}, {`"azimuth":`, sat.Azimuth}, {`"SNR":`, sat.SNR}} {
+		if m.v == nil {
+			continue
+		}
+		b = append(b, sep)
+		sep = ','
+		b = append(b, m.key...)
+		b = appendValue(b, m.v)
+	}
+	if sep == '{' {
+		b = append(b, '{')
+	}
+	return append(b, '}')
 }
 
 func appendPtr(b []byte, f *float64) []byte {

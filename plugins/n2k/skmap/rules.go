@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 
 	"devhost/plugins/n2k/decode"
 )
@@ -28,9 +29,25 @@ type rule struct {
 	allowNull bool
 	instance  bool // the $source carries the message's instance
 	multi     func(*ctx, *[]Value)
+	template  bool // path has {field} parts (set by prepareRules)
 }
 
-func (r rule) apply(c *ctx, out *[]Value) {
+var prepared sync.Once
+
+// prepareRules marks the templates among the rules' paths once, after every init function
+// of the package filled the table: looking for "{" in every path of every message cost as
+// much as a map lookup.
+func prepareRules() {
+	prepared.Do(func() {
+		for _, rs := range rules {
+			for i := range rs {
+				rs[i].template = strings.Contains(rs[i].path, "{")
+			}
+		}
+	})
+}
+
+func (r *rule) apply(c *ctx, out *[]Value) {
 	if r.when != nil && !r.when(c) {
 		return
 	}
@@ -51,7 +68,7 @@ func (r rule) apply(c *ctx, out *[]Value) {
 	path := r.path
 	if r.pathFn != nil {
 		path = r.pathFn(c)
-	} else if strings.Contains(path, "{") {
+	} else if r.template {
 		path = c.expand(path)
 	}
 	if path == "" {

@@ -161,8 +161,9 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 	}
 	c := &mem.c
 	*c = ctx{d: d, st: st, ts: ts}
-	for _, r := range rs {
-		r.apply(c, &u.Values)
+	prepareRules()
+	for i := range rs {
+		rs[i].apply(c, &u.Values)
 	}
 	if len(rs) == 1 && rs[0].instance {
 		s := "null"
