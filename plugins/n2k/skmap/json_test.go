@@ -29,6 +29,11 @@ func TestAppendJSON(t *testing.T) {
 	if got := d.AppendJSON(nil); string(got) != string(want) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
+	// Another label and type, and an update without values.
+	d.Updates = append(d.Updates, Update{Source: Source{Label: "x", Type: "t"}, Values: []Value{}})
+	if want, _ := json.Marshal(d); string(d.AppendJSON(nil)) != string(want) {
+		t.Errorf("got\n%s\nwant\n%s", d.AppendJSON(nil), want)
+	}
 }
 
 func FuzzAppendString(f *testing.F) {
