@@ -87,8 +87,8 @@ var rt struct {
 	replies []abi.PutReply // PUT replies sent after the batch's values
 	// canPublish caches the signalk.publish grant: Publish checks it for every value.
 	canPublish bool
-	paths      [16]string // valid published paths, see checkPath
-	batch      uint64     // batches handled, see Batch
+	paths      [256]string // valid published paths, see checkPath (a gateway publishes hundreds)
+	batch      uint64      // batches handled, see Batch
 }
 
 // Batch answers the number of the batch of events being handled: the device calls the
