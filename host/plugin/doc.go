@@ -122,7 +122,9 @@
 //     keeps an OS thread of its own at nice 10 (the thread ends with it), and a call running
 //     past 5 ms lends the process one more GOMAXPROCS slot until it returns (procs.go), so a
 //     plugin spinning into its time limit yields the CPU to the host's own threads. Events are queued in its
-//     inbox and delivered in batches of at most 1 MiB, consecutive deltas merged. A stop
+//     inbox and delivered in batches of at most 1 MiB, consecutive deltas merged; CAN frames
+//     wait up to 10 ms (CANGather) or 256 frames for company, unless another event comes, so
+//     a busy bus costs a call per 10 ms rather than per frame. A stop
 //     between calls is orderly (the stop record, host functions working); a stop during a call
 //     cuts it off at once and every later host call answers plugin stopped.
 //   - Plugin routes exist while the plugin runs (404 otherwise); a request waits for the
