@@ -300,6 +300,29 @@ func ExampleCANSend() {
 	// sent 0x18eeff00
 }
 
+// The frames of one batch share one reading of the clock.
+func ExampleBatch() {
+	h := &sdk.FakeHost{Manifest: manifest(abi.CapCAN, abi.CapClock)}
+	var seen uint64
+	reads := 0
+	_ = h.Start(&sdk.Plugin{
+		OnInit: func(sdk.Info) error { return sdk.CANReceive(sdk.CANFilter{}) },
+		OnCAN: func(f sdk.CANFrame) {
+			if b := sdk.Batch(); b != seen {
+				seen = b
+				_, _ = sdk.Now()
+				reads++
+			}
+		},
+	})
+	frame := abi.AppendCANFrame(nil, sdk.CANFrame{ID: 0x100, Data: []byte{1}})
+	_ = h.Deliver(abi.Event{Kind: abi.EvCAN, Data: frame}, abi.Event{Kind: abi.EvCAN, Data: frame})
+	_ = h.Deliver(abi.Event{Kind: abi.EvCAN, Data: frame})
+	fmt.Println(reads, "clock readings for 3 frames in 2 batches")
+	// Output:
+	// 2 clock readings for 3 frames in 2 batches
+}
+
 // BLE: scan for adverts, set an advertising payload.
 func ExampleBLEScan() {
 	h := &sdk.FakeHost{Manifest: manifest(abi.CapBLE)}

@@ -103,8 +103,17 @@ var rt struct {
 	replies []abi.PutReply // PUT replies sent after the batch's values
 	// canPublish caches the signalk.publish grant: Publish checks it for every value.
 	canPublish bool
-	paths      [16]string // valid published paths, see checkPath
+	paths      [256]string // valid published paths, see checkPath (a gateway publishes hundreds)
+	batch      uint64      // batches handled, see Batch
+	kept       []byte      // the block keep copies into
 }
+
+// Batch answers the number of the batch of events being handled: the device calls the
+// plugin with a batch of events (everything that came since the last call), the handlers
+// run one after the other, and the number grows by one from call to call. Handlers that see
+// the same number run within moments of each other, in one call: what one read from the
+// device (the clock, for instance) can serve the others, saving a host call each.
+func Batch() uint64 { return rt.batch }
 
 // Register installs the plugin's handlers; call it from an init function. A second call
 // replaces the first.
@@ -161,6 +170,7 @@ func dispatch(isInit bool) int32 {
 	if err != nil {
 		return 1
 	}
+	rt.batch++
 	evs, err := abi.DecodeEvents(batch)
 	if err != nil {
 		logInternal("event batch: %v", err)
@@ -275,7 +285,7 @@ func handle(ev abi.Event) error {
 		if err != nil {
 			return err
 		}
-		f.Data = append([]byte(nil), f.Data...)
+		f.Data = keep(f.Data)
 		if p.OnCAN != nil {
 			p.OnCAN(f)
 		}
@@ -284,7 +294,7 @@ func handle(ev abi.Event) error {
 		if err != nil {
 			return err
 		}
-		a.Data = append([]byte(nil), a.Data...)
+		a.Data = keep(a.Data)
 		if p.OnBLE != nil {
 			p.OnBLE(a)
 		}
@@ -300,6 +310,28 @@ func handle(ev abi.Event) error {
 	}
 	return nil
 }
+
+// keep copies an event's bytes out of the batch buffer (reused by the next call) for a
+// handler that may keep them. The copies share blocks of keepBlock bytes, a block never
+// written again once handed out: one allocation per few hundred CAN frames instead of one
+// per frame (inside the device an allocation costs about a microsecond). Each copy's
+// capacity ends with it, so appending to one never touches another.
+func keep(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	if len(b) > keepBlock/4 {
+		return append([]byte(nil), b...)
+	}
+	if cap(rt.kept)-len(rt.kept) < len(b) {
+		rt.kept = make([]byte, 0, keepBlock)
+	}
+	start := len(rt.kept)
+	rt.kept = append(rt.kept, b...)
+	return rt.kept[start:len(rt.kept):len(rt.kept)]
+}
+
+const keepBlock = 4096
 
 func serveHTTP(p *Plugin, h abi.HTTPRequest) error {
 	req := &Request{ID: h.ID, Method: h.Method, Route: h.Route, Path: h.Path, RawQuery: h.Query,

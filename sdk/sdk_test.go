@@ -555,3 +555,47 @@ func TestTypedPublishNeedsGrant(t *testing.T) {
 		}
 	}
 }
+
+// Frames a handler keeps stay as they were after later batches, and growing one never
+// changes another, though their copies share blocks.
+func TestKeptFramesStay(t *testing.T) {
+	var kept []CANFrame
+	h := start(t, &Plugin{
+		OnInit: func(Info) error { return CANReceive(CANFilter{}) },
+		OnCAN:  func(f CANFrame) { kept = append(kept, f) },
+	}, abi.CapCAN)
+	for i := 0; i < 1000; i++ {
+		n := i % 9
+		data := make([]byte, n)
+		for j := range data {
+			data[j] = byte(i + j)
+		}
+		if err := h.CANReceive(CANFrame{ID: uint32(i), Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(kept) > 2 {
+		kept[1].Data = append(kept[1].Data, 0xaa, 0xbb) // must not reach kept[2]
+	}
+	for i, f := range kept {
+		n := i % 9
+		if f.ID != uint32(i) || len(f.Data) != n+2*boolInt(i == 1) {
+			t.Fatalf("frame %d: %+v", i, f)
+		}
+		for j := 0; j < n; j++ {
+			if f.Data[j] != byte(i+j) {
+				t.Fatalf("frame %d byte %d: % x", i, j, f.Data)
+			}
+		}
+	}
+	if len(kept) != 1000 {
+		t.Fatalf("%d frames", len(kept))
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -196,8 +196,8 @@ func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writ
 		if !ok {
 			return
 		}
-		var deltas []json.RawMessage
-		if err := json.Unmarshal(raw, &deltas); err != nil {
+		deltas, ok := splitArray(raw)
+		if !ok {
 			return
 		}
 		outMu.Lock()
@@ -308,6 +308,44 @@ func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writ
 		return st, fmt.Errorf("n2k decode: %w", err)
 	}
 	return st, nil
+}
+
+// splitArray answers the elements of a JSON array of objects, as they are written, and
+// whether raw was one. The plugin host let the event through only as valid JSON, so the
+// split only follows nesting and strings: json.Unmarshal into []json.RawMessage checked
+// and scanned every byte twice more, about a tenth of the decoder's own time.
+func splitArray(raw []byte) ([][]byte, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
+		return nil, false
+	}
+	var out [][]byte
+	depth, start, inString := 0, -1, false
+	for i := 1; i < len(raw)-1; i++ {
+		c := raw[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth == 0 {
+				start = i
+			}
+			depth++
+		case c == '}' || c == ']':
+			depth--
+			if depth == 0 && start >= 0 {
+				out = append(out, raw[start:i+1])
+				start = -1
+			}
+		}
+	}
+	return out, depth == 0 && !inString
 }
 
 // processCPU answers the CPU time (user and system) this process used so far.

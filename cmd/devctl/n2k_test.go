@@ -576,3 +576,29 @@ func TestBoardCANCapture(t *testing.T) {
 		t.Errorf("timeout: exit %d, %q", code, h2.stdout.String())
 	}
 }
+
+// splitArray answers the elements json.Unmarshal finds in the plugin's n2k_delta arrays.
+func TestSplitArray(t *testing.T) {
+	for _, in := range []string{
+		`[]`,
+		`[{"a":1}]`,
+		` [{"a":"x,}]{"}, {"b":[1,{"c":"\"]"}]}]`,
+		`[{"updates":[{"source":{"label":"","src":"7"},"values":[{"path":"a.b","value":{"x":null}}]}]},{}]`,
+	} {
+		got, ok := splitArray([]byte(in))
+		var want []json.RawMessage
+		if err := json.Unmarshal([]byte(in), &want); err != nil || !ok || len(got) != len(want) {
+			t.Fatalf("%s: %d elements (%v), json %d (%v)", in, len(got), ok, len(want), err)
+		}
+		for i := range got {
+			if string(got[i]) != string(want[i]) {
+				t.Errorf("%s: element %d %s, want %s", in, i, got[i], want[i])
+			}
+		}
+	}
+	for _, in := range []string{``, `{}`, `[{"a":1}`, `[{"a":"1}]`} {
+		if _, ok := splitArray([]byte(in)); ok {
+			t.Errorf("%q: taken as an array", in)
+		}
+	}
+}

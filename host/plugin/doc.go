@@ -121,7 +121,12 @@
 //   - Calls into one plugin are serialised on its worker goroutine; on Linux that goroutine
 //     keeps an OS thread of its own at nice 10 (the thread ends with it), and a call running
 //     past 5 ms lends the process one more GOMAXPROCS slot until it returns (procs.go), so a
-//     plugin spinning into its time limit yields the CPU to the host's own threads.
+//     plugin spinning into its time limit yields the CPU to the host's own threads. Events are
+//     queued in its inbox and delivered in batches of at most 1 MiB, consecutive deltas
+//     merged; CAN frames wait up to 10 ms (CANGather) or 256 frames for company, unless
+//     another event comes, so a busy bus costs a call per 10 ms rather than per frame. A stop
+//     between calls is orderly (the stop record, host functions working); a stop during a call
+//     cuts it off at once and every later host call answers plugin stopped.
 //   - Plugin code has a lower priority than the device's API (throttle.go): a call that has
 //     run 2 ms gives way while a request of the host's own API is in flight (package
 //     foreground counts them; a plugin's own routes and the event streams are not counted):
@@ -131,10 +136,7 @@
 //     still stopped after CallTimeout of its own running, within 16 times CallTimeout of wall
 //     time when the API is busy all along (the call's context ends there as a backstop). A
 //     stop ends a parked call at once. The module's start function, which runs before there
-//     is a call to meter, keeps a limit in wall time and is not held back. Events are queued in its
-//     inbox and delivered in batches of at most 1 MiB, consecutive deltas merged. A stop
-//     between calls is orderly (the stop record, host functions working); a stop during a call
-//     cuts it off at once and every later host call answers plugin stopped.
+//     is a call to meter, keeps a limit in wall time and is not held back.
 //   - Plugin routes exist while the plugin runs (404 otherwise); a request waits for the
 //     plugin's answer at most 30 s; unanswered in its call it is 500, while the plugin stops
 //     503. A deferred inbound PUT fails (502) after 30 s; unanswered ones fail at once.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"devhost/abi"
 	sktypes "devhost/host/sk"
@@ -216,5 +217,65 @@ func TestPublisherDecode(t *testing.T) {
 		if v != (sktypes.Value{}) {
 			t.Errorf("slot %d keeps %+v after release", i, v)
 		}
+	}
+}
+
+// CAN frames wait for company (CANGather) unless enough of them or another event comes.
+func TestInboxGathersCAN(t *testing.T) {
+	b := newInbox()
+	var fire func()
+	stopped := 0
+	b.after = func(d time.Duration, f func()) func() bool {
+		if d != CANGather {
+			t.Errorf("gathering for %v", d)
+		}
+		fire = f
+		return func() bool { stopped++; return true }
+	}
+	kicked := func() bool {
+		select {
+		case <-b.kick:
+			return true
+		default:
+			return false
+		}
+	}
+	frame := queued{kind: abi.EvCAN, payload: abi.AppendCANFrame(nil, abi.CANFrame{ID: 1, Data: []byte{1}})}
+	gen := b.open()
+	for i := 0; i < 3; i++ {
+		b.push(gen, frame)
+	}
+	if kicked() || fire == nil {
+		t.Fatal("a CAN frame called the plugin at once")
+	}
+	fire() // the gathering time is over
+	if !kicked() {
+		t.Fatal("held frames not signalled")
+	}
+	if evs, _ := b.take(); len(evs) != 3 {
+		t.Fatalf("batch of %d frames", len(evs))
+	}
+	// Another kind of event takes the held frames along at once.
+	b.push(gen, frame)
+	b.push(gen, queued{kind: abi.EvTimer, timer: 1, payload: abi.AppendTimer(nil, 1)})
+	if !kicked() || stopped != 1 {
+		t.Fatalf("timer event: kicked no, gathering stopped %d times", stopped)
+	}
+	if evs, _ := b.take(); len(evs) != 2 || evs[0].kind != abi.EvCAN {
+		t.Fatalf("batch %+v", evs)
+	}
+	// A full gathering goes at once.
+	for i := 0; i < CANGatherFrames; i++ {
+		b.push(gen, frame)
+	}
+	if !kicked() {
+		t.Fatal("a full gathering waited")
+	}
+	if evs, _ := b.take(); len(evs) != CANGatherFrames {
+		t.Fatalf("batch of %d frames", len(evs))
+	}
+	fire() // a late firing after the frames went: nothing to signal
+	if kicked() {
+		t.Fatal("signalled an empty gathering")
 	}
 }

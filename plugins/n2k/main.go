@@ -153,6 +153,8 @@ type plugin struct {
 	val       []byte // a composite value's JSON
 	stamp     string // the last delta timestamp, of the millisecond stampMs
 	stampMs   int64
+	stampBat  uint64 // the batch (sdk.Batch) stamp was read in; stamped: the reading worked
+	stamped   bool
 }
 
 func newPlugin() *plugin {
@@ -275,12 +277,20 @@ func (p *plugin) frame(f sdk.CANFrame) {
 // publish sends a delta's values to Signal K, and the whole delta as an event when asked.
 func (p *plugin) publish(d *skmap.Delta) {
 	if d.Updates[0].Timestamp == "" {
-		if c, err := sdk.Now(); err == nil {
-			p.uptime = c.Uptime
-			if ms := c.Time.UnixMilli(); ms != p.stampMs || p.stamp == "" {
-				p.stampMs, p.stamp = ms, c.Time.UTC().Format("2006-01-02T15:04:05.000Z")
+		// The messages of one batch share a reading of the clock (a host call each cost
+		// as much as a quarter of decoding a message): they came within the same few
+		// milliseconds, and the device hands them over together.
+		if b := sdk.Batch(); b != p.stampBat {
+			p.stampBat, p.stamped = b, false
+			if c, err := sdk.Now(); err == nil {
+				p.uptime, p.stamped = c.Uptime, true
+				if ms := c.Time.UnixMilli(); ms != p.stampMs || p.stamp == "" {
+					p.stampMs, p.stamp = ms, c.Time.UTC().Format("2006-01-02T15:04:05.000Z")
+				}
 			}
-			d.Updates[0].Timestamp = p.stamp // the messages of one millisecond share it
+		}
+		if p.stamped {
+			d.Updates[0].Timestamp = p.stamp
 		}
 	}
 	values := d.Updates[0].Values

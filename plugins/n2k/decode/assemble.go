@@ -38,6 +38,11 @@ type Assembler struct {
 	IsFast IsFastFunc
 	fast   map[fastKey]*fastMsg
 	tp     map[tpKey]*tpSession
+	// Inside the sandbox every allocation costs the plugin about a microsecond (its
+	// collector runs in the same calls): the message answered and the partial fast-packets
+	// are reused.
+	msg  Message
+	free []*fastMsg
 }
 
 type fastKey struct {
@@ -78,7 +83,9 @@ func NewAssembler() *Assembler {
 const maxFastPending = 256
 
 // Add takes one frame and answers the whole message it completes, if any. An error names a
-// bad frame or a message that had to be dropped; Add never panics on any input.
+// bad frame or a message that had to be dropped; Add never panics on any input. The
+// message answered is the Assembler's own until the next Add (copy it to keep it); a
+// single frame's Data is the frame's own.
 func (a *Assembler) Add(f Frame) (*Message, error) {
 	if f.ID >= 1<<29 || len(f.Data) > 8 {
 		return nil, fmt.Errorf("id %#x length %d: %w", f.ID, len(f.Data), ErrBadFrame)
@@ -95,7 +102,8 @@ func (a *Assembler) Add(f Frame) (*Message, error) {
 		isFast = defaultIsFast
 	}
 	if !isFast(h.PGN) {
-		return &Message{Header: h, Time: f.Time, Data: append([]byte(nil), f.Data...)}, nil
+		a.msg = Message{Header: h, Time: f.Time, Data: f.Data[:len(f.Data):len(f.Data)]}
+		return &a.msg, nil
 	}
 	return a.fastFrame(h, f)
 }
@@ -112,7 +120,11 @@ func (a *Assembler) fastFrame(h Header, f Frame) (*Message, error) {
 		if len(a.fast) >= maxFastPending {
 			err = a.evictOne()
 		}
-		m = &fastMsg{data: make([]byte, 0, 223)}
+		if n := len(a.free); n > 0 {
+			m, a.free = a.free[n-1], a.free[:n-1]
+		} else {
+			m = &fastMsg{data: make([]byte, 0, 223)}
+		}
 		a.fast[k] = m
 	}
 	if idx == 0 {
@@ -149,12 +161,20 @@ func (a *Assembler) fastFrame(h Header, f Frame) (*Message, error) {
 		return nil, err
 	}
 	delete(a.fast, k)
-	if a.dropStale(h.Src, h.PGN, seq) && err == nil {
+	if len(a.fast) > 0 && a.dropStale(h.Src, h.PGN, seq) && err == nil {
 		err = fmt.Errorf("pgn %d from %d: message with missing frames dropped: %w", h.PGN, h.Src, ErrFastLost)
 	}
-	return &Message{Header: Header{Prio: m.prio, PGN: h.PGN, Src: h.Src, Dst: m.dst}, Time: f.Time,
-		Data: append([]byte(nil), m.data[:m.size]...)}, err
+	a.msg = Message{Header: Header{Prio: m.prio, PGN: h.PGN, Src: h.Src, Dst: m.dst}, Time: f.Time,
+		Data: append([]byte(nil), m.data[:m.size]...)}
+	if len(a.free) < maxFastFree {
+		*m = fastMsg{data: m.data[:0]}
+		a.free = append(a.free, m)
+	}
+	return &a.msg, err
 }
+
+// maxFastFree bounds the completed fast-packet buffers kept for reuse.
+const maxFastFree = 16
 
 // grow makes data at least n bytes (frames may arrive before those in front of them).
 func (m *fastMsg) grow(n int) {
@@ -252,8 +272,9 @@ func (a *Assembler) tpDT(h Header, f Frame) (*Message, error) {
 		return nil, nil
 	}
 	delete(a.tp, tpKey{h.Src, h.Dst})
-	return &Message{Header: Header{Prio: s.prio, PGN: s.pgn, Src: h.Src, Dst: h.Dst}, Time: f.Time,
-		Data: s.data[:s.size]}, nil
+	a.msg = Message{Header: Header{Prio: s.prio, PGN: s.pgn, Src: h.Src, Dst: h.Dst}, Time: f.Time,
+		Data: s.data[:s.size]}
+	return &a.msg, nil
 }
 
 // Pending answers the partial messages held (fast-packets and transport sessions).

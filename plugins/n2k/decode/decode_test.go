@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"devhost/plugins/n2k/pgn"
 )
 
 func TestParseID(t *testing.T) {
@@ -266,7 +268,7 @@ func TestRoundFastMatchesFormatting(t *testing.T) {
 		0.0078125, 6.10352e-05, 0.25, 0.005, 0.004, 1.19209e-07, 3.63798e-12, 3.125e-05, 2.77778e-09, 0.05, 0.000488281}
 	raws := []int64{0, 1, 2, 3, 5, 7, 9, 10, 15, 25, 99, 101, 12345, 65533, 1 << 20, 123456789, -1, -15, -32767, 2147483647, -2147483648}
 	for _, res := range resolutions {
-		p := decimals(res)
+		p := pgn.Decimals(res)
 		for _, raw := range raws {
 			for _, off := range []int64{0, 1, 3, 17, 1000} {
 				v := float64(raw+off) * res
@@ -283,7 +285,7 @@ func TestRoundFastMatchesFormatting(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 200000 {
 		res := resolutions[rng.IntN(len(resolutions))]
-		p := decimals(res)
+		p := pgn.Decimals(res)
 		v := float64(rng.Int64N(1<<32)-1<<31) * res
 		if got, ok := roundFast(math.Abs(v), p); ok {
 			if want := slow(math.Abs(v), p); got != want {

@@ -29,6 +29,18 @@ type Decoded struct {
 	Fields      map[string]any
 	List        []map[string]any // repeating field set 1
 	List2       []map[string]any // repeating field set 2
+	mem         *decodeMemo      // what DecodeInto keeps from message to message
+}
+
+// decodeMemo is what DecodeInto keeps between the messages it decodes into one Decoded: a
+// Fields map per PGN (clearing a map costs as much as the most fields it ever held, so one
+// map for every PGN would cost the largest PGN's clearing every message), and per definition
+// the last value of each field as stored in Fields: a value equal to the last one is stored
+// again without boxing it anew (inside the sandbox an allocation costs about a microsecond,
+// and most fields repeat).
+type decodeMemo struct {
+	fields map[uint32]map[string]any
+	boxes  map[*pgn.PGN][]any
 }
 
 // Number answers a numeric field.
@@ -57,12 +69,16 @@ func Decode(m Message) (*Decoded, error) {
 	return d, nil
 }
 
-// DecodeInto is Decode into d, reusing its Fields map: a caller decoding message after message
-// allocates the map once. What d held before is gone.
+// DecodeInto is Decode into d, reusing what an earlier DecodeInto into d made (the Fields
+// map of each PGN, the values boxed): a caller decoding message after message allocates
+// little. What d held before is gone, and so are the Fields of an earlier message of the
+// same PGN.
 func DecodeInto(m Message, d *Decoded) error {
-	fields := d.Fields
-	clear(fields)
-	*d = Decoded{}
+	mem := d.mem
+	if mem == nil {
+		mem = &decodeMemo{fields: map[uint32]map[string]any{}, boxes: map[*pgn.PGN][]any{}}
+	}
+	*d = Decoded{mem: mem}
 	defs := pgn.Definitions(m.PGN)
 	if len(defs) == 0 {
 		return fmt.Errorf("pgn %d: %w", m.PGN, ErrUnknownPGN)
@@ -90,15 +106,21 @@ func DecodeInto(m Message, d *Decoded) error {
 			}
 		}
 	}
+	fields := mem.fields[m.PGN]
 	if fields == nil {
 		fields = make(map[string]any, len(def.Fields))
+		mem.fields[m.PGN] = fields
+	} else {
+		clear(fields)
 	}
-	*d = Decoded{Header: m.Header, Time: m.Time, Fields: fields}
+	*d = Decoded{Header: m.Header, Time: m.Time, Fields: fields, mem: mem}
+	boxes := mem.boxes
+	last := boxes[def]
 	r := &bitReader{data: m.Data}
 	target := int64(-1) // the PGN a PGN-type field named, for conditional fields
 	for i := 0; i < len(def.Fields)-repeating(def); i++ {
 		f := &def.Fields[i]
-		if f.Condition == "PGNIsProprietary" && target >= 0 && !IsProprietary(uint32(target)) {
+		if f.CondProprietary && target >= 0 && !IsProprietary(uint32(target)) {
 			continue
 		}
 		if f.HasMatch {
@@ -121,6 +143,7 @@ func DecodeInto(m Message, d *Decoded) error {
 				return fmt.Errorf("pgn %d field %s=%v: %w", m.PGN, f.ID, v, ErrNoMatch)
 			}
 			cands, def = next, next[0]
+			last = boxes[def]
 			f = &def.Fields[i]
 			if f.Description != "" {
 				d.Fields[f.ID] = f.Description
@@ -129,16 +152,20 @@ func DecodeInto(m Message, d *Decoded) error {
 			}
 			continue
 		}
-		v, ok, stop := readField(f, r)
+		v, ok, stop := readValue(f, r)
 		if stop {
 			break
 		}
 		if ok {
-			d.Fields[f.ID] = v
-			if f.Type == pgn.PGNField {
-				if n, isNum := v.(float64); isNum {
-					target = int64(n)
-				}
+			if len(last) != len(def.Fields) {
+				last = make([]any, len(def.Fields))
+				boxes[def] = last
+			}
+			b := v.boxed(last[i])
+			last[i] = b
+			d.Fields[f.ID] = b
+			if f.Kind == pgn.KindPGN && v.kind == kindNum {
+				target = int64(v.num)
 			}
 		}
 	}
@@ -229,7 +256,7 @@ func readRaw(f *pgn.Field, r *bitReader) (int64, bool) {
 			return 0, false
 		}
 	default:
-		if f.Type != pgn.Lookup && n > 1 && isMax(n, v, f.Signed) {
+		if f.Kind != pgn.KindLookup && n > 1 && isMax(n, v, f.Signed) {
 			full := f.HasRange && f.Resolution != 0 && f.RangeMax/f.Resolution >= float64(int64(1)<<n-1)
 			if !full {
 				return 0, false
@@ -254,16 +281,7 @@ func scale(f *pgn.Field, raw int64) float64 {
 		return v
 	}
 	v *= f.Resolution
-	return roundTo(v, decimals(f.Resolution))
-}
-
-// decimals counts the decimal places of a resolution below 1 (0.01 → 2).
-func decimals(res float64) int {
-	p := 0
-	for r := res; r > 0 && r < 1; r *= 10 {
-		p++
-	}
-	return p
+	return roundTo(v, f.Decimals)
 }
 
 // pow10 holds the powers of ten a float64 represents exactly.
@@ -322,21 +340,21 @@ func roundFast(a float64, p int) (float64, bool) {
 	return n / pow10[p], true
 }
 
-// readField reads one field: its value, whether it has one, and whether decoding must stop
+// readValue reads one field: its value, whether it has one, and whether decoding must stop
 // (a variable-length field this decoder does not follow).
-func readField(f *pgn.Field, r *bitReader) (any, bool, bool) {
-	switch f.Type {
-	case pgn.StringLAU:
+func readValue(f *pgn.Field, r *bitReader) (value, bool, bool) {
+	switch f.Kind {
+	case pgn.KindStringLAU:
 		return readLAU(r)
-	case pgn.StringLZ:
+	case pgn.KindStringLZ:
 		if r.left() < 8 {
-			return nil, false, false
+			return value{}, false, false
 		}
 		n := int(r.bits(8))
-		return text(r.bytes(n)), true, false
-	case pgn.StringFix:
+		return strValue(text(r.bytes(n))), true, false
+	case pgn.KindStringFix:
 		return readFix(f, r)
-	case pgn.BitLookup:
+	case pgn.KindBitLookup:
 		var names []string
 		for i := 0; i < f.BitLength && r.left() > 0; i++ {
 			if r.bits(1) == 1 {
@@ -350,65 +368,65 @@ func readField(f *pgn.Field, r *bitReader) (any, bool, bool) {
 		if names == nil {
 			names = []string{}
 		}
-		return names, true, false
-	case pgn.Variable, pgn.DynValue, pgn.DynKey, pgn.DynLength:
-		return nil, false, true
-	case pgn.Reserved, pgn.Spare:
+		return value{kind: kindList, list: names}, true, false
+	case pgn.KindVariable:
+		return value{}, false, true
+	case pgn.KindSkip:
 		if f.BitLength <= 0 {
-			return nil, false, true
+			return value{}, false, true
 		}
 		r.skip(f.BitLength)
-		return nil, false, false
+		return value{}, false, false
 	}
 	if f.BitLength <= 0 {
-		return nil, false, true
+		return value{}, false, true
 	}
 	if f.BitLength > 64 {
 		b := r.bytes(f.BitLength / 8)
 		if len(b) == 0 {
-			return nil, false, false
+			return value{}, false, false
 		}
-		return hexBytes(b), true, false
+		return strValue(hexBytes(b)), true, false
 	}
 	if r.left() < f.BitLength {
 		r.skip(r.left())
-		return nil, false, false
+		return value{}, false, false
 	}
 	raw, ok := readRaw(f, r)
 	if !ok {
-		return nil, false, false
+		return value{}, false, false
 	}
-	switch f.Type {
-	case pgn.Date:
+	switch f.Kind {
+	case pgn.KindDate:
 		if raw >= 0xfffd {
-			return nil, false, false
+			return value{}, false, false
 		}
-		return time.Unix(raw*86400, 0).UTC().Format("2006.01.02"), true, false
-	case pgn.Time, pgn.Duration:
+		return strValue(time.Unix(raw*86400, 0).UTC().Format("2006.01.02")), true, false
+	case pgn.KindTime:
 		if raw >= 0xfffffffd {
-			return nil, false, false
+			return value{}, false, false
 		}
-		return clock(float64(raw) * resolution(f)), true, false
+		return strValue(clock(float64(raw) * resolution(f))), true, false
 	}
 	v := float64(raw) + f.Offset
-	if f.HasRange && f.Resolution != 0 && f.Type != pgn.Lookup && f.Type != pgn.PGNField && f.BitLength > 1 &&
+	if f.HasRange && f.Resolution != 0 && f.Kind != pgn.KindLookup && f.Kind != pgn.KindPGN && f.BitLength > 1 &&
 		f.RangeMax/f.Resolution-v < 0 {
-		return nil, false, false
+		return value{}, false, false
 	}
 	if f.Resolution != 0 {
-		v = roundTo(v*f.Resolution, decimals(f.Resolution))
+		v = roundTo(v*f.Resolution, f.Decimals)
 	}
-	if f.Type == pgn.Lookup {
+	if f.Kind == pgn.KindLookup {
 		if f.ID == "timeStamp" && v < 60 {
-			return strconv.FormatFloat(v, 'f', -1, 64), true, false
+			return strValue(strconv.FormatFloat(v, 'f', -1, 64)), true, false
 		}
 		if name, ok := pgn.LookupName(f.Lookup, int64(v)); ok {
-			return name, true, false
+			return strValue(name), true, false
 		}
 		if f.BitLength > 1 && isMax(f.BitLength, raw, f.Signed) {
-			return nil, false, false
+			return value{}, false, false
 		}
-		return v, true, false
+		return numValue(v), true, false
 	}
 	switch f.Unit {
 	case "kWh":
@@ -417,9 +435,60 @@ func readField(f *pgn.Field, r *bitReader) (any, bool, bool) {
 		v *= 3600
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil, false, false
+		return value{}, false, false
 	}
-	return v, true, false
+	return numValue(v), true, false
+}
+
+// readField is readValue with the value boxed.
+func readField(f *pgn.Field, r *bitReader) (any, bool, bool) {
+	v, ok, stop := readValue(f, r)
+	return v.any(), ok, stop
+}
+
+// value is a field's value before it is boxed into Fields.
+type value struct {
+	kind uint8
+	num  float64
+	str  string
+	list []string
+}
+
+const (
+	kindNone = iota
+	kindNum
+	kindStr
+	kindList
+)
+
+func numValue(v float64) value { return value{kind: kindNum, num: v} }
+func strValue(s string) value  { return value{kind: kindStr, str: s} }
+
+func (v value) any() any {
+	switch v.kind {
+	case kindNum:
+		return v.num
+	case kindStr:
+		return v.str
+	case kindList:
+		return v.list
+	}
+	return nil
+}
+
+// boxed answers v as an interface value: last when that holds the same number or string.
+func (v value) boxed(last any) any {
+	switch v.kind {
+	case kindNum:
+		if x, ok := last.(float64); ok && math.Float64bits(x) == math.Float64bits(v.num) {
+			return last
+		}
+	case kindStr:
+		if x, ok := last.(string); ok && x == v.str {
+			return last
+		}
+	}
+	return v.any()
 }
 
 func resolution(f *pgn.Field) float64 {
@@ -450,24 +519,24 @@ func pad2(v int64) string {
 }
 
 // readLAU reads a string with a length and an encoding byte (0 UTF-16, 1 ASCII).
-func readLAU(r *bitReader) (any, bool, bool) {
+func readLAU(r *bitReader) (value, bool, bool) {
 	if r.left() < 16 {
-		return nil, false, false
+		return value{}, false, false
 	}
 	n := int(r.bits(8)) - 2
 	r.bits(8)
 	if n <= 0 {
-		return nil, false, false
+		return value{}, false, false
 	}
 	b := r.bytes(n)
 	if len(b) > 0 && len(b) == n && b[len(b)-1] == 0 {
 		b = b[:len(b)-1]
 	}
-	return strings.TrimSpace(text(b)), true, false
+	return strValue(strings.TrimSpace(text(b))), true, false
 }
 
 // readFix reads a fixed-length string padded with 0xff, spaces, '@' or NULs.
-func readFix(f *pgn.Field, r *bitReader) (any, bool, bool) {
+func readFix(f *pgn.Field, r *bitReader) (value, bool, bool) {
 	b := r.bytes(f.BitLength / 8)
 	end := len(b)
 	for end > 0 && (b[end-1] == 0xff || b[end-1] == ' ' || b[end-1] == 0 || b[end-1] == '@') {
@@ -480,9 +549,9 @@ func readFix(f *pgn.Field, r *bitReader) (any, bool, bool) {
 		}
 	}
 	if end == 0 {
-		return nil, false, false
+		return value{}, false, false
 	}
-	return text(b[:end]), true, false
+	return strValue(text(b[:end])), true, false
 }
 
 // text makes bytes a valid UTF-8 string.

@@ -67,6 +67,57 @@ type Field struct {
 	HasMatch    bool
 	Condition   string
 	PrimaryKey  bool
+	// Set from the above when the package starts, for decoders that look at every field of
+	// every message: comparing strings costs more than a number inside the sandbox.
+	Kind            Kind // Type as a number
+	Decimals        int  // decimal places of Resolution below 1 (0.01: 2)
+	CondProprietary bool // Condition is PGNIsProprietary
+}
+
+// Kind is a field type as a number: the types a decoder tells apart, KindOther for the rest.
+type Kind uint8
+
+// Kinds of Field.Kind.
+const (
+	KindOther Kind = iota
+	KindLookup
+	KindBitLookup
+	KindPGN
+	KindDate
+	KindTime // TIME or DURATION
+	KindStringFix
+	KindStringLZ
+	KindStringLAU
+	KindSkip     // RESERVED or SPARE
+	KindVariable // VARIABLE and the DYNAMIC_FIELD types: decoding stops there
+)
+
+// Decimals counts the decimal places of a resolution below 1 (0.01 → 2): canboat's
+// decoders round a scaled value to them.
+func Decimals(res float64) int {
+	p := 0
+	for r := res; r > 0 && r < 1; r *= 10 {
+		p++
+	}
+	return p
+}
+
+var kinds = map[string]Kind{
+	Lookup: KindLookup, BitLookup: KindBitLookup, PGNField: KindPGN, Date: KindDate, Time: KindTime,
+	Duration: KindTime, StringFix: KindStringFix, StringLZ: KindStringLZ, StringLAU: KindStringLAU,
+	Reserved: KindSkip, Spare: KindSkip, Variable: KindVariable, DynValue: KindVariable,
+	DynKey: KindVariable, DynLength: KindVariable,
+}
+
+func init() {
+	for i := range definitions {
+		for j := range definitions[i].Fields {
+			f := &definitions[i].Fields[j]
+			f.Kind = kinds[f.Type]
+			f.Decimals = Decimals(f.Resolution)
+			f.CondProprietary = f.Condition == "PGNIsProprietary"
+		}
+	}
 }
 
 // PGN is one definition; a PGN number may have several (proprietary PGNs are told apart

@@ -15,11 +15,17 @@ func (d *Delta) AppendJSON(b []byte) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"source":{"label":`...)
-		b = appendString(b, u.Source.Label)
-		b = append(b, `,"type":`...)
-		b = appendString(b, u.Source.Type)
-		b = append(b, `,"pgn":`...)
+		if u.Source.Label == "" && u.Source.Type == "NMEA2000" {
+			// What every delta of the mapper starts with, in one copy: inside the sandbox
+			// every append is a call.
+			b = append(b, `{"source":{"label":"","type":"NMEA2000","pgn":`...)
+		} else {
+			b = append(b, `{"source":{"label":`...)
+			b = appendString(b, u.Source.Label)
+			b = append(b, `,"type":`...)
+			b = appendString(b, u.Source.Type)
+			b = append(b, `,"pgn":`...)
+		}
 		b = strconv.AppendUint(b, uint64(u.Source.PGN), 10)
 		b = append(b, `,"src":`...)
 		b = appendString(b, u.Source.Src)
@@ -38,14 +44,18 @@ func (d *Delta) AppendJSON(b []byte) []byte {
 		b = append(b, `},"timestamp":`...)
 		b = appendString(b, u.Timestamp)
 		b = append(b, `,"values":[`...)
-		for j, v := range u.Values {
+		for j := range u.Values {
+			v := &u.Values[j]
 			if j > 0 {
-				b = append(b, ',')
+				b = append(b, `},{"path":`...)
+			} else {
+				b = append(b, `{"path":`...)
 			}
-			b = append(b, `{"path":`...)
 			b = appendString(b, v.Path)
 			b = append(b, `,"value":`...)
 			b = appendValue(b, v.Value)
+		}
+		if len(u.Values) > 0 {
 			b = append(b, '}')
 		}
 		b = append(b, "]}"...)
@@ -99,6 +109,23 @@ func appendValue(b []byte, v any) []byte {
 			return append(b, "null"...)
 		}
 		return appendFloat(b, s)
+	case SatellitesInView:
+		b = append(b, `{"count":`...)
+		b = strconv.AppendInt(b, int64(x.Count), 10)
+		b = append(b, `,"satellites":`...)
+		if x.Satellites == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i, sat := range x.Satellites {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendSatellite(b, sat)
+			}
+			b = append(b, ']')
+		}
+		return append(b, '}')
 	}
 	out, err := json.Marshal(v)
 	if err != nil {
@@ -116,6 +143,28 @@ func appendStrings(b []byte, ss []string) []byte {
 		b = appendString(b, s)
 	}
 	return append(b, ']')
+}
+
+// appendSatellite writes a satellite's members, leaving out those without a value
+// (omitempty).
+func appendSatellite(b []byte, sat Satellite) []byte {
+	sep := byte('{')
+	for _, m := range [...]struct {
+		key string
+		v   any
+	}{{`"id":`, sat.ID}, {`"elevation":`, sat.Elevation}, {`"azimuth":`, sat.Azimuth}, {`"SNR":`, sat.SNR}} {
+		if m.v == nil {
+			continue
+		}
+		b = append(b, sep)
+		sep = ','
+		b = append(b, m.key...)
+		b = appendValue(b, m.v)
+	}
+	if sep == '{' {
+		b = append(b, '{')
+	}
+	return append(b, '}')
 }
 
 func appendPtr(b []byte, f *float64) []byte {

@@ -17,7 +17,8 @@ func TestAppendJSON(t *testing.T) {
 			{"a", 1.5}, {"b", 0.0000001}, {"c", 1e22}, {"d", -0.261}, {"e", "x\"<>&\n\t\x01é\u2028"}, {"f", nil}, {"g", true},
 			{"h", Position{Longitude: -60.950393, Latitude: 14.0740582}}, {"i", Attitude{Yaw: &yaw}},
 			{"j", Notification{State: "normal", Method: []string{}, Message: "m"}},
-			{"k", SatellitesInView{Count: 1, Satellites: []Satellite{{ID: 29.0, SNR: 38.0}}}},
+			{"k", SatellitesInView{Count: 3, Satellites: []Satellite{{ID: 29.0, SNR: 38.0}, {}, {ID: 3.0, Elevation: 0.5, Azimuth: "x", SNR: 1.0}}}},
+			{"k2", SatellitesInView{}},
 			{"l", 53852400000.0}, {"m", 4.79}, {"n", math.NaN()},
 		},
 	}}}
@@ -27,6 +28,11 @@ func TestAppendJSON(t *testing.T) {
 	}
 	if got := d.AppendJSON(nil); string(got) != string(want) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	// Another label and type, and an update without values.
+	d.Updates = append(d.Updates, Update{Source: Source{Label: "x", Type: "t"}, Values: []Value{}})
+	if want, _ := json.Marshal(d); string(d.AppendJSON(nil)) != string(want) {
+		t.Errorf("got\n%s\nwant\n%s", d.AppendJSON(nil), want)
 	}
 }
 

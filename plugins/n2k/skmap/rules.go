@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 
 	"devhost/plugins/n2k/decode"
 )
@@ -33,9 +34,25 @@ type rule struct {
 	root bool
 	// instanceFn gives the $source's instance where it is not the instance field.
 	instanceFn func(*ctx) string
+	template   bool // path has {field} parts (set by prepareRules)
 }
 
-func (r rule) apply(c *ctx, out *[]Value) {
+var prepared sync.Once
+
+// prepareRules marks the templates among the rules' paths once, after every init function
+// of the package filled the table: looking for "{" in every path of every message cost as
+// much as a map lookup.
+func prepareRules() {
+	prepared.Do(func() {
+		for _, rs := range rules {
+			for i := range rs {
+				rs[i].template = strings.Contains(rs[i].path, "{")
+			}
+		}
+	})
+}
+
+func (r *rule) apply(c *ctx, out *[]Value) {
 	if r.when != nil && !r.when(c) {
 		return
 	}
@@ -56,8 +73,8 @@ func (r rule) apply(c *ctx, out *[]Value) {
 	path := r.path
 	if r.pathFn != nil {
 		path = r.pathFn(c)
-	} else if strings.Contains(path, "{") {
-		path = expand(path, c.d)
+	} else if r.template {
+		path = c.expand(path)
 	}
 	if path == "" && !r.root {
 		return
@@ -132,6 +149,62 @@ func all(fs ...func(*ctx) bool) func(*ctx) bool {
 	}
 }
 
+// expand is expand of the message, remembering the paths of one-field templates per source
+// (the field is an instance: a handful of paths that come again and again).
+func (c *ctx) expand(t string) string {
+	i := strings.IndexByte(t, '{')
+	j := strings.IndexByte(t[i:], '}')
+	if j < 0 || strings.IndexByte(t[i+j:], '{') >= 0 {
+		return expand(t, c.d)
+	}
+	s := "undefined"
+	if v, ok := c.d.Fields[t[i+1:i+j]]; ok {
+		s = jsString(v)
+	}
+	k := pathKey{t, s}
+	if p, ok := c.st.paths[k]; ok {
+		return p
+	}
+	p := t[:i] + s + t[i+j+1:]
+	if c.st.paths == nil {
+		c.st.paths = map[pathKey]string{}
+	}
+	if len(c.st.paths) < maxPaths {
+		c.st.paths[k] = p
+	}
+	return p
+}
+
+// remember answers what mk makes for key k, made once per source: paths and values a rule
+// builds again and again from the same few inputs (an engine's notifications, a switch
+// bank's paths). Values are shared between deltas, so they must never be changed.
+func (c *ctx) remember(k memoKey, mk func() any) any {
+	if v, ok := c.st.memo[k]; ok {
+		return v
+	}
+	v := mk()
+	if c.st.memo == nil {
+		c.st.memo = map[memoKey]any{}
+	}
+	if len(c.st.memo) < maxPaths {
+		c.st.memo[k] = v
+	}
+	return v
+}
+
+// memoKey names one remembered thing: its kind, and what it was made from.
+type memoKey struct {
+	kind byte
+	a, b string
+	n    int
+}
+
+// pathKey is a template and its field's text; maxPaths bounds the paths (and the values
+// remembered) kept per source.
+type pathKey struct{ template, value string }
+
+const maxPaths = 256
+
 // expand replaces {field} by the field's value as JavaScript would concatenate it.
 func expand(t string, d *decode.Decoded) string {
 	var b strings.Builder
@@ -176,6 +249,28 @@ func dateTime(c *ctx) (any, bool) {
 	date, _ := c.d.Fields["date"].(string)
 	tm, _ := c.d.Fields["time"].(string)
 	return strings.ReplaceAll(date, ".", "-") + "T" + tm + "Z", true
+}
+
+// attitude is navigation.attitude: yaw, pitch and roll, null where absent. The value and
+// its numbers are two allocations (five before).
+func attitude(c *ctx) (any, bool) {
+	m := new(struct {
+		a   Attitude
+		ypr [3]float64
+	})
+	for i, id := range [3]string{"yaw", "pitch", "roll"} {
+		m.ypr[i] = num(c, id)
+	}
+	if !math.IsNaN(m.ypr[0]) {
+		m.a.Yaw = &m.ypr[0]
+	}
+	if !math.IsNaN(m.ypr[1]) {
+		m.a.Pitch = &m.ypr[1]
+	}
+	if !math.IsNaN(m.ypr[2]) {
+		m.a.Roll = &m.ypr[2]
+	}
+	return m.a, true
 }
 
 func position(c *ctx) (any, bool) {

@@ -17,16 +17,7 @@ var rules = map[uint32][]rule{
 		{path: "navigation.magneticDeviation", field: "deviation", when: has("deviation")},
 	},
 	127251: {{path: "navigation.rateOfTurn", field: "rate"}},
-	127257: {{path: "navigation.attitude", value: func(c *ctx) (any, bool) {
-		f := func(id string) *float64 {
-			v := num(c, id)
-			if math.IsNaN(v) {
-				return nil
-			}
-			return &v
-		}
-		return Attitude{Yaw: f("yaw"), Pitch: f("pitch"), Roll: f("roll")}, true
-	}}},
+	127257: {{path: "navigation.attitude", value: attitude}},
 	127258: {{path: "navigation.magneticVariation", field: "variation"}},
 	127489: engineDynamic(),
 	127501: {{multi: switchBank}},
@@ -311,14 +302,25 @@ func engineDynamic() []rule {
 		for _, n := range set.bits {
 			n, field := n, set.field
 			rs = append(rs, rule{
-				pathFn: func(c *ctx) string { return "notifications.propulsion." + engineID(c) + "." + n[0] },
-				when:   has(field),
+				pathFn: func(c *ctx) string {
+					id := engineID(c)
+					return c.remember(memoKey{kind: 'p', a: n[0], b: id}, func() any {
+						return "notifications.propulsion." + id + "." + n[0]
+					}).(string)
+				},
+				when: has(field),
 				value: func(c *ctx) (any, bool) {
-					msg := fmt.Sprintf(n[1], engineTitle(c))
+					alarm := 0
 					if bitSet(c.d.Fields[field], n[2]) {
-						return Notification{State: "alarm", Method: []string{"visual", "sound"}, Message: msg}, true
+						alarm = 1
 					}
-					return Notification{State: "normal", Method: []string{}, Message: msg + " is Normal"}, true
+					return c.remember(memoKey{kind: 'n', a: n[0], b: engineID(c), n: alarm}, func() any {
+						msg := fmt.Sprintf(n[1], engineTitle(c))
+						if alarm == 1 {
+							return Notification{State: "alarm", Method: []string{"visual", "sound"}, Message: msg}
+						}
+						return Notification{State: "normal", Method: []string{}, Message: msg + " is Normal"}
+					}), true
 				},
 			})
 		}
@@ -347,16 +349,32 @@ func bitSet(v any, name string) bool {
 func switchBank(c *ctx, out *[]Value) {
 	inst := fieldText(c, "instance")
 	for i := 1; i <= 28; i++ {
-		v, ok := c.d.Fields["indicator"+strconv.Itoa(i)]
+		v, ok := c.d.Fields[indicators[i]]
 		if !ok {
 			continue
 		}
-		state := 0.0
+		state := 0
 		if v == "On" {
 			state = 1
 		}
-		base := "electrical.switches.bank." + inst + "." + strconv.Itoa(i)
-		*out = append(*out, Value{Path: base + ".state", Value: state}, Value{Path: base + ".order", Value: float64(i)})
+		paths := c.remember(memoKey{kind: 's', a: inst, n: i}, func() any {
+			base := "electrical.switches.bank." + inst + "." + strconv.Itoa(i)
+			return [2]string{base + ".state", base + ".order"}
+		}).([2]string)
+		*out = append(*out, Value{Path: paths[0], Value: numbers[state]}, Value{Path: paths[1], Value: numbers[i]})
+	}
+}
+
+// indicators are 127501's field ids by switch; numbers the boxed 0..28 (no allocation).
+var (
+	indicators [29]string
+	numbers    [29]any
+)
+
+func init() {
+	for i := range indicators {
+		indicators[i] = "indicator" + strconv.Itoa(i)
+		numbers[i] = float64(i)
 	}
 }
 
