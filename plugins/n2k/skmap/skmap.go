@@ -190,6 +190,7 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 	if len(u.Values) == 0 {
 		return nil
 	}
+	mem.delta.Context = "" // the delta is reused: an AIS target's context must not stay
 	if cf := contexts[d.PGN]; cf != nil {
 		mem.delta.Context = cf(c)
 		// The reference drops a message whose MMSI has fewer than 9 digits.

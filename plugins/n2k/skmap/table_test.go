@@ -129,6 +129,10 @@ func TestAISContext(t *testing.T) {
 	if d == nil || d.Context != "shore.basestations.urn:mrn:imo:mmsi:002442000" {
 		t.Errorf("base station: %+v", d)
 	}
+	// The mapper reuses its delta: the own vessel's next message has no target's context.
+	if d := mapFields(m, 128267, "", map[string]any{"depth": 4.5}); d == nil || d.Context != "" {
+		t.Errorf("own vessel after a target: %+v", d)
+	}
 }
 
 func TestShipTypeNames(t *testing.T) {
