@@ -64,6 +64,10 @@ func (w *watchers[T]) tell(v T) {
 // simPeripheral is the simulated board's GATT server role as plugins see it.
 type simPeripheral struct{ s *board.Sim }
 
+// SimPeripheral is sim's GATT server role as the plugin host takes it: the device wires it,
+// and so do benchmarks that run a provisioning plugin on a simulated board of their own.
+func SimPeripheral(sim *board.Sim) plugin.Peripheral { return simPeripheral{sim} }
+
 func (p simPeripheral) Serve(svc *plugin.PeripheralService) error {
 	if svc == nil {
 		p.s.GATTServe(nil)
