@@ -149,8 +149,10 @@ bench: build
 	set -o pipefail; go test -run '^$$' -bench N2KDecode -benchtime 3x -count 1 ./cmd/devctl/ $(BENCH_TEE)
 	@echo; echo "NMEA 2000 live: CPU of the plugin host at a full 250 kbit/s bus (1,850 frames/s), goal under 5 % of one core:"
 	set -o pipefail; go test -run '^$$' -bench N2KLiveBus -benchtime 1x -count 1 ./cmd/devctl/ $(BENCH_TEE)
-	@echo; echo "provisioning handshake, security 1 over SoftAP and over the board's BLE GATT (plugins/ble):"
+	@echo; echo "provisioning handshake, security 1 over SoftAP and over the board's BLE GATT (plugins/ble packages, native):"
 	set -o pipefail; go test -run '^$$' -bench . -count 1 ./plugins/ble/softap/ ./plugins/ble/gattprov/ $(BENCH_TEE)
+	@echo; echo "provisioning handshake through the ble plugin in the sandbox (ms per session; softap-native is the baseline):"
+	set -o pipefail; go test -run '^$$' -bench ProvHandshakeSandbox -benchtime 100x -count 5 ./cmd/devctl/ $(BENCH_TEE)
 	@echo; echo "BLE sensor gateway: BTHome adverts decoded through the ble plugin in the sandbox (adverts per CPU second, goal at least 20,000):"
 	set -o pipefail; go test -run '^$$' -bench BLEAdvertsSandbox -benchtime 5x -count 1 ./cmd/devctl/ $(BENCH_TEE)
 	$(if $(BENCH_JSON),go run ./cmd/devbench -merge -json $(BENCH_JSON) -gobench $(BENCH_GO))

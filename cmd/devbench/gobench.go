@@ -140,6 +140,9 @@ var derivedFigures = []derivedFigure{
 	{name: "n2k.decode_rate", unit: "frames/cpu-s", scale: 1,
 		value: benchRef{"devhost/cmd/devctl", "BenchmarkN2KDecode", "sandbox-frames/cpu-s"},
 		base:  benchRef{"devhost/cmd/devctl", "BenchmarkN2KDecode", "reference-frames/cpu-s"}},
+	{name: "ble.prov_handshake", unit: "ms", scale: 1e-6,
+		value: benchRef{"devhost/cmd/devctl", "BenchmarkProvHandshakeSandbox/softap", "ns/op"},
+		base:  benchRef{"devhost/cmd/devctl", "BenchmarkProvHandshakeSandbox/softap-native", "ns/op"}},
 }
 
 // addTo appends the derived contract figures, then every Go benchmark value.

@@ -130,7 +130,9 @@ func TestGoBenchMedianAndFigures(t *testing.T) {
 	if err := g.read(strings.NewReader("pkg: devhost/cmd/devctl\n"+
 		"BenchmarkN2KDecode-2 3 100 ns/op 4000 sandbox-frames/cpu-s 36000 reference-frames/cpu-s\n"+
 		"BenchmarkN2KDecode-2 3 300 ns/op 4300 sandbox-frames/cpu-s 37000 reference-frames/cpu-s\n"+
-		"BenchmarkN2KDecode-2 3 200 ns/op 4200 sandbox-frames/cpu-s 35000 reference-frames/cpu-s\n"), "test2"); err != nil {
+		"BenchmarkN2KDecode-2 3 200 ns/op 4200 sandbox-frames/cpu-s 35000 reference-frames/cpu-s\n"+
+		"BenchmarkProvHandshakeSandbox/softap-2 100 5081001 ns/op 5.1 cpu-ms/session\n"+
+		"BenchmarkProvHandshakeSandbox/softap-native-2 100 981809 ns/op 1.1 cpu-ms/session\n"), "test2"); err != nil {
 		t.Fatal(err)
 	}
 	r := &Report{Figures: []Figure{}}
@@ -144,6 +146,7 @@ func TestGoBenchMedianAndFigures(t *testing.T) {
 		{"plugin.cold_start", "ms", 676, 48},
 		{"plugin.rss_per_plugin", "MiB", 4.86, 2.43},
 		{"n2k.decode_rate", "frames/cpu-s", 4200, 36000}, // medians of the three runs
+		{"ble.prov_handshake", "ms", 5.081001, 0.981809},
 		{"gobench.host/plugin.BenchmarkStart/boot", "ns/op", 676000000, 0},
 		{"gobench.host/plugin.BenchmarkPublish/batch100", "ns/value", 737, 0},
 		{"gobench.cmd/devctl.BenchmarkN2KDecode", "ns/op", 200, 0}, // the median of three

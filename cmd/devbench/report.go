@@ -118,6 +118,7 @@ var contractFigures = []contractFigure{
 	{"boot.first_200", "ms", "devbench"},
 	{"boot.sk_stream_open", "ms", "devbench"},
 	{"n2k.decode_rate", "frames/cpu-s", "cmd/devctl benchmark"},
+	{"ble.prov_handshake", "ms", "cmd/devctl benchmark"},
 }
 
 // writeJSON writes the report to path through a temporary file in the same folder, so a reader

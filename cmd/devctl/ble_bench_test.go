@@ -23,31 +23,11 @@ import (
 // plugin and published, in adverts per CPU second of the whole process (the plugin host's
 // queueing and the Signal K hand-off included; the start left out). Goal: at least 20,000/s.
 func BenchmarkBLEAdvertsSandbox(b *testing.B) {
-	dir := b.TempDir()
-	wasmPath := filepath.Join(dir, "ble.wasm")
-	if err := plugins.Build(context.Background(), "ble", wasmPath); err != nil {
-		b.Fatal(err)
-	}
-	wasm, err := os.ReadFile(wasmPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	bundle, key, err := packFresh("ble", wasm)
-	if err != nil {
-		b.Fatal(err)
-	}
 	radio, router := &scanRadio{}, &captureRouter{}
-	m := runHost(b, plugin.Options{
-		Dir: filepath.Join(dir, "plugins"), TrustedKeys: []*rsa.PublicKey{&key.PublicKey},
-		Logger: slog.New(slog.DiscardHandler), Publish: func(string, any) {}, DeviceID: "bench",
-		Config: &fixedConfig{values: json.RawMessage(`{"prov":false,"prov_scheme":"ble","gateway":true,` +
-			`"sensors":"[{\"address\":\"A4:C1:38:00:00:01\",\"kind\":\"bthome\",\"key\":\"\",\"prefix\":\"environment.cabin\"}]"}`)},
-		Router:    router,
-		WallClock: func() (time.Time, string, bool) { return time.Now(), "manual", true },
-		BLE:       radio, SignalK: discardSK{}, WiFi: benchWiFi{},
-		PoP:         func() (string, error) { return "abcd1234", nil },
-		CallTimeout: 30 * time.Second,
-	}, bundle)
+	opts, bundle := bleHostOptions(b, `{"prov":false,"prov_scheme":"ble","gateway":true,`+
+		`"sensors":"[{\"address\":\"A4:C1:38:00:00:01\",\"kind\":\"bthome\",\"key\":\"\",\"prefix\":\"environment.cabin\"}]"}`)
+	opts.Router, opts.BLE, opts.WiFi = router, radio, benchWiFi{}
+	m := runHost(b, opts, bundle)
 
 	heard := func() (uint64, bool) {
 		h := router.handler("GET", "/ble/status")
@@ -95,6 +75,33 @@ func BenchmarkBLEAdvertsSandbox(b *testing.B) {
 	}
 	cpu := processCPU() - cpu0
 	b.ReportMetric(float64(sent)/cpu.Seconds(), "adverts/cpu-s")
+}
+
+// bleHostOptions is a plugin host's options for the bundled ble plugin with config, and the
+// plugin's bundle, built and signed with a key made for the run (which the host trusts).
+func bleHostOptions(b *testing.B, config string) (plugin.Options, []byte) {
+	dir := b.TempDir()
+	wasmPath := filepath.Join(dir, "ble.wasm")
+	if err := plugins.Build(context.Background(), "ble", wasmPath); err != nil {
+		b.Fatal(err)
+	}
+	wasm, err := os.ReadFile(wasmPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bundle, key, err := packFresh("ble", wasm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return plugin.Options{
+		Dir: filepath.Join(dir, "plugins"), TrustedKeys: []*rsa.PublicKey{&key.PublicKey},
+		Logger: slog.New(slog.DiscardHandler), Publish: func(string, any) {}, DeviceID: "bench",
+		Config:    &fixedConfig{values: json.RawMessage(config)},
+		WallClock: func() (time.Time, string, bool) { return time.Now(), "manual", true },
+		SignalK:   discardSK{},
+		PoP:       func() (string, error) { return "abcd1234", nil },
+		Router:    &captureRouter{}, CallTimeout: 30 * time.Second,
+	}, bundle
 }
 
 // runHost starts a plugin host with bundle installed, until the benchmark ends.

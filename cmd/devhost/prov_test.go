@@ -90,12 +90,21 @@ func TestProvisionSoftAP(t *testing.T) {
 		t.Fatalf("devctl prov output:\n%s", out)
 	}
 	t.Logf("devctl prov:\n%s", out)
-	d.waitWiFi("joined the provisioned network", 30*time.Second, func(st map[string]any) bool {
+	st := d.waitWiFi("joined the provisioned network", 30*time.Second, func(st map[string]any) bool {
 		return st["state"] == "connected" && st["ssid"] == "boat"
 	})
 	doc = d.call("GET", "/api/v1/prov", "").json(t)
 	if doc["got_credentials"] != true {
 		t.Fatalf("GET /prov after provisioning: %v", doc)
+	}
+	// Provisioning still running after the station read connected means the plugin held the
+	// portal up for the app then (portal_hold): the status must say the portal is up, and it is.
+	if doc["active"] == true {
+		if p, _ := st["portal"].(map[string]any); p["active"] != true {
+			t.Fatalf("GET /wifi/status while the plugin holds the portal: portal %v", st["portal"])
+		}
+		waitPortal(t, portal, true)
+		t.Logf("portal held after the join: %v", st["portal"])
 	}
 }
 

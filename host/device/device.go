@@ -115,10 +115,6 @@ type Device struct {
 	ap    *portal.Portal  // the setup portal's network side
 	pm    *plugin.Manager // set before the server serves
 
-	portalMu       sync.Mutex
-	portalDownHeld bool            // the station manager took the portal down while a plugin held it
-	portalHolds    map[string]bool // plugins holding the portal up (portal_hold)
-
 	wifiWatchers   watchers[abi.WiFiStatus] // plugins' wifi_watch
 	buttonWatchers watchers[int]            // plugins' button_watch: the press's window in seconds
 
@@ -161,7 +157,7 @@ func open(opts Options) (*Device, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	d := &Device{opts: opts, clk: clockwork.NewRealClock(), portalHolds: map[string]bool{}}
+	d := &Device{opts: opts, clk: clockwork.NewRealClock()}
 	d.ring = logs.New(logs.Options{Clock: d.clk, Console: opts.Stderr})
 	d.log = d.ring.Logger("main")
 	d.log.Info("boot", "reset_reason", opts.Handoff.ResetReason, "version", build.Version)

@@ -64,6 +64,10 @@ func (w *watchers[T]) tell(v T) {
 // simPeripheral is the simulated board's GATT server role as plugins see it.
 type simPeripheral struct{ s *board.Sim }
 
+// SimPeripheral is sim's GATT server role as the plugin host takes it: the device wires it,
+// and so do benchmarks that run a provisioning plugin on a simulated board of their own.
+func SimPeripheral(sim *board.Sim) plugin.Peripheral { return simPeripheral{sim} }
+
 func (p simPeripheral) Serve(svc *plugin.PeripheralService) error {
 	if svc == nil {
 		p.s.GATTServe(nil)
@@ -127,34 +131,9 @@ func (w pluginWiFi) Scan() ([]abi.WiFiAP, error) {
 	return out, nil
 }
 
-func (w pluginWiFi) HoldPortal(id string, on bool) {
-	d := w.d
-	d.portalMu.Lock()
-	if on {
-		d.portalHolds[id] = true
-	} else {
-		delete(d.portalHolds, id)
-	}
-	released := !on && len(d.portalHolds) == 0
-	d.portalMu.Unlock()
-	if released {
-		d.portalReleased()
-	}
-}
-
-// provHoldsPortal reports whether a plugin holds the portal up; portalMu is held.
-func (d *Device) provHoldsPortal() bool { return len(d.portalHolds) > 0 }
-
-// portalReleased takes the portal down if the station manager wanted it down meanwhile.
-func (d *Device) portalReleased() {
-	d.portalMu.Lock()
-	down := d.portalDownHeld
-	d.portalDownHeld = false
-	d.portalMu.Unlock()
-	if down {
-		d.ap.Down()
-	}
-}
+// HoldPortal is the station manager's hold: it keeps the portal up, and GET /wifi/status
+// `portal.active` true, until released.
+func (w pluginWiFi) HoldPortal(id string, on bool) { w.d.wifi.HoldPortal(id, on) }
 
 // portalRoot serves the paths plugins serve at the root (portal_serve), on the portal
 // network only; everything else goes to next.

@@ -48,9 +48,6 @@ func (d *Device) probeAliases(ui http.Handler) http.Handler {
 type announcedPortal struct{ d *Device }
 
 func (p announcedPortal) Up(ssid, psk string) error {
-	p.d.portalMu.Lock()
-	p.d.portalDownHeld = false
-	p.d.portalMu.Unlock()
 	was := p.d.ap.IP() != ""
 	if err := p.d.ap.Up(ssid, psk); err != nil {
 		return err
@@ -61,16 +58,8 @@ func (p announcedPortal) Up(ssid, psk string) error {
 	return nil
 }
 
-// Down is held while a plugin holds the portal (portal_hold): a provisioning app reads the
-// outcome through the portal after the station connected; the last release takes it down.
-func (p announcedPortal) Down() {
-	p.d.portalMu.Lock()
-	hold := p.d.provHoldsPortal()
-	p.d.portalDownHeld = hold
-	p.d.portalMu.Unlock()
-	if !hold {
-		p.d.ap.Down()
-	}
-}
+// Down is called only once no plugin holds the portal (portal_hold, kept by the station
+// manager, so that its status tells the truth while held).
+func (p announcedPortal) Down() { p.d.ap.Down() }
 
 func (p announcedPortal) Clients() int { return p.d.ap.Clients() }

@@ -270,6 +270,46 @@ func TestJoinReportsUpAndTakesThePortalDown(t *testing.T) {
 	}
 }
 
+// A provisioning plugin holds the portal (portal_hold) so the app can read the outcome after
+// the station connected: the portal stays up and the status says so; the last release takes
+// it down, with a wifi event, and a hold never brings a portal up.
+func TestPortalHoldKeepsItUpAndTheStatusTrue(t *testing.T) {
+	e := newEnv(t, nil, marina)
+	e.waitPortal("unconfigured", true)
+	e.mg.HoldPortal("ble", true)
+	e.mg.HoldPortal("other", true)
+	e.set(func(s *Settings) { s.Networks = nets(Network{SSID: "Marina", PSK: "mooring-line-7"}) })
+	e.waitState("connected", StateConnected, 0)
+	// Later inputs (here a clock tick and a config read) keep it up as well.
+	e.clk.Advance(time.Minute)
+	e.set(func(s *Settings) { s.PortalAfter = 2 * time.Hour })
+	e.wait("the change read", func(Status) bool { e.mu.Lock(); defer e.mu.Unlock(); return e.reads >= 3 })
+	st := e.mg.Status()
+	if up, _ := e.portal.state(); !up || !st.Portal.Active || st.Portal.Clients == nil || st.Portal.IP == "" {
+		t.Fatalf("held portal: up %v, status %+v", up, st.Portal)
+	}
+	e.mg.HoldPortal("ble", false)
+	e.mg.HoldPortal("ble", false) // a second release of the same owner changes nothing
+	st = e.mg.Status()
+	if up, _ := e.portal.state(); !up || !st.Portal.Active {
+		t.Fatalf("still held by another owner: up %v, status %+v", up, st.Portal)
+	}
+	e.mu.Lock()
+	events := e.events["wifi"]
+	e.mu.Unlock()
+	e.mg.HoldPortal("other", false)
+	e.waitPortal("the last release takes it down", false)
+	e.wait("a wifi event for it", func(Status) bool { e.mu.Lock(); defer e.mu.Unlock(); return e.events["wifi"] > events })
+
+	// A hold while the portal is down does not bring it up.
+	e.mg.HoldPortal("ble", true)
+	e.set(func(s *Settings) { s.PortalAfter = 3 * time.Hour })
+	e.wait("the change read", func(Status) bool { e.mu.Lock(); defer e.mu.Unlock(); return e.reads >= 4 })
+	if up, _ := e.portal.state(); up || e.mg.Status().Portal.Active {
+		t.Fatal("a hold brought the portal up")
+	}
+}
+
 func TestNextNetworkThenBackoffRounds(t *testing.T) {
 	e := newEnv(t, func(s *Settings) {
 		s.BackoffMax = 4 * time.Second

@@ -200,8 +200,9 @@ type ScanDoc struct {
 
 // Manager is the station manager.
 type Manager struct {
-	opts   Options
-	config chan struct{}
+	opts    Options
+	config  chan struct{}
+	recheck chan struct{} // the last portal hold was released: decide again
 
 	mu sync.Mutex
 	m  machine // guarded by mu; changed only by Run's goroutine
@@ -210,6 +211,7 @@ type Manager struct {
 	portalActive bool
 	portalSSID   string
 	portalPSK    string
+	holds        map[string]bool // owners holding the portal up (HoldPortal)
 
 	scanMu   sync.Mutex
 	scanning bool
@@ -234,7 +236,7 @@ func New(opts Options) *Manager {
 	if opts.Jitter == nil {
 		opts.Jitter = rand.Float64
 	}
-	mg := &Manager{opts: opts, config: make(chan struct{}, 1)}
+	mg := &Manager{opts: opts, config: make(chan struct{}, 1), recheck: make(chan struct{}, 1), holds: map[string]bool{}}
 	mg.m = machine{clk: opts.Clock, log: opts.Logger, radio: opts.Radio, jitter: opts.Jitter,
 		state: "", idx: -1, warnedStatic: map[string]bool{}}
 	return mg
@@ -263,6 +265,9 @@ func (mg *Manager) Run(ctx context.Context) error {
 			mg.m.stopTimers()
 			mg.opts.Radio.Disconnect()
 			mg.mu.Unlock()
+			mg.portalMu.Lock()
+			clear(mg.holds) // the device stops: no hold keeps the portal up
+			mg.portalMu.Unlock()
 			mg.setPortal(false, Settings{})
 			return nil
 		case ev, ok := <-events:
@@ -281,6 +286,8 @@ func (mg *Manager) Run(ctx context.Context) error {
 		case <-mg.config:
 			s := mg.opts.Settings()
 			mg.step(func(m *machine) { m.configChanged(s) })
+		case <-mg.recheck:
+			mg.step(func(*machine) {})
 		}
 	}
 }
@@ -352,6 +359,9 @@ func (mg *Manager) setPortal(want bool, s Settings) bool {
 		mg.opts.Logger.Info("setup portal up", "ssid", ssid)
 		mg.portalActive, mg.portalSSID, mg.portalPSK = true, ssid, s.PortalPSK
 		return true
+	case mg.portalActive && len(mg.holds) > 0:
+		// Held: it stays up, and the status says so, until the last release.
+		return false
 	case mg.portalActive:
 		mg.opts.Portal.Down()
 		mg.opts.Logger.Info("setup portal down")
@@ -359,6 +369,28 @@ func (mg *Manager) setPortal(want bool, s Settings) bool {
 		return true
 	}
 	return false
+}
+
+// HoldPortal keeps the setup portal up while owner id holds it, even once the station
+// connects: a provisioning app reads the outcome through the portal after sending the
+// credentials. A hold never brings a portal up; when the last one is released the manager
+// decides again (taking the portal down if it is no longer wanted, with a `wifi` event). It
+// never blocks.
+func (mg *Manager) HoldPortal(id string, on bool) {
+	mg.portalMu.Lock()
+	if on {
+		mg.holds[id] = true
+	} else {
+		delete(mg.holds, id)
+	}
+	released := !on && len(mg.holds) == 0
+	mg.portalMu.Unlock()
+	if released {
+		select {
+		case mg.recheck <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Status is the current GET /wifi/status document.
