@@ -192,6 +192,25 @@ func signal(c chan struct{}) {
 	}
 }
 
+// closeWith closes c as soon as ctx ends. The function it returns, deferred by the socket's
+// goroutine, closes c if that has not happened yet and otherwise waits for the close to
+// finish: a session's end waits for those goroutines, so the port is free once it returns
+// (a close left running in context.AfterFunc's own goroutine could still hold it).
+func closeWith(ctx context.Context, c io.Closer) func() {
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		c.Close()
+		close(done)
+	})
+	return func() {
+		if stop() {
+			c.Close()
+			return
+		}
+		<-done
+	}
+}
+
 // runTCP dials, tells the plugin the outcome, then reads until the connection ends.
 func (s *session) runTCP(n *netSock, addr string) {
 	defer s.net.wg.Done()
@@ -204,8 +223,7 @@ func (s *session) runTCP(n *netSock, addr string) {
 	n.mu.Lock()
 	n.conn = conn
 	n.mu.Unlock()
-	stop := context.AfterFunc(n.ctx, func() { conn.Close() })
-	defer stop()
+	defer closeWith(n.ctx, conn)()
 	if !s.netEvent(n, abi.EvNetState, abi.AppendNetState(nil, abi.NetState{ID: n.id, State: abi.NetOpened}), 0) {
 		s.closeNet(n, errInboxFull)
 		return
@@ -252,8 +270,7 @@ func (s *session) writeTCP(n *netSock, conn net.Conn) {
 // then reads datagrams until the socket is closed.
 func (s *session) runUDP(n *netSock, withDest bool, addr string) {
 	defer s.net.wg.Done()
-	stop := context.AfterFunc(n.ctx, func() { n.pc.Close() })
-	defer stop()
+	defer closeWith(n.ctx, n.pc)()
 	if withDest {
 		var r net.Resolver
 		host, port, _ := net.SplitHostPort(addr)

@@ -90,3 +90,51 @@ func BLEAdvertise(ptr, n uint32) int32
 
 //go:wasmimport extism:host/user mdns_service
 func MDNSService(ptr, n uint32) int32
+
+//go:wasmimport extism:host/user net_open
+func NetOpen(ptr, n uint32) int32
+
+//go:wasmimport extism:host/user net_send
+func NetSend(ptr, n uint32) int32
+
+//go:wasmimport extism:host/user net_close
+func NetClose(id int32) int32
+
+//go:wasmimport extism:host/user gatt_serve
+func GATTServe(ptr, n uint32) int32
+
+//go:wasmimport extism:host/user gatt_reply
+func GATTReply(ptr, n uint32) int32
+
+//go:wasmimport extism:host/user gatt_notify
+func GATTNotify(ptr, n uint32) int32
+
+//go:wasmimport extism:host/user ble_scan_response
+func BLEScanResponse(ptr, n uint32) int32
+
+//go:wasmimport extism:host/user portal_serve
+func PortalServe(ptr, n uint32) int32
+
+//go:wasmimport extism:host/user portal_reply
+func PortalReply(ptr, n uint32) int32
+
+//go:wasmimport extism:host/user wifi_provision
+func WiFiProvision(ptr, n uint32) int32
+
+//go:wasmimport extism:host/user wifi_status
+func WiFiStatus(ptr, n uint32) int32
+
+//go:wasmimport extism:host/user wifi_watch
+func WiFiWatch(on int32) int32
+
+//go:wasmimport extism:host/user wifi_scan
+func WiFiScan(ptr, n uint32) int32
+
+//go:wasmimport extism:host/user portal_hold
+func PortalHold(on int32) int32
+
+//go:wasmimport extism:host/user prov_pop
+func ProvPoP(ptr, n uint32) int32
+
+//go:wasmimport extism:host/user button_watch
+func ButtonWatch(on int32) int32
