@@ -53,7 +53,14 @@ const CAPS: Record<string, string> = {
   gpio: 'drive the board\'s GPIO pins',
   can: 'use the CAN bus (NMEA 2000)',
   ble: 'use the Bluetooth radio',
+  mdns: 'advertise services on the local network (mDNS)',
+  'power.sleep': 'put the device to sleep',
   'net.client': 'open network connections to any address the device can reach, and receive UDP on the device\'s addresses',
+  'ble.peripheral': 'offer a Bluetooth service phones can connect to',
+  portal: 'answer phones on the setup portal network without a key',
+  'wifi.prov': 'set the WiFi network the device joins, scan for networks, keep the setup portal up',
+  'prov.pop': 'read the device\'s provisioning proof of possession',
+  button: 'react to the provisioning button',
 };
 
 function b64(chunk: Uint8Array): string {
