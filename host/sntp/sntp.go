@@ -208,6 +208,15 @@ func (c *Client) Run(ctx context.Context) error {
 			backoff = 0
 			poll()
 		case <-due:
+			// The timer can fire while a NetworkDown's kick is pending (select picks at
+			// random): the state decides, so nothing is polled while down.
+			c.mu.Lock()
+			up := c.up
+			c.mu.Unlock()
+			if !up {
+				stop()
+				continue
+			}
 			poll()
 		}
 	}

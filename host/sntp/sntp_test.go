@@ -208,13 +208,9 @@ func TestPollingTransitions(t *testing.T) {
 	h.next(2*time.Second, "a", "b", "d")
 
 	// Network down: the armed poll is dropped; nothing is polled while down.
+	// The timer may fire before Run sees the kick: either way no query goes out.
 	h.waitTimer()
 	h.c.NetworkDown()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := h.clk.BlockUntilContext(ctx, 0); err != nil {
-		t.Fatalf("poll timer still armed while down: %v", err)
-	}
 	h.clk.Advance(time.Hour)
 	select {
 	case s := <-h.sc.queries:
