@@ -3,28 +3,17 @@ package config
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"devhost/host/store"
 )
 
 // The rendered document is cached; every way the stored values or the set of namespaces can
 // change must show in the next read.
 func TestDocumentCacheFollowsEveryChange(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "nvs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	ns := Namespace{Name: "cache", Version: 1, Title: "Cache", Keys: []Key{{Name: "n", Type: "int", Default: 1}}}
-	c, err := New(st, nil, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newFixture(t, ns).c
 	read := func() string {
 		b, err := c.Document("")
 		if err != nil {
@@ -69,19 +58,11 @@ func TestDocumentCacheFollowsEveryChange(t *testing.T) {
 // Key reads are served from a per-key cache; a write that has returned must show in every
 // later read, whichever way it was made.
 func TestKeyReadsFollowEveryWrite(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "nvs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	ns := Namespace{Name: "kc", Version: 1, Title: "Key cache", Keys: []Key{
 		{Name: "n", Type: "int", Default: 1},
 		{Name: "s", Type: "string", Default: "a"},
 	}}
-	c, err := New(st, nil, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newFixture(t, ns).c
 	steps := []struct {
 		name  string
 		do    func() error
@@ -115,18 +96,10 @@ func TestKeyReadsFollowEveryWrite(t *testing.T) {
 
 // Readers running beside a writer never see a value older than the last write that returned.
 func TestKeyReadsNeverGoBackBehindAReturnedWrite(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "nvs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	ns := Namespace{Name: "kr", Version: 1, Title: "Key race", Keys: []Key{
 		{Name: "n", Type: "int", Default: 0},
 	}}
-	c, err := New(st, nil, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newFixture(t, ns).c
 	var returned atomic.Int64 // the value of the last write that returned
 	stop := make(chan struct{})
 	errc := make(chan error, 4)

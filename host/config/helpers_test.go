@@ -1,16 +1,15 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"maps"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"devhost/host/api"
 	"devhost/host/store"
+	"devhost/host/testio"
 )
 
 // testNS exercises every type and descriptor feature.
@@ -38,7 +37,7 @@ type fixture struct {
 	c    *Config
 	st   *store.Store
 	path string
-	log  *logBuf
+	log  *testio.Buffer
 }
 
 func newFixture(t testing.TB, namespaces ...Namespace) *fixture {
@@ -49,11 +48,11 @@ func newFixture(t testing.TB, namespaces ...Namespace) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	f := &fixture{st: st, path: path, log: &logBuf{}}
+	f := &fixture{st: st, path: path, log: &testio.Buffer{}}
 	if namespaces == nil {
 		namespaces = append(Builtin(), testNS())
 	}
-	f.c, err = New(st, f.log.logger(), namespaces...)
+	f.c, err = New(st, debugLogger(f.log), namespaces...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +63,7 @@ func newFixture(t testing.TB, namespaces ...Namespace) *fixture {
 func (f *fixture) reopen(t *testing.T, namespaces ...Namespace) {
 	t.Helper()
 	var err error
-	f.c, err = New(f.st, f.log.logger(), namespaces...)
+	f.c, err = New(f.st, debugLogger(f.log), namespaces...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,24 +116,7 @@ func pathOf(e *api.Error) string {
 	return *e.Path
 }
 
-// logBuf collects log output for assertions.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuf) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+// debugLogger logs every level as text into w, for assertions on the log.
+func debugLogger(w *testio.Buffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
