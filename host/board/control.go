@@ -132,20 +132,20 @@ func (s *Sim) Handler() http.Handler {
 	}
 	routes := map[string]route{
 		"/state":          {http.MethodGet, func(*http.Request) error { return nil }},
-		"/memory":         {http.MethodPut, s.putMemory},
-		"/eth":            {http.MethodPut, func(r *http.Request) error { return s.putIface(r, IfaceEth) }},
-		"/thread":         {http.MethodPut, func(r *http.Request) error { return s.putIface(r, IfaceThread) }},
-		"/wifi/ap":        {http.MethodPost, s.postAP},
-		"/wifi/ap/remove": {http.MethodPost, s.postAPRemove},
-		"/wifi/ap/fault":  {http.MethodPut, s.putAPFault},
-		"/wifi/scan-busy": {http.MethodPut, s.putScanBusy},
+		"/memory":         {http.MethodPut, withBody(s.putMemory)},
+		"/eth":            {http.MethodPut, withBody(s.putIface(IfaceEth))},
+		"/thread":         {http.MethodPut, withBody(s.putIface(IfaceThread))},
+		"/wifi/ap":        {http.MethodPost, withBody(s.postAP)},
+		"/wifi/ap/remove": {http.MethodPost, withBody(s.postAPRemove)},
+		"/wifi/ap/fault":  {http.MethodPut, withBody(s.putAPFault)},
+		"/wifi/scan-busy": {http.MethodPut, withBody(s.putScanBusy)},
 		"/net/down":       {http.MethodPost, func(*http.Request) error { return s.setEthUp(false) }},
 		"/net/up":         {http.MethodPost, func(*http.Request) error { return s.setEthUp(true) }},
-		"/net/route":      {http.MethodPut, s.putRoute},
-		"/button":         {http.MethodPost, s.postButton},
-		"/gpio":           {http.MethodPut, s.putGPIO},
-		"/can":            {http.MethodPost, s.postCAN},
-		"/ble/advert":     {http.MethodPost, s.postAdvert},
+		"/net/route":      {http.MethodPut, withBody(s.putRoute)},
+		"/button":         {http.MethodPost, withBody(s.postButton)},
+		"/gpio":           {http.MethodPut, withBody(s.putGPIO)},
+		"/can":            {http.MethodPost, withBody(s.InjectCAN)},
+		"/ble/advert":     {http.MethodPost, withBody(s.InjectAdvert)},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == CentralPath {
@@ -188,26 +188,36 @@ func decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
-func (s *Sim) putMemory(r *http.Request) error {
-	var u MemoryUpdate
-	if err := decodeBody(r, &u); err != nil {
-		return err
+// withBody decodes the request body into a T and hands it to apply, so that an endpoint is
+// only what it does with its body.
+func withBody[T any](apply func(T) error) func(*http.Request) error {
+	return func(r *http.Request) error {
+		var v T
+		if err := decodeBody(r, &v); err != nil {
+			return err
+		}
+		return apply(v)
 	}
-	if _, err := s.SetMemory(u); err != nil {
-		return api.Validation("", "%v", err)
-	}
-	return nil
 }
 
-func (s *Sim) putIface(r *http.Request, name string) error {
-	var u IfUpdate
-	if err := decodeBody(r, &u); err != nil {
-		return err
+// invalid answers err as a 400 validation error at path; nil stays nil.
+func invalid(path string, err error) error {
+	if err == nil {
+		return nil
 	}
-	if _, err := s.SetIface(name, u); err != nil {
-		return api.Validation(name, "%v", err)
+	return api.Validation(path, "%v", err)
+}
+
+func (s *Sim) putMemory(u MemoryUpdate) error {
+	_, err := s.SetMemory(u)
+	return invalid("", err)
+}
+
+func (s *Sim) putIface(name string) func(IfUpdate) error {
+	return func(u IfUpdate) error {
+		_, err := s.SetIface(name, u)
+		return invalid(name, err)
 	}
-	return nil
 }
 
 func (s *Sim) setEthUp(up bool) error {
@@ -222,26 +232,14 @@ type RouteUpdate struct {
 	Gateway *string `json:"gateway,omitempty"`
 }
 
-func (s *Sim) putRoute(r *http.Request) error {
-	var u RouteUpdate
-	if err := decodeBody(r, &u); err != nil {
-		return err
-	}
-	if _, err := s.SetIface(IfaceEth, IfUpdate{IP: u.IP, Netmask: u.Netmask, Gateway: u.Gateway}); err != nil {
-		return api.Validation("eth", "%v", err)
-	}
-	return nil
+func (s *Sim) putRoute(u RouteUpdate) error {
+	_, err := s.SetIface(IfaceEth, IfUpdate{IP: u.IP, Netmask: u.Netmask, Gateway: u.Gateway})
+	return invalid("eth", err)
 }
 
-func (s *Sim) postAP(r *http.Request) error {
-	var u APUpdate
-	if err := decodeBody(r, &u); err != nil {
-		return err
-	}
-	if _, err := s.AddAP(u); err != nil {
-		return api.Validation("ap", "%v", err)
-	}
-	return nil
+func (s *Sim) postAP(u APUpdate) error {
+	_, err := s.AddAP(u)
+	return invalid("ap", err)
 }
 
 // APFault names access points by SSID and, for a fault change, the behaviour.
@@ -250,11 +248,7 @@ type APFault struct {
 	Fault string `json:"fault,omitempty"`
 }
 
-func (s *Sim) postAPRemove(r *http.Request) error {
-	var u APFault
-	if err := decodeBody(r, &u); err != nil {
-		return err
-	}
+func (s *Sim) postAPRemove(u APFault) error {
 	if u.Fault != "" {
 		return api.Validation("fault", "fault: not part of a removal")
 	}
@@ -264,11 +258,7 @@ func (s *Sim) postAPRemove(r *http.Request) error {
 	return nil
 }
 
-func (s *Sim) putAPFault(r *http.Request) error {
-	var u APFault
-	if err := decodeBody(r, &u); err != nil {
-		return err
-	}
+func (s *Sim) putAPFault(u APFault) error {
 	if err := s.SetFault(u.SSID, u.Fault); err != nil {
 		if strings.HasPrefix(err.Error(), "fault") {
 			return api.Validation("fault", "%v", err)
@@ -283,11 +273,7 @@ type ScanBusy struct {
 	Busy *bool `json:"busy"`
 }
 
-func (s *Sim) putScanBusy(r *http.Request) error {
-	var u ScanBusy
-	if err := decodeBody(r, &u); err != nil {
-		return err
-	}
+func (s *Sim) putScanBusy(u ScanBusy) error {
 	if u.Busy == nil {
 		return api.Validation("busy", "busy: want true or false")
 	}
@@ -299,15 +285,8 @@ type buttonRequest struct {
 	Seconds int `json:"seconds"`
 }
 
-func (s *Sim) postButton(r *http.Request) error {
-	var b buttonRequest
-	if err := decodeBody(r, &b); err != nil {
-		return err
-	}
-	if err := s.Press(b.Seconds); err != nil {
-		return api.Validation("seconds", "%v", err)
-	}
-	return nil
+func (s *Sim) postButton(b buttonRequest) error {
+	return invalid("seconds", s.Press(b.Seconds))
 }
 
 // Client drives a simulated board's control channel.

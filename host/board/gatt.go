@@ -158,6 +158,18 @@ func (g *gattState) conn(id int) (*gattConn, error) {
 	return c, nil
 }
 
+// lockConn locks g and finds connection id. On success the caller holds g.mu and releases it;
+// on an error g.mu is already released.
+func (g *gattState) lockConn(id int) (*gattConn, error) {
+	g.mu.Lock()
+	c, err := g.conn(id)
+	if err != nil {
+		g.mu.Unlock()
+		return nil, err
+	}
+	return c, nil
+}
+
 // CentralConnect connects a simulated central; it returns the connection id.
 func (s *Sim) CentralConnect() (int, error) {
 	g := &s.gatt
@@ -226,10 +238,8 @@ func (s *Sim) CentralDiscover(id int) ([]ServiceInfo, error) {
 // Offset 0 asks the device for the value; later offsets page through that same value.
 func (s *Sim) CentralRead(id int, handle uint16, offset int) ([]byte, error) {
 	g := &s.gatt
-	g.mu.Lock()
-	c, err := g.conn(id)
+	c, err := g.lockConn(id)
 	if err != nil {
-		g.mu.Unlock()
 		return nil, err
 	}
 	if ch, ok := g.char(handle - 1); ok && handle >= 4 {
@@ -274,10 +284,8 @@ func page(v []byte, offset, mtu int, handle uint16) ([]byte, error) {
 // (prepare true) queues MTU-5 bytes at offset, in order, until CentralExecute.
 func (s *Sim) CentralWrite(id int, handle uint16, offset int, value []byte, prepare bool) error {
 	g := &s.gatt
-	g.mu.Lock()
-	c, err := g.conn(id)
+	c, err := g.lockConn(id)
 	if err != nil {
-		g.mu.Unlock()
 		return err
 	}
 	ch, ok := g.char(handle)
@@ -316,10 +324,8 @@ func (s *Sim) CentralWrite(id int, handle uint16, offset int, value []byte, prep
 // CentralExecute executes (commit) or cancels the connection's prepared writes.
 func (s *Sim) CentralExecute(id int, commit bool) error {
 	g := &s.gatt
-	g.mu.Lock()
-	c, err := g.conn(id)
+	c, err := g.lockConn(id)
 	if err != nil {
-		g.mu.Unlock()
 		return err
 	}
 	queue := c.queue
@@ -350,9 +356,7 @@ func (s *Sim) CentralExecute(id int, commit bool) error {
 // CentralDisconnect ends a connection; the device is told.
 func (s *Sim) CentralDisconnect(id int) error {
 	g := &s.gatt
-	g.mu.Lock()
-	if _, err := g.conn(id); err != nil {
-		g.mu.Unlock()
+	if _, err := g.lockConn(id); err != nil {
 		return err
 	}
 	delete(g.conns, id)

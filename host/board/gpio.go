@@ -39,7 +39,7 @@ type gpio struct {
 	mu       sync.Mutex
 	high     [GPIOPins]bool
 	fault    [GPIOPins]bool
-	watchers map[int]map[*func(int, bool)]struct{}
+	watchers [GPIOPins]callbacks[func(int, bool)]
 }
 
 func checkPin(pin int) error {
@@ -79,21 +79,7 @@ func (s *Sim) GPIOWatch(pin int, fn func(pin int, high bool)) (cancel func(), er
 	if err := checkPin(pin); err != nil {
 		return nil, err
 	}
-	key := &fn
-	s.gpio.mu.Lock()
-	if s.gpio.watchers == nil {
-		s.gpio.watchers = map[int]map[*func(int, bool)]struct{}{}
-	}
-	if s.gpio.watchers[pin] == nil {
-		s.gpio.watchers[pin] = map[*func(int, bool)]struct{}{}
-	}
-	s.gpio.watchers[pin][key] = struct{}{}
-	s.gpio.mu.Unlock()
-	return func() {
-		s.gpio.mu.Lock()
-		delete(s.gpio.watchers[pin], key)
-		s.gpio.mu.Unlock()
-	}, nil
+	return subscribe(&s.gpio.mu, &s.gpio.watchers[pin], fn), nil
 }
 
 // SetPin applies an update from the control channel.
@@ -108,9 +94,7 @@ func (s *Sim) SetPin(u PinUpdate) (PinState, error) {
 	}
 	if u.High != nil && *u.High != s.gpio.high[u.Pin] {
 		s.gpio.high[u.Pin] = *u.High
-		for fn := range s.gpio.watchers[u.Pin] {
-			notify = append(notify, *fn)
-		}
+		notify = s.gpio.watchers[u.Pin].list()
 	}
 	st := PinState{Pin: u.Pin, High: s.gpio.high[u.Pin], Fault: s.gpio.fault[u.Pin]}
 	s.gpio.mu.Unlock()
@@ -133,11 +117,7 @@ func (s *Sim) Pins() []PinState {
 	return out
 }
 
-func (s *Sim) putGPIO(r *http.Request) error {
-	var u PinUpdate
-	if err := decodeBody(r, &u); err != nil {
-		return err
-	}
+func (s *Sim) putGPIO(u PinUpdate) error {
 	_, err := s.SetPin(u)
 	return err
 }

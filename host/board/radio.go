@@ -47,10 +47,10 @@ type radios struct {
 	mu       sync.Mutex
 	sent     []CANFrame
 	received int
-	canRx    map[*func(CANFrame)]struct{}
+	canRx    callbacks[func(CANFrame)]
 	advert   []byte
 	scanRsp  []byte
-	scanners map[*func(BLEAdvert)]struct{}
+	scanners callbacks[func(BLEAdvert)]
 }
 
 func checkFrame(f CANFrame) error {
@@ -81,14 +81,7 @@ func (s *Sim) CANSend(f CANFrame) error {
 
 // CANReceive calls fn with every frame the bus delivers until cancel.
 func (s *Sim) CANReceive(fn func(CANFrame)) (cancel func(), err error) {
-	key := &fn
-	s.radio.mu.Lock()
-	if s.radio.canRx == nil {
-		s.radio.canRx = map[*func(CANFrame)]struct{}{}
-	}
-	s.radio.canRx[key] = struct{}{}
-	s.radio.mu.Unlock()
-	return func() { s.radio.mu.Lock(); delete(s.radio.canRx, key); s.radio.mu.Unlock() }, nil
+	return subscribe(&s.radio.mu, &s.radio.canRx, fn), nil
 }
 
 // InjectCAN delivers a frame from the bus to every receiver.
@@ -98,10 +91,7 @@ func (s *Sim) InjectCAN(f CANFrame) error {
 	}
 	s.radio.mu.Lock()
 	s.radio.received++
-	fns := make([]func(CANFrame), 0, len(s.radio.canRx))
-	for fn := range s.radio.canRx {
-		fns = append(fns, *fn)
-	}
+	fns := s.radio.canRx.list()
 	s.radio.mu.Unlock()
 	for _, fn := range fns {
 		fn(CANFrame{ID: f.ID, Extended: f.Extended, Remote: f.Remote, Data: slices.Clone(f.Data)})
@@ -144,14 +134,7 @@ func (s *Sim) BLEStopAdvertising() error {
 
 // BLEScan calls fn with every advertisement heard until cancel.
 func (s *Sim) BLEScan(fn func(BLEAdvert)) (cancel func(), err error) {
-	key := &fn
-	s.radio.mu.Lock()
-	if s.radio.scanners == nil {
-		s.radio.scanners = map[*func(BLEAdvert)]struct{}{}
-	}
-	s.radio.scanners[key] = struct{}{}
-	s.radio.mu.Unlock()
-	return func() { s.radio.mu.Lock(); delete(s.radio.scanners, key); s.radio.mu.Unlock() }, nil
+	return subscribe(&s.radio.mu, &s.radio.scanners, fn), nil
 }
 
 // InjectAdvert makes the radio hear an advertisement.
@@ -160,10 +143,7 @@ func (s *Sim) InjectAdvert(a BLEAdvert) error {
 		return api.Errorf(http.StatusBadRequest, api.CodeValidation, "an advert needs addr and at most 31 data bytes")
 	}
 	s.radio.mu.Lock()
-	fns := make([]func(BLEAdvert), 0, len(s.radio.scanners))
-	for fn := range s.radio.scanners {
-		fns = append(fns, *fn)
-	}
+	fns := s.radio.scanners.list()
 	s.radio.mu.Unlock()
 	for _, fn := range fns {
 		fn(BLEAdvert{Address: a.Address, RSSI: a.RSSI, Data: slices.Clone(a.Data)})
@@ -177,20 +157,4 @@ func (s *Sim) Radios() Radios {
 	defer s.radio.mu.Unlock()
 	return Radios{CANSent: slices.Clone(s.radio.sent), CANReceived: s.radio.received,
 		Advertising: slices.Clone(s.radio.advert), ScanResponse: slices.Clone(s.radio.scanRsp), Scanning: len(s.radio.scanners)}
-}
-
-func (s *Sim) postCAN(r *http.Request) error {
-	var f CANFrame
-	if err := decodeBody(r, &f); err != nil {
-		return err
-	}
-	return s.InjectCAN(f)
-}
-
-func (s *Sim) postAdvert(r *http.Request) error {
-	var a BLEAdvert
-	if err := decodeBody(r, &a); err != nil {
-		return err
-	}
-	return s.InjectAdvert(a)
 }

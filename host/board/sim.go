@@ -282,8 +282,7 @@ func (s *Sim) State() State {
 }
 
 func (s *Sim) stateLocked() State {
-	hw := s.hw
-	hw.Features = slices.Clone(s.hw.Features)
+	hw := s.Hardware()
 	return State{Hardware: hw, ID: hw.DeviceID(), Memory: s.mem, Eth: s.eth, Thread: s.thread, WiFi: s.wifiLocked(),
 		GPIO: s.Pins(), Radios: s.Radios()}
 }

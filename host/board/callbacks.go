@@ -1,0 +1,34 @@
+package board
+
+import "sync"
+
+// callbacks is a set of subscribed functions of type F. Each subscription is keyed by the address
+// of its own copy of the function, so one function subscribed twice is two entries, each
+// cancelled alone. The owner's lock guards the set; the owner calls what list answers after
+// releasing that lock, so a callback may call back into the board.
+type callbacks[F any] map[*F]struct{}
+
+// subscribe adds fn to *set under mu and answers the cancel that removes it.
+func subscribe[F any](mu *sync.Mutex, set *callbacks[F], fn F) (cancel func()) {
+	key := &fn
+	mu.Lock()
+	if *set == nil {
+		*set = callbacks[F]{}
+	}
+	(*set)[key] = struct{}{}
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		delete(*set, key)
+		mu.Unlock()
+	}
+}
+
+// list answers the subscribed functions; the caller holds the owner's lock.
+func (c callbacks[F]) list() []F {
+	fns := make([]F, 0, len(c))
+	for fn := range c {
+		fns = append(fns, *fn)
+	}
+	return fns
+}
