@@ -173,6 +173,16 @@ func DecodeJSON(r *http.Request, v any) error {
 	return Unmarshal(b, v)
 }
 
+// ReadParsed reads the body and hands it to parse, the endpoint's own validating decoder.
+func ReadParsed[T any](r *http.Request, parse func([]byte) (T, error)) (T, error) {
+	b, err := ReadBody(r)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return parse(b)
+}
+
 // Unmarshal is the device's one strict JSON decoder for request bodies: every endpoint that
 // takes JSON decodes through it, so one rule holds everywhere. It decodes exactly one JSON
 // value from b into v (numbers kept as json.Number) and refuses, as 400 `validation`:

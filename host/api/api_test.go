@@ -2,6 +2,9 @@ package api
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -58,3 +61,21 @@ func TestUnmarshalStrict(t *testing.T) {
 
 func mapInto() any { return &map[string]any{} }
 func anyInto() any { var v any; return &v }
+
+// ReadParsed hands the whole body to the parser, and a body over the server's cap is 413
+// without the parser being called.
+func TestReadParsed(t *testing.T) {
+	parse := func(b []byte) (int, error) { return len(b), nil }
+	r := httptest.NewRequest(http.MethodPut, "/", strings.NewReader("abcd"))
+	if n, err := ReadParsed(r, parse); n != 4 || err != nil {
+		t.Fatalf("ReadParsed = %d, %v; want 4, nil", n, err)
+	}
+	r = httptest.NewRequest(http.MethodPut, "/", strings.NewReader("abcd"))
+	r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, 2)
+	called := false
+	_, err := ReadParsed(r, func(b []byte) (int, error) { called = true; return 0, nil })
+	var e *Error
+	if !errors.As(err, &e) || e.Status != http.StatusRequestEntityTooLarge || called {
+		t.Fatalf("over the cap: %v (parser called %v), want 413 without the parser", err, called)
+	}
+}

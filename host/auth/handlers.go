@@ -65,12 +65,7 @@ func (a *Auth) handleLogin(w http.ResponseWriter, r *http.Request) {
 			Message: "no API key is configured; the API is open"})
 		return
 	}
-	b, err := api.ReadBody(r)
-	if err != nil {
-		a.WriteError(w, err)
-		return
-	}
-	offered, err := ParseLogin(b)
+	offered, err := api.ReadParsed(r, ParseLogin)
 	if err != nil {
 		a.WriteError(w, err)
 		return

@@ -66,12 +66,7 @@ type putRequest struct {
 }
 
 func (c *Clock) handlePut(w http.ResponseWriter, r *http.Request) {
-	b, err := api.ReadBody(r)
-	if err != nil {
-		api.WriteErr(w, err)
-		return
-	}
-	req, err := parsePut(b)
+	req, err := api.ReadParsed(r, parsePut)
 	if err != nil {
 		api.WriteErr(w, err)
 		return

@@ -230,12 +230,7 @@ func (r *Registry) handleGet(w http.ResponseWriter, req *http.Request) {
 }
 
 func (r *Registry) handleDrill(w http.ResponseWriter, req *http.Request) {
-	b, err := api.ReadBody(req)
-	if err != nil {
-		api.WriteErr(w, err)
-		return
-	}
-	d, err := ParseDrill(b)
+	d, err := api.ReadParsed(req, ParseDrill)
 	if err != nil {
 		api.WriteErr(w, err)
 		return

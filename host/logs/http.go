@@ -176,12 +176,7 @@ func ParseLevelBody(body []byte) (LevelBody, error) {
 }
 
 func (r *Ring) serveLevel(w http.ResponseWriter, req *http.Request) {
-	body, err := api.ReadBody(req)
-	if err != nil {
-		api.WriteErr(w, err)
-		return
-	}
-	lb, err := ParseLevelBody(body)
+	lb, err := api.ReadParsed(req, ParseLevelBody)
 	if err != nil {
 		api.WriteErr(w, err)
 		return
