@@ -15,23 +15,10 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"devhost/abi"
 	"devhost/host/boot"
 	"devhost/host/ota/image"
+	"devhost/host/ota/otatest"
 )
-
-func testKey(t *testing.T, name string) *rsa.PrivateKey {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "abi", "testdata", name+".pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := abi.ParsePrivateKey(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 func packImage(t *testing.T, k *rsa.PrivateKey, project, version string, exe []byte) []byte {
 	t.Helper()
@@ -88,7 +75,7 @@ type rig struct {
 
 // newRig writes otadata (slot 0 valid 1.0.0, slot 1 as given) and boots from slot.
 func newRig(t *testing.T, slot int, slots [2]boot.Slot, st Station) *rig {
-	r := &rig{t: t, dir: t.TempDir(), clk: clockwork.NewFakeClock(), cfg: newConfig(), key: testKey(t, "publisher"),
+	r := &rig{t: t, dir: t.TempDir(), clk: clockwork.NewFakeClock(), cfg: newConfig(), key: otatest.Key(t, "publisher"),
 		files: map[string][]byte{}}
 	for n := range 2 {
 		if slots[n].State != boot.SlotEmpty {
@@ -230,7 +217,7 @@ func TestInstallFromURL(t *testing.T) {
 }
 
 func TestRejectedImagesChangeNothing(t *testing.T) {
-	other := testKey(t, "other")
+	other := otatest.Key(t, "other")
 	exe := []byte("an executable")
 	r := confirmedRig(t)
 	good := packImage(t, r.key, "devhost", "1.1.0", exe)

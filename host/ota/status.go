@@ -45,25 +45,16 @@ type Available struct {
 
 func (s Status) clone() Status {
 	c := s
-	if s.Progress != nil {
-		p := *s.Progress
-		c.Progress = &p
-	}
-	if s.Error != nil {
-		e := *s.Error
-		c.Error = &e
-	}
-	if s.OtherVersion != nil {
-		v := *s.OtherVersion
-		c.OtherVersion = &v
-	}
-	if s.Available != nil {
-		a := *s.Available
-		c.Available = &a
-	}
-	if s.LastCheck != nil {
-		t := *s.LastCheck
-		c.LastCheck = &t
-	}
+	c.Progress, c.Error, c.OtherVersion = copyOf(s.Progress), copyOf(s.Error), copyOf(s.OtherVersion)
+	c.Available, c.LastCheck = copyOf(s.Available), copyOf(s.LastCheck)
 	return c
+}
+
+// copyOf answers a pointer to a copy of *p, or nil for nil.
+func copyOf[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

@@ -8,21 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"devhost/abi"
+	"devhost/host/ota/otatest"
 )
-
-func key(t *testing.T, name string) *rsa.PrivateKey {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "abi", "testdata", name+".pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := abi.ParsePrivateKey(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 func pack(t *testing.T, k *rsa.PrivateKey, h Header, exe []byte) []byte {
 	t.Helper()
@@ -36,7 +23,7 @@ func pack(t *testing.T, k *rsa.PrivateKey, h Header, exe []byte) []byte {
 var hdr = Header{Project: "devhost", Version: "1.2.3", Target: "esp32s3", BuildTime: "2026-01-01T00:00:00Z"}
 
 func TestPackParse(t *testing.T) {
-	k := key(t, "publisher")
+	k := otatest.Key(t, "publisher")
 	exe := bytes.Repeat([]byte("\x7fELF app"), 1000)
 	img := pack(t, k, hdr, exe)
 	h, got, err := Parse(bytes.NewReader(img), []*rsa.PublicKey{&k.PublicKey})
@@ -51,7 +38,7 @@ func TestPackParse(t *testing.T) {
 }
 
 func TestEveryDamageIsRejected(t *testing.T) {
-	k, other := key(t, "publisher"), key(t, "other")
+	k, other := otatest.Key(t, "publisher"), otatest.Key(t, "other")
 	exe := bytes.Repeat([]byte{1, 2, 3, 4}, 300)
 	img := pack(t, k, hdr, exe)
 	keys := []*rsa.PublicKey{&k.PublicKey}
@@ -81,7 +68,7 @@ func TestEveryDamageIsRejected(t *testing.T) {
 }
 
 func TestVerifyFile(t *testing.T) {
-	k := key(t, "publisher")
+	k := otatest.Key(t, "publisher")
 	exe := []byte("executable bytes")
 	img := pack(t, k, hdr, exe)
 	h, raw, err := ReadHeader(bytes.NewReader(img))
