@@ -1,10 +1,7 @@
 package httpd
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -12,33 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"devhost/host/api"
 )
-
-// rawExchange writes req on a fresh connection (concurrently: the server may answer before
-// it has read everything) and reads one response.
-func rawExchange(t *testing.T, base, req string) (*http.Response, []byte) {
-	t.Helper()
-	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	go func() { _, _ = io.WriteString(c, req) }()
-	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatalf("read response: %v", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("read body: %v", err)
-	}
-	return resp, b
-}
 
 func manyHeaders(n int) string {
 	var b strings.Builder
@@ -122,21 +95,10 @@ func TestPlainToJSONLeavesOrdinaryResponsesAlone(t *testing.T) {
 // the newest client is served and the oldest idle connection is closed.
 func TestConnectionCapKeepsTheNewest(t *testing.T) {
 	s := New(Options{MaxConns: 4})
-	if err := s.Handle(api.Route{Method: "GET", Path: "/thing", Handler: func(w http.ResponseWriter, _ *http.Request) {
-		api.WriteJSON(w, 200, "ok")
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	base := start(t, s)
-	addr := strings.TrimPrefix(base, "http://")
+	base := serveOK(t, s)
 	var idle []net.Conn
 	for range 4 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		idle = append(idle, c)
+		idle = append(idle, dialServer(t, base))
 		waitFor(t, func() bool { return s.conns.open() == len(idle) })
 	}
 	resp, b := rawExchange(t, base, "GET /api/v1/thing HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -144,10 +106,7 @@ func TestConnectionCapKeepsTheNewest(t *testing.T) {
 		t.Fatalf("newest client: %d %s", resp.StatusCode, b)
 	}
 	// The first (oldest) connection was closed by the server.
-	_ = idle[0].SetReadDeadline(time.Now().Add(30 * time.Second))
-	if _, err := idle[0].Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !isReset(err) {
-		t.Fatalf("oldest idle connection: read %v, want closed", err)
-	}
+	wantClosed(t, idle[0], "oldest idle connection")
 	if n := s.conns.open(); n > 4 {
 		t.Fatalf("%d connections open over a cap of 4", n)
 	}
@@ -193,54 +152,21 @@ func TestConnectionCapRefusesWhenAllBusy(t *testing.T) {
 	}
 }
 
-func isReset(err error) bool {
-	var ne *net.OpError
-	return errors.As(err, &ne) && strings.Contains(ne.Err.Error(), "reset")
-}
-
-// waitFor polls a condition the server reaches asynchronously (no fixed deadline: a loaded
-// machine only makes it slower; the test binary's own timeout is the backstop).
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatal("condition not reached")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
 // TestConnectionCapSpansListeners: the station and the portal listener share one cap.
 func TestConnectionCapSpansListeners(t *testing.T) {
 	s := New(Options{MaxConns: 2})
-	if err := s.Handle(api.Route{Method: "GET", Path: "/thing", Handler: func(w http.ResponseWriter, _ *http.Request) {
-		api.WriteJSON(w, 200, "ok")
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	first := start(t, s)
+	first := serveOK(t, s)
 	second := start(t, s)
 	var idle []net.Conn
 	for _, base := range []string{first, second} {
-		c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		idle = append(idle, c)
+		idle = append(idle, dialServer(t, base))
 		waitFor(t, func() bool { return s.conns.open() == len(idle) })
 	}
 	resp, b := rawExchange(t, second, "GET /api/v1/thing HTTP/1.1\r\nHost: x\r\n\r\n")
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
-	_ = idle[0].SetReadDeadline(time.Now().Add(30 * time.Second))
-	if _, err := idle[0].Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !isReset(err) {
-		t.Fatalf("the first listener's idle connection: read %v, want closed", err)
-	}
+	wantClosed(t, idle[0], "the first listener's idle connection")
 }
 
 // TestUIFileServedThroughTheWrapper: a file body goes out through ReadFrom intact.

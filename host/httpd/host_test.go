@@ -4,8 +4,6 @@ import (
 	"net"
 	"net/http"
 	"testing"
-
-	"devhost/host/api"
 )
 
 // TestHostCheck is defect 8 (DNS rebinding), over the wire with the Host header as sent.
@@ -18,12 +16,7 @@ func TestHostCheck(t *testing.T) {
 		},
 		UI: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ui")) }),
 	})
-	if err := s.Handle(api.Route{Method: "GET", Path: "/thing", Handler: func(w http.ResponseWriter, _ *http.Request) {
-		api.WriteJSON(w, 200, "ok")
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	base := start(t, s)
+	base := serveOK(t, s)
 	cases := []struct {
 		name, host, path, extra string
 		status                  int

@@ -5,12 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"devhost/host/api"
 	"devhost/host/foreground"
@@ -34,78 +32,6 @@ type retryErr struct{ e *api.Error }
 func (r retryErr) Error() string { return r.e.Error() }
 func (r retryErr) Unwrap() error { return r.e }
 func (retryErr) RetryAfter() int { return 30 }
-
-func start(t *testing.T, s *Server) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = s.Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return "http://" + ln.Addr().String()
-}
-
-func echo(w http.ResponseWriter, r *http.Request) {
-	var v map[string]any
-	if err := api.DecodeJSON(r, &v); err != nil {
-		api.WriteErr(w, err)
-		return
-	}
-	api.WriteJSON(w, 200, v)
-}
-
-func newTestServer(t *testing.T, auth *fakeAuth) (*Server, string) {
-	opts := Options{BodyTimeout: 300 * time.Millisecond, UI: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "ui:"+r.URL.Path)
-	})}
-	if auth != nil {
-		opts.Auth = auth
-	}
-	s := New(opts)
-	must := func(err error) {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(s.Handle(api.Route{Method: "GET", Path: "/thing", Handler: func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, 200, map[string]int{"a": 1}) }}))
-	must(s.Handle(api.Route{Method: "PUT", Path: "/thing", Handler: echo}))
-	must(s.Handle(api.Route{Method: "POST", Path: "/act", NoBody: true, Handler: func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, 202, map[string]string{"status": "ok"}) }}))
-	must(s.Handle(api.Route{Method: "GET", Path: "/open", Public: true, Handler: func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, 200, "open") }}))
-	must(s.Handle(api.Route{Method: "GET", Path: "/boom", Handler: func(http.ResponseWriter, *http.Request) { panic("boom") }}))
-	return s, start(t, s)
-}
-
-func errCode(t *testing.T, resp *http.Response) string {
-	t.Helper()
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-		t.Fatalf("content type %q", ct)
-	}
-	var b struct{ Error string }
-	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Error
-}
-
-func do(t *testing.T, method, url, ct, body string) *http.Response {
-	t.Helper()
-	req, _ := http.NewRequest(method, url, strings.NewReader(body))
-	if body == "" {
-		req.Body = nil
-	}
-	if ct != "" {
-		req.Header.Set("Content-Type", ct)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
-}
 
 func TestChainErrors(t *testing.T) {
 	_, base := newTestServer(t, nil)
@@ -152,29 +78,6 @@ func TestMethodNotAllowedCarriesAllow(t *testing.T) {
 		t.Fatalf("status %d allow %q", resp.StatusCode, resp.Header.Get("Allow"))
 	}
 	resp.Body.Close()
-}
-
-// raw sends bytes on a fresh connection and returns the parsed response.
-func raw(t *testing.T, base, req string, pause time.Duration, rest string) *http.Response {
-	t.Helper()
-	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if _, err := io.WriteString(c, req); err != nil {
-		t.Fatal(err)
-	}
-	if pause > 0 {
-		time.Sleep(pause)
-		_, _ = io.WriteString(c, rest)
-	}
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
 }
 
 func TestLengthRequired(t *testing.T) {
