@@ -1,14 +1,13 @@
 package clock
 
 import (
-	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 
 	"devhost/host/httpd"
+	"devhost/host/httpd/httpdtest"
 )
 
 // TestOutrankedOverTheWire is the Errors table's 409 `outranked` row through the device's
@@ -23,16 +22,9 @@ func TestOutrankedOverTheWire(t *testing.T) {
 	if err := srv.HandleAll(c.Routes()); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = srv.Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	base := httpdtest.Start(t, srv)
 
-	req, _ := http.NewRequest("PUT", "http://"+ln.Addr().String()+"/api/v1/time", strings.NewReader(`{"now":1748779300000,"tz":"CET-1"}`))
+	req, _ := http.NewRequest("PUT", base+"/api/v1/time", strings.NewReader(`{"now":1748779300000,"tz":"CET-1"}`))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

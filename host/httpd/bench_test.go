@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,6 +38,7 @@ import (
 	"devhost/host/auth"
 	"devhost/host/config"
 	"devhost/host/httpd"
+	"devhost/host/httpd/httpdtest"
 	"devhost/host/store"
 	"devhost/host/system"
 )
@@ -90,24 +92,23 @@ func newStack(b *testing.B) *stack {
 	return &stack{srv: srv, cfg: cfg, st: st, dir: dir}
 }
 
-// serve answers h on a fresh loopback listener until the benchmark ends.
+// serve answers h on a fresh loopback listener until the benchmark ends: the device's server
+// as it is, any other handler through net/http alone.
 func serve(b *testing.B, h http.Handler) string {
-	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
+	var s httpdtest.Server = plainServer{h}
+	if dev, ok := h.(*httpd.Server); ok {
+		s = dev
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	if s, ok := h.(*httpd.Server); ok {
-		go func() { _ = s.Serve(ctx, ln); close(done) }()
-	} else {
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
-		go func() { _ = srv.Serve(ln); close(done) }()
-		go func() { <-ctx.Done(); _ = srv.Close() }()
-	}
-	b.Cleanup(func() { cancel(); <-done })
-	return ln.Addr().String()
+	return strings.TrimPrefix(httpdtest.Start(b, s), "http://")
+}
+
+// plainServer serves a handler with net/http alone, the baseline the device is measured against.
+type plainServer struct{ h http.Handler }
+
+func (p plainServer) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: p.h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	return srv.Serve(ln)
 }
 
 // canned is one captured answer the bare handler replays.

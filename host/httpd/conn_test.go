@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"devhost/host/api"
+	"devhost/host/httpd/httpdtest"
 )
 
 func manyHeaders(n int) string {
@@ -125,7 +126,7 @@ func TestConnectionCapRefusesWhenAllBusy(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	base := start(t, s)
+	base := httpdtest.Start(t, s)
 	results := make(chan int, 2)
 	for range 2 {
 		go func() {
@@ -156,7 +157,7 @@ func TestConnectionCapRefusesWhenAllBusy(t *testing.T) {
 func TestConnectionCapSpansListeners(t *testing.T) {
 	s := New(Options{MaxConns: 2})
 	first := serveOK(t, s)
-	second := start(t, s)
+	second := httpdtest.Start(t, s)
 	var idle []net.Conn
 	for _, base := range []string{first, second} {
 		idle = append(idle, dialServer(t, base))
@@ -177,7 +178,7 @@ func TestUIFileServedThroughTheWrapper(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := New(Options{UI: http.FileServer(http.Dir(dir))})
-	base := start(t, s)
+	base := httpdtest.Start(t, s)
 	resp, err := http.Get(base + "/big.js")
 	if err != nil {
 		t.Fatal(err)

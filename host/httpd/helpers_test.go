@@ -13,20 +13,8 @@ import (
 	"time"
 
 	"devhost/host/api"
+	"devhost/host/httpd/httpdtest"
 )
-
-func start(t *testing.T, s *Server) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = s.Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return "http://" + ln.Addr().String()
-}
 
 func echo(w http.ResponseWriter, r *http.Request) {
 	var v map[string]any
@@ -55,7 +43,7 @@ func newTestServer(t *testing.T, auth *fakeAuth) (*Server, string) {
 	must(s.Handle(api.Route{Method: "POST", Path: "/act", NoBody: true, Handler: func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, 202, map[string]string{"status": "ok"}) }}))
 	must(s.Handle(api.Route{Method: "GET", Path: "/open", Public: true, Handler: func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, 200, "open") }}))
 	must(s.Handle(api.Route{Method: "GET", Path: "/boom", Handler: func(http.ResponseWriter, *http.Request) { panic("boom") }}))
-	return s, start(t, s)
+	return s, httpdtest.Start(t, s)
 }
 
 func errCode(t *testing.T, resp *http.Response) string {
@@ -154,7 +142,7 @@ func serveOK(t *testing.T, s *Server) string {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	return start(t, s)
+	return httpdtest.Start(t, s)
 }
 
 // dialServer opens a raw connection to the server at base, closed when the test ends.

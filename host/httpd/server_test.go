@@ -12,6 +12,7 @@ import (
 
 	"devhost/host/api"
 	"devhost/host/foreground"
+	"devhost/host/httpd/httpdtest"
 )
 
 type fakeAuth struct{ err error }
@@ -290,7 +291,7 @@ func TestStreamEndsWithItsCredential(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	base := start(t, s)
+	base := httpdtest.Start(t, s)
 	resp, err := http.Get(base + "/api/v1/stream")
 	if err != nil {
 		t.Fatal(err)
@@ -323,7 +324,7 @@ func TestForegroundCountsCoreRequests(t *testing.T) {
 	if err := s.AddApp("p", api.Route{Method: "GET", Path: "/p/x", Handler: seen}); err != nil {
 		t.Fatal(err)
 	}
-	base := start(t, s)
+	base := httpdtest.Start(t, s)
 	for _, c := range []struct {
 		path string
 		want bool

@@ -1,7 +1,6 @@
 package portal
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -12,6 +11,7 @@ import (
 
 	"devhost/host/auth"
 	"devhost/host/httpd"
+	"devhost/host/httpd/httpdtest"
 )
 
 // PortalLink is the interface host/wifi drives; the portal must satisfy it.
@@ -117,15 +117,8 @@ func newRig(t *testing.T, ip string) *rig {
 	if err := r.srv.HandleAll(r.p.Routes()); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = r.srv.Serve(ctx, ln) }()
-	r.station = "http://" + ln.Addr().String()
-	t.Cleanup(func() { r.p.Down(); cancel(); <-done })
+	r.station = httpdtest.Start(t, r.srv)
+	t.Cleanup(r.p.Down) // before the server stops: cleanups run last first
 	return r
 }
 
