@@ -237,35 +237,18 @@ func (p *Portal) startDHCP() error {
 	if err != nil {
 		return fmt.Errorf("dhcp :%d: %w", p.opts.DHCPPort, bindErr(err))
 	}
-	p.conns = append(p.conns, conn)
-	l, iface := p.leases, p.opts.Iface
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := conn.ReadFromUDP(buf)
-			if err != nil {
-				return // closed by Down
-			}
-			r, err := dhcpReply(buf[:n], l)
-			if err != nil {
-				p.dhcpDropped.Add(1)
-				p.log.Debug("dhcp packet dropped", "from", from.String(), "err", err)
-				continue
-			}
-			if r == nil {
-				continue
-			}
-			to := replyAddr(from, iface != "")
-			if to == nil {
-				continue
-			}
-			if _, err := conn.WriteToUDP(r.ToBytes(), to); err != nil {
-				p.log.Debug("dhcp reply", "to", to.String(), "err", err)
-			}
+	l, onIface := p.leases, p.opts.Iface != ""
+	p.serveUDP(conn, "dhcp", &p.dhcpDropped, func(b []byte, from net.Addr) ([]byte, net.Addr, error) {
+		r, err := dhcpReply(b, l)
+		if err != nil || r == nil {
+			return nil, nil, err
 		}
-	}()
+		to := replyAddr(from.(*net.UDPAddr), onIface)
+		if to == nil {
+			return nil, nil, nil
+		}
+		return r.ToBytes(), to, nil
+	})
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/miekg/dns"
 )
@@ -63,8 +64,18 @@ func (p *Portal) startDNS() error {
 	if err != nil {
 		return fmt.Errorf("dns %s: %w", addr, bindErr(err))
 	}
-	p.conns = append(p.conns, pc)
 	ip := p.ip
+	p.serveUDP(pc, "dns", &p.dnsDropped, func(b []byte, from net.Addr) ([]byte, net.Addr, error) {
+		out, err := dnsAnswer(b, ip)
+		return out, from, err
+	})
+	return nil
+}
+
+// serveUDP answers the datagrams on pc until Down closes it. answer gives the reply and where
+// it goes; a nil reply is no answer, and an error counts the datagram in dropped.
+func (p *Portal) serveUDP(pc net.PacketConn, proto string, dropped *atomic.Uint64, answer func(b []byte, from net.Addr) ([]byte, net.Addr, error)) {
+	p.conns = append(p.conns, pc)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -74,16 +85,18 @@ func (p *Portal) startDNS() error {
 			if err != nil {
 				return // closed by Down
 			}
-			out, err := dnsAnswer(buf[:n], ip)
+			out, to, err := answer(buf[:n], from)
 			if err != nil {
-				p.dnsDropped.Add(1)
-				p.log.Debug("dns packet dropped", "from", from.String(), "err", err)
+				dropped.Add(1)
+				p.log.Debug(proto+" packet dropped", "from", from.String(), "err", err)
 				continue
 			}
-			if _, err := pc.WriteTo(out, from); err != nil {
-				p.log.Debug("dns reply", "to", from.String(), "err", err)
+			if out == nil {
+				continue
+			}
+			if _, err := pc.WriteTo(out, to); err != nil {
+				p.log.Debug(proto+" reply", "to", to.String(), "err", err)
 			}
 		}
 	}()
-	return nil
 }
