@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -12,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"devhost/host/api"
-
+	"devhost/host/api/apitest"
 	"github.com/jonboulle/clockwork"
 )
 
@@ -136,10 +134,7 @@ func errCode(t *testing.T, err error) (int, string) {
 	if err == nil {
 		return 0, ""
 	}
-	var e *api.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v is not an *api.Error", err)
-	}
+	e := apitest.Err(t, err)
 	return e.Status, e.Code
 }
 

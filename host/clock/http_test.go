@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"devhost/host/api"
+	"devhost/host/api/apitest"
 )
 
 type fakeTZ struct {
@@ -284,8 +285,7 @@ func FuzzParsePut(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		req, err := parsePut(b)
 		if err != nil {
-			var ae *api.Error
-			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != api.CodeValidation {
+			if !apitest.IsValidation(err) {
 				t.Fatalf("error %v is not a 400 validation", err)
 			}
 			return

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"devhost/host/api"
+	"devhost/host/api/apitest"
 )
 
 // TestApplyRules is the PUT /config semantics table, one row per rule.
@@ -148,7 +149,7 @@ func TestApplyRules(t *testing.T) {
 				if err == nil {
 					t.Fatalf("accepted, want 400 at %q", tc.want.path)
 				}
-				e := apiErr(t, err)
+				e := apitest.Err(t, err)
 				if e.Status != http.StatusBadRequest || e.Code != api.CodeValidation || pathOf(e) != tc.want.path {
 					t.Fatalf("got %d %s path %q (%s), want 400 validation path %q", e.Status, e.Code, pathOf(e), e.Message, tc.want.path)
 				}
@@ -225,14 +226,14 @@ func TestApplyWriteFailed(t *testing.T) {
 	f.c.OnChange(func(ns, key string) { notified = append(notified, ns+"."+key) })
 	f.st.FailWritesForTest(errors.New("flash gone"))
 	_, err := f.c.Apply([]byte(`{"t":{"b":true,"i":3}}`))
-	e := apiErr(t, err)
+	e := apitest.Err(t, err)
 	if e.Status != http.StatusInternalServerError || e.Code != api.CodeWriteFailed {
 		t.Fatalf("got %d %s, want 500 write_failed", e.Status, e.Code)
 	}
 	if len(notified) != 0 {
 		t.Fatalf("failed write notified %q", notified)
 	}
-	if err := f.c.Set("t", "b", true); apiErr(t, err).Code != api.CodeWriteFailed {
+	if err := f.c.Set("t", "b", true); apitest.Err(t, err).Code != api.CodeWriteFailed {
 		t.Fatalf("Set during a storage failure: %v", err)
 	}
 	f.st.FailWritesForTest(nil)
@@ -242,7 +243,7 @@ func TestApplyWriteFailed(t *testing.T) {
 	// A validation error still wins over the storage state.
 	f.st.FailWritesForTest(errors.New("flash gone"))
 	_, err = f.c.Apply([]byte(`{"t":{"zz":1}}`))
-	if e := apiErr(t, err); e.Code != api.CodeValidation {
+	if e := apitest.Err(t, err); e.Code != api.CodeValidation {
 		t.Fatalf("got %s, want validation", e.Code)
 	}
 }
@@ -291,7 +292,7 @@ func TestSet(t *testing.T) {
 	}
 	for _, tc := range bad {
 		err := f.c.Set(tc.ns, tc.key, tc.v)
-		if e := apiErr(t, err); e.Code != api.CodeValidation || pathOf(e) != tc.ns+"."+tc.key {
+		if e := apitest.Err(t, err); e.Code != api.CodeValidation || pathOf(e) != tc.ns+"."+tc.key {
 			t.Errorf("Set(%s.%s, %#v) = %v, want validation at its path", tc.ns, tc.key, tc.v, err)
 		}
 	}

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"log/slog"
 	"maps"
 	"path/filepath"
@@ -98,16 +97,6 @@ func (f *fixture) get(t *testing.T, ns, key string) any {
 }
 
 func sameStore(a, b map[string]string) bool { return maps.Equal(a, b) }
-
-// apiErr unwraps an *api.Error or fails.
-func apiErr(t testing.TB, err error) *api.Error {
-	t.Helper()
-	var e *api.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v is not an *api.Error", err)
-	}
-	return e
-}
 
 func pathOf(e *api.Error) string {
 	if e.Path == nil {

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"devhost/host/api/apitest"
 )
 
 // TestHostnameAlphabetRefused: net.hostname is a DNS label, so PUT /config refuses a value
@@ -16,7 +18,7 @@ func TestHostnameAlphabetRefused(t *testing.T) {
 		if err == nil {
 			t.Fatalf("hostname %q accepted", bad)
 		}
-		e := apiErr(t, err)
+		e := apitest.Err(t, err)
 		if e.Status != http.StatusBadRequest || e.Code != "validation" || pathOf(e) != "net.hostname" {
 			t.Fatalf("hostname %q: %d %s path %s", bad, e.Status, e.Code, pathOf(e))
 		}

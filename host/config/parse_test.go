@@ -3,12 +3,12 @@ package config
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
 	"devhost/host/api"
+	"devhost/host/api/apitest"
 )
 
 const plugDescriptor = `{
@@ -137,7 +137,7 @@ func FuzzApply(f *testing.F) {
 		before := fx.stored(t)
 		_, err := fx.c.Apply(body)
 		if err != nil {
-			e := apiErr(t, err)
+			e := apitest.Err(t, err)
 			if e.Status != http.StatusBadRequest || e.Code != api.CodeValidation || e.Path == nil {
 				t.Fatalf("refusal %d %s path %v", e.Status, e.Code, e.Path)
 			}
@@ -160,8 +160,7 @@ func FuzzApply(f *testing.F) {
 func TestErrorsAreTyped(t *testing.T) {
 	f := newFixture(t)
 	_, err := f.c.Apply([]byte(`{"t":{"i":"x"}}`))
-	var e *api.Error
-	if !errors.As(err, &e) || *e.Path != "t.i" || e.Message == "" {
+	if e := apitest.Err(t, err); *e.Path != "t.i" || e.Message == "" {
 		t.Fatalf("validation error %v carries no path or message", err)
 	}
 }

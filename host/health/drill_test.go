@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"devhost/host/api"
+	"devhost/host/api/apitest"
 )
 
 func TestParseDrill(t *testing.T) {
@@ -85,12 +85,11 @@ func TestParseDrill(t *testing.T) {
 			}
 			continue
 		}
-		var ae *api.Error
-		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || ae.Code != api.CodeValidation {
+		if !apitest.IsValidation(err) {
 			t.Errorf("%s: err %v, want 400 validation", c.body, err)
 			continue
 		}
-		if ae.Path == nil || *ae.Path != c.path {
+		if ae := apitest.Err(t, err); ae.Path == nil || *ae.Path != c.path {
 			t.Errorf("%s: path %v, want %q", c.body, ae.Path, c.path)
 		}
 	}
@@ -305,8 +304,7 @@ func FuzzParseDrill(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, err := ParseDrill(b)
 		if err != nil {
-			var ae *api.Error
-			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != api.CodeValidation {
+			if !apitest.IsValidation(err) {
 				t.Fatalf("error %v is not 400 validation", err)
 			}
 			return

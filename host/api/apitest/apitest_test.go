@@ -1,0 +1,33 @@
+package apitest
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"devhost/host/api"
+)
+
+func TestIsValidation(t *testing.T) {
+	for _, err := range []error{api.Validation("a", "bad"), fmt.Errorf("apply: %w", api.Validation("", "bad"))} {
+		if !IsValidation(err) {
+			t.Errorf("%v: not taken for a validation error", err)
+		}
+	}
+	for _, err := range []error{
+		api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "other code"),
+		&api.Error{Status: http.StatusConflict, Code: api.CodeValidation, Message: "other status"},
+		errors.New("plain"), nil,
+	} {
+		if IsValidation(err) {
+			t.Errorf("%v: taken for a validation error", err)
+		}
+	}
+}
+
+func TestErr(t *testing.T) {
+	if e := Err(t, fmt.Errorf("x: %w", api.Validation("p", "bad"))); e.Code != api.CodeValidation || *e.Path != "p" {
+		t.Fatalf("Err = %+v", e)
+	}
+}
