@@ -3,7 +3,6 @@ package httpd
 import (
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -97,11 +96,7 @@ func TestPlainToJSONLeavesOrdinaryResponsesAlone(t *testing.T) {
 func TestConnectionCapKeepsTheNewest(t *testing.T) {
 	s := New(Options{MaxConns: 4})
 	base := serveOK(t, s)
-	var idle []net.Conn
-	for range 4 {
-		idle = append(idle, dialServer(t, base))
-		waitFor(t, func() bool { return s.conns.open() == len(idle) })
-	}
+	idle := idleConns(t, s, base, base, base, base)
 	resp, b := rawExchange(t, base, "GET /api/v1/thing HTTP/1.1\r\nHost: x\r\n\r\n")
 	if resp.StatusCode != 200 {
 		t.Fatalf("newest client: %d %s", resp.StatusCode, b)
@@ -158,11 +153,7 @@ func TestConnectionCapSpansListeners(t *testing.T) {
 	s := New(Options{MaxConns: 2})
 	first := serveOK(t, s)
 	second := httpdtest.Start(t, s)
-	var idle []net.Conn
-	for _, base := range []string{first, second} {
-		idle = append(idle, dialServer(t, base))
-		waitFor(t, func() bool { return s.conns.open() == len(idle) })
-	}
+	idle := idleConns(t, s, first, second)
 	resp, b := rawExchange(t, second, "GET /api/v1/thing HTTP/1.1\r\nHost: x\r\n\r\n")
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, b)

@@ -164,3 +164,14 @@ func wantClosed(t *testing.T, c net.Conn, what string) {
 		t.Fatalf("%s: read %v, want closed", what, err)
 	}
 }
+
+// idleConns opens an idle connection to each base in turn, each counted by s before the next.
+func idleConns(t *testing.T, s *Server, bases ...string) []net.Conn {
+	t.Helper()
+	var idle []net.Conn
+	for _, base := range bases {
+		idle = append(idle, dialServer(t, base))
+		waitFor(t, func() bool { return s.conns.open() == len(idle) })
+	}
+	return idle
+}
