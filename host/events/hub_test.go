@@ -47,6 +47,14 @@ type client struct {
 	err    error // why the body ended; read after frames is closed
 }
 
+// openStream connects and reads the retry line every stream opens with.
+func openStream(t *testing.T, srv *httptest.Server) *client {
+	t.Helper()
+	c := connect(t, srv)
+	c.expect(t, "retry: 3000\n\n")
+	return c
+}
+
 func connect(t *testing.T, srv *httptest.Server) *client {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -187,8 +195,7 @@ func TestSnapshotOrderWithinACallbackAndBadEvents(t *testing.T) {
 	if h.OnConnect(nil) {
 		t.Error("nil callback accepted")
 	}
-	c := connect(t, srv)
-	c.expect(t, "retry: 3000\n\n")
+	c := openStream(t, srv)
 	c.expect(t, "event: a\ndata: 1\n\n")
 	c.expect(t, "event: b\ndata: 2\n\n")
 	c.expect(t, "event: c\ndata: 3\n\n")
@@ -201,16 +208,14 @@ func TestEventPublishedDuringConnectFollowsSnapshots(t *testing.T) {
 		h.Publish("net", "changed")
 		return []Event{{Name: "net", Data: "snapshot"}}
 	})
-	c := connect(t, srv)
-	c.expect(t, "retry: 3000\n\n")
+	c := openStream(t, srv)
 	c.expect(t, "event: net\ndata: \"snapshot\"\n\n")
 	c.expect(t, "event: net\ndata: \"changed\"\n\n")
 }
 
 func TestEventFraming(t *testing.T) {
 	h, _, srv := setup(t, Options{})
-	c := connect(t, srv)
-	c.expect(t, "retry: 3000\n\n")
+	c := openStream(t, srv)
 	tests := []struct {
 		name string
 		data any
@@ -245,8 +250,7 @@ func TestEventFraming(t *testing.T) {
 
 func TestPing(t *testing.T) {
 	h, fc, srv := setup(t, Options{})
-	c := connect(t, srv)
-	c.expect(t, "retry: 3000\n\n")
+	c := openStream(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if err := fc.BlockUntilContext(ctx, 1); err != nil {
@@ -268,15 +272,13 @@ func TestFourthStreamEvictsOldest(t *testing.T) {
 	h, _, srv := setup(t, Options{})
 	var cs []*client
 	for range 3 {
-		c := connect(t, srv)
-		c.expect(t, "retry: 3000\n\n")
+		c := openStream(t, srv)
 		cs = append(cs, c)
 	}
 	if s := h.Stats(); s.Streams != 3 || s.Evicted != 0 {
 		t.Fatalf("stats %+v", s)
 	}
-	c4 := connect(t, srv)
-	c4.expect(t, "retry: 3000\n\n")
+	c4 := openStream(t, srv)
 	cs[0].expectEOF(t)
 	h.Publish("x", 1)
 	for i, c := range append(cs[1:], c4) {
@@ -288,8 +290,7 @@ func TestFourthStreamEvictsOldest(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 	// The next one evicts the second oldest.
-	c5 := connect(t, srv)
-	c5.expect(t, "retry: 3000\n\n")
+	c5 := openStream(t, srv)
 	cs[1].expectEOF(t)
 	h.Publish("y", 2)
 	for _, c := range []*client{cs[2], c4, c5} {
@@ -367,9 +368,7 @@ func TestSlowClientNeverBlocksPublish(t *testing.T) {
 
 func TestCloseEndsStreams(t *testing.T) {
 	h, _, srv := setup(t, Options{})
-	a, b := connect(t, srv), connect(t, srv)
-	a.expect(t, "retry: 3000\n\n")
-	b.expect(t, "retry: 3000\n\n")
+	a, b := openStream(t, srv), openStream(t, srv)
 	h.Close()
 	a.expectEOF(t)
 	b.expectEOF(t)
