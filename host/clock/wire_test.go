@@ -1,11 +1,11 @@
 package clock
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
+	"devhost/host/api/apitest"
 	"devhost/host/httpd"
 	"devhost/host/httpd/httpdtest"
 )
@@ -30,13 +30,8 @@ func TestOutrankedOverTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var b struct{ Error string }
-	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 409 || b.Error != "outranked" {
-		t.Fatalf("%d %q, want 409 outranked", resp.StatusCode, b.Error)
+	if code := apitest.ResponseCode(t, resp); resp.StatusCode != 409 || code != "outranked" {
+		t.Fatalf("%d %q, want 409 outranked", resp.StatusCode, code)
 	}
 	if _, src, _ := c.Now(); src != SourceSNTP || len(tz.writes) != 0 {
 		t.Fatalf("an outranked PUT changed something: %s %v", src, tz.writes)

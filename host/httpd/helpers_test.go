@@ -3,7 +3,6 @@ package httpd
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -44,19 +43,6 @@ func newTestServer(t *testing.T, auth *fakeAuth) (*Server, string) {
 	must(s.Handle(api.Route{Method: "GET", Path: "/open", Public: true, Handler: func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, 200, "open") }}))
 	must(s.Handle(api.Route{Method: "GET", Path: "/boom", Handler: func(http.ResponseWriter, *http.Request) { panic("boom") }}))
 	return s, httpdtest.Start(t, s)
-}
-
-func errCode(t *testing.T, resp *http.Response) string {
-	t.Helper()
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-		t.Fatalf("content type %q", ct)
-	}
-	var b struct{ Error string }
-	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
-		t.Fatal(err)
-	}
-	return b.Error
 }
 
 func do(t *testing.T, method, url, ct, body string) *http.Response {

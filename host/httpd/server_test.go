@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"devhost/host/api"
+	"devhost/host/api/apitest"
 	"devhost/host/foreground"
 	"devhost/host/httpd/httpdtest"
 )
@@ -62,7 +63,7 @@ func TestChainErrors(t *testing.T) {
 				t.Fatalf("status %d, want %d", resp.StatusCode, c.status)
 			}
 			if c.code != "" {
-				if got := errCode(t, resp); got != c.code {
+				if got := apitest.ResponseCode(t, resp); got != c.code {
 					t.Fatalf("error %q, want %q", got, c.code)
 				}
 			} else {
@@ -100,7 +101,7 @@ func TestLengthRequired(t *testing.T) {
 			if resp.StatusCode != c.status {
 				t.Fatalf("status %d, want %d", resp.StatusCode, c.status)
 			}
-			if c.status == 411 && errCode(t, resp) != "length_required" {
+			if c.status == 411 && apitest.ResponseCode(t, resp) != "length_required" {
 				t.Fatal("wrong code")
 			}
 		})
@@ -124,7 +125,7 @@ func TestSlowBodyTimesOut(t *testing.T) {
 	_, base := newTestServer(t, nil)
 	// The body timeout is an option (300 ms here); the spec names no value for it.
 	resp := raw(t, base, "PUT /api/v1/thing HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{\"a\":", 0, "")
-	if resp.StatusCode != 408 || errCode(t, resp) != "timeout" {
+	if resp.StatusCode != 408 || apitest.ResponseCode(t, resp) != "timeout" {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 }
@@ -137,7 +138,7 @@ func TestHeadersTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != 431 || errCode(t, resp) != "headers_too_large" {
+	if resp.StatusCode != 431 || apitest.ResponseCode(t, resp) != "headers_too_large" {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 }
@@ -146,7 +147,7 @@ func TestRestartingRefusesWritesOnly(t *testing.T) {
 	s, base := newTestServer(t, nil)
 	s.SetRestarting()
 	resp := do(t, "PUT", base+"/api/v1/thing", "application/json", `{"a":1}`)
-	if resp.StatusCode != 503 || errCode(t, resp) != "restarting" {
+	if resp.StatusCode != 503 || apitest.ResponseCode(t, resp) != "restarting" {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 	resp = do(t, "GET", base+"/api/v1/thing", "", "")
@@ -161,7 +162,7 @@ func TestAuthRefusals(t *testing.T) {
 	_, base := newTestServer(t, a)
 	a.err = &api.Error{Status: 401, Code: api.CodeUnauthorized}
 	resp := do(t, "GET", base+"/api/v1/thing", "", "")
-	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Bearer realm="dev"` || errCode(t, resp) != "unauthorized" {
+	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Bearer realm="dev"` || apitest.ResponseCode(t, resp) != "unauthorized" {
 		t.Fatalf("401: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
 	// Authentication comes before the content-type check and before the body is read.
@@ -177,7 +178,7 @@ func TestAuthRefusals(t *testing.T) {
 	resp.Body.Close()
 	a.err = retryErr{e: &api.Error{Status: 429, Code: api.CodeTooManyAttempts}}
 	resp = do(t, "GET", base+"/api/v1/thing", "", "")
-	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "30" || errCode(t, resp) != "too_many_attempts" {
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "30" || apitest.ResponseCode(t, resp) != "too_many_attempts" {
 		t.Fatalf("429: %d %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"devhost/host/api"
+	"devhost/host/api/apitest"
 )
 
 func serve(t *testing.T, r *Ring) *httptest.Server {
@@ -67,11 +70,11 @@ func getPage(t *testing.T, srv *httptest.Server, query string) (*http.Response, 
 			}
 		}
 	} else {
-		var e struct{ Error string }
-		if err := json.Unmarshal(b, &e); err != nil || e.Error == "" {
+		code := apitest.ErrorCode(b)
+		if code == "" {
 			t.Fatalf("error body %q", b)
 		}
-		resp.Header.Set("X-Test-Error", e.Error)
+		resp.Header.Set("X-Test-Error", code)
 	}
 	return resp, p
 }
@@ -252,8 +255,7 @@ func TestPutLogLevel(t *testing.T) {
 				}
 				return
 			}
-			var e struct{ Error string }
-			if err := json.Unmarshal([]byte(answer), &e); err != nil || e.Error != "validation" {
+			if apitest.ErrorCode([]byte(answer)) != api.CodeValidation {
 				t.Errorf("error body %s", answer)
 			}
 			if r.Level("*") != "info" || r.Level("wifi") != "info" {

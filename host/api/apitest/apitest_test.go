@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"devhost/host/api"
@@ -29,5 +30,19 @@ func TestIsValidation(t *testing.T) {
 func TestErr(t *testing.T) {
 	if e := Err(t, fmt.Errorf("x: %w", api.Validation("p", "bad"))); e.Code != api.CodeValidation || *e.Path != "p" {
 		t.Fatalf("Err = %+v", e)
+	}
+}
+
+func TestErrorCode(t *testing.T) {
+	w := httptest.NewRecorder()
+	api.WriteErr(w, api.Validation("a", "bad"))
+	resp := w.Result()
+	if got := ResponseCode(t, resp); got != api.CodeValidation {
+		t.Fatalf("ResponseCode = %q", got)
+	}
+	for _, b := range []string{`[]`, `{}`, `not JSON`, ``} {
+		if got := ErrorCode([]byte(b)); got != "" {
+			t.Errorf("ErrorCode(%q) = %q, want none", b, got)
+		}
 	}
 }
