@@ -289,7 +289,7 @@ func TestDrillFansOut(t *testing.T) {
 }
 
 func FuzzParseDrill(f *testing.F) {
-	for _, s := range []string{
+	seeds := []string{
 		`{"key":"test.a","state":"warn"}`,
 		`{"key":"test.a","state":"alarm","message":"m","ttl_s":1.5}`,
 		`{"key":"test.a","state":"normal","ttl_s":300}`,
@@ -298,17 +298,8 @@ func FuzzParseDrill(f *testing.F) {
 		`{"key":"test.aaaaaaaaaaaaaaaaaaaaaaaaaaaaa","state":"warn"}`,
 		`{"key":"test.a","state":"warn","ttl_s":1e999}`,
 		`null`, `[]`, ``, `{"key":"test.a","state":"warn"} x`,
-	} {
-		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		d, err := ParseDrill(b)
-		if err != nil {
-			if !apitest.IsValidation(err) {
-				t.Fatalf("error %v is not 400 validation", err)
-			}
-			return
-		}
+	apitest.FuzzParser(f, seeds, ParseDrill, func(t *testing.T, b []byte, d Drill) {
 		if !strings.HasPrefix(d.Key, DrillPrefix) || len(d.Key) <= len(DrillPrefix) || len(d.Key) >= DrillKeyLimit || CheckKey(d.Key) != nil {
 			t.Fatalf("accepted key %q", d.Key)
 		}

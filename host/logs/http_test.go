@@ -459,14 +459,8 @@ func FuzzParseQuery(f *testing.F) {
 }
 
 func FuzzParseLevelBody(f *testing.F) {
-	for _, s := range []string{`{"level":"info"}`, `{"level":"none","tag":"wifi"}`, `{"level":1}`, `{"tag":null,"level":"info"}`, `[]`, `{"level":"info","x":0}`, `{"level":"\u0069nfo"}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		lb, err := ParseLevelBody(body)
-		if err != nil {
-			return
-		}
+	seeds := []string{`{"level":"info"}`, `{"level":"none","tag":"wifi"}`, `{"level":1}`, `{"tag":null,"level":"info"}`, `[]`, `{"level":"info","x":0}`, `{"level":"\u0069nfo"}`}
+	apitest.FuzzParser(f, seeds, ParseLevelBody, func(t *testing.T, body []byte, lb LevelBody) {
 		r := New(Options{})
 		if err := r.SetLevel(lb.Tag, lb.Level); err != nil {
 			t.Fatalf("accepted body %q fails SetLevel: %v", body, err)

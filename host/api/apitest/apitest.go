@@ -58,3 +58,22 @@ func ResponseCode(t testing.TB, resp *http.Response) string {
 	}
 	return code
 }
+
+// FuzzParser fuzzes an endpoint's body parser from seeds: every refusal must be a 400
+// `validation` error, and every body parse accepts goes to accepted for the endpoint's own
+// checks.
+func FuzzParser[T any](f *testing.F, seeds []string, parse func([]byte) (T, error), accepted func(t *testing.T, b []byte, v T)) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := parse(b)
+		if err != nil {
+			if !IsValidation(err) {
+				t.Fatalf("parse %q: error %v is not a 400 validation", b, err)
+			}
+			return
+		}
+		accepted(t, b, v)
+	})
+}
