@@ -173,6 +173,11 @@ func DecodeJSON(r *http.Request, v any) error {
 	return Unmarshal(b, v)
 }
 
+// Document is the handler of a route that only shows a document: it answers doc(), 200.
+func Document[T any](doc func() T) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) { WriteJSON(w, http.StatusOK, doc()) }
+}
+
 // ReadParsed reads the body and hands it to parse, the endpoint's own validating decoder.
 func ReadParsed[T any](r *http.Request, parse func([]byte) (T, error)) (T, error) {
 	b, err := ReadBody(r)

@@ -79,3 +79,12 @@ func TestReadParsed(t *testing.T) {
 		t.Fatalf("over the cap: %v (parser called %v), want 413 without the parser", err, called)
 	}
 }
+
+// Document answers the document as JSON with 200.
+func TestDocument(t *testing.T) {
+	w := httptest.NewRecorder()
+	Document(func() map[string]int { return map[string]int{"a": 1} })(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" || strings.TrimSpace(w.Body.String()) != `{"a":1}` {
+		t.Fatalf("%d %q %q", w.Code, w.Header().Get("Content-Type"), w.Body)
+	}
+}

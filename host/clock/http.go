@@ -50,13 +50,9 @@ func (c *Clock) Document() Document {
 // Routes are GET and PUT /time (protected).
 func (c *Clock) Routes() []api.Route {
 	return []api.Route{
-		{Method: http.MethodGet, Path: "/time", Handler: c.handleGet},
+		{Method: http.MethodGet, Path: "/time", Handler: api.Document(c.Document)},
 		{Method: http.MethodPut, Path: "/time", Handler: c.handlePut},
 	}
-}
-
-func (c *Clock) handleGet(w http.ResponseWriter, _ *http.Request) {
-	api.WriteJSON(w, http.StatusOK, c.Document())
 }
 
 // putRequest is a validated PUT /time body.

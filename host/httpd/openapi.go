@@ -22,9 +22,7 @@ const OpenAPIPath = "/openapi.json"
 
 // openAPIRoute is the document's own route, added by New.
 func (s *Server) openAPIRoute() api.Route {
-	return api.Route{Method: http.MethodGet, Path: OpenAPIPath, Handler: func(w http.ResponseWriter, _ *http.Request) {
-		api.WriteJSON(w, http.StatusOK, s.OpenAPI())
-	}}
+	return api.Route{Method: http.MethodGet, Path: OpenAPIPath, Handler: api.Document(s.OpenAPI)}
 }
 
 // docFor is the words of a route, and false when it has none.

@@ -274,7 +274,5 @@ func (r *Route) OnConnect() (string, any) { return "net", r.Status() }
 
 // Routes lists GET /net/status.
 func (r *Route) Routes() []api.Route {
-	return []api.Route{{Method: http.MethodGet, Path: "/net/status", Handler: func(w http.ResponseWriter, _ *http.Request) {
-		api.WriteJSON(w, http.StatusOK, r.Status())
-	}}}
+	return []api.Route{{Method: http.MethodGet, Path: "/net/status", Handler: api.Document(r.Status)}}
 }

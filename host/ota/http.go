@@ -22,7 +22,7 @@ import (
 // for a body or URL that is not an http(s) URL.
 func (u *Updater) Routes() []api.Route {
 	return []api.Route{
-		{Method: http.MethodGet, Path: "/ota/status", Handler: u.handleStatus, Doc: &api.Doc{Summary: "Firmware update status",
+		{Method: http.MethodGet, Path: "/ota/status", Handler: api.Document(u.Status), Doc: &api.Doc{Summary: "Firmware update status",
 			Description: "The running image (version, slot, confirmed, rolled_back), the other slot's version, the update state, progress 0-100 (null when idle), the last error and the newer build available, if any.",
 			Response:    "{running: {version, slot, confirmed, rolled_back}, other_version, state, progress, error, available, ...}"}},
 		{Method: http.MethodPost, Path: "/ota/check", Handler: u.handleCheck, NoBody: true, Doc: &api.Doc{Summary: "Check for a newer build",
@@ -38,10 +38,6 @@ func (u *Updater) Routes() []api.Route {
 			Description: "Reboots into the image in the other slot. 409 conflict when it holds nothing valid to roll back to.",
 			Status:      http.StatusAccepted, Response: "{status: rolling_back}"}},
 	}
-}
-
-func (u *Updater) handleStatus(w http.ResponseWriter, _ *http.Request) {
-	api.WriteJSON(w, http.StatusOK, u.Status())
 }
 
 func writeRefusal(w http.ResponseWriter, err error) {

@@ -366,9 +366,7 @@ func (c *Cycle) goToSleep(ctx context.Context, why string) {
 
 // Routes is GET /power.
 func (c *Cycle) Routes() []api.Route {
-	return []api.Route{{Method: http.MethodGet, Path: "/power", Handler: func(w http.ResponseWriter, _ *http.Request) {
-		api.WriteJSON(w, http.StatusOK, c.Status())
-	}, Doc: &api.Doc{Summary: "Power duty cycle",
+	return []api.Route{{Method: http.MethodGet, Path: "/power", Handler: api.Document(c.Status), Doc: &api.Doc{Summary: "Power duty cycle",
 		Description: "The duty cycle's mode, whether the device is awake and why, the rule that decided, the deadline, the application holds and the wake counters (README \"Power duty cycle\").",
 		Response:    "The power document."}}}
 }

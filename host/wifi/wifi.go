@@ -460,9 +460,7 @@ func (mg *Manager) OnConnect() (string, any) { return "wifi", mg.Status() }
 // Routes lists the /wifi endpoints.
 func (mg *Manager) Routes() []api.Route {
 	return []api.Route{
-		{Method: http.MethodGet, Path: "/wifi/status", Handler: func(w http.ResponseWriter, _ *http.Request) {
-			api.WriteJSON(w, http.StatusOK, mg.Status())
-		}, Doc: &api.Doc{Summary: "WiFi station and setup portal",
+		{Method: http.MethodGet, Path: "/wifi/status", Handler: api.Document(mg.Status), Doc: &api.Doc{Summary: "WiFi station and setup portal",
 			Description: "The station's state, the network it uses or tries, the last disconnect reason, backoff and counters, and the setup portal. Fields given only in some states are absent outside them.",
 			Response:    "{state, sta_enabled, hostname, network_index, ssid?, bssid?, channel?, rssi?, ip?, netmask?, gateway?, connected_s?, reason, backoff_ms?, attempt, round, connect_count, disconnect_count, portal}"}},
 		{Method: http.MethodPost, Path: "/wifi/scan", NoBody: true, Handler: func(w http.ResponseWriter, _ *http.Request) {
@@ -477,9 +475,7 @@ func (mg *Manager) Routes() []api.Route {
 		}, Doc: &api.Doc{Summary: "Start a WiFi scan",
 			Description: "Starts a scan; the results arrive in GET /wifi/scan and the wifi_scan event. 409 busy while the radio cannot scan. No body, JSON content type required.",
 			Status:      http.StatusAccepted, Response: "{status: scanning}"}},
-		{Method: http.MethodGet, Path: "/wifi/scan", Handler: func(w http.ResponseWriter, _ *http.Request) {
-			api.WriteJSON(w, http.StatusOK, mg.ScanDoc())
-		}, Doc: &api.Doc{Summary: "WiFi scan results",
+		{Method: http.MethodGet, Path: "/wifi/scan", Handler: api.Document(mg.ScanDoc), Doc: &api.Doc{Summary: "WiFi scan results",
 			Description: "The cached results of the last scan; age_s is null before the first scan.",
 			Response:    "{scanning, age_s, results: [{ssid, bssid, rssi, channel, auth}]}"}},
 	}
