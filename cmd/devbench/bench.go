@@ -92,36 +92,17 @@ func (b *bench) runHTTP(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	devhost, err := filepath.Abs(b.opts.devhost)
+	devhost, tmp, release, err := b.workspace("devbench-")
 	if err != nil {
-		return fmt.Errorf("device binary: %w", err)
+		return err
 	}
-	if _, err := os.Stat(devhost); err != nil {
-		return fmt.Errorf("device binary (run `make build` first): %w", err)
-	}
-	tmp, err := os.MkdirTemp(b.opts.tmp, "devbench-")
-	if err != nil {
-		return fmt.Errorf("temporary folder: %w", err)
-	}
-	defer func() {
-		if b.opts.keep {
-			b.log.Info("kept the temporary folder", "dir", tmp)
-			return
-		}
-		if rerr := os.RemoveAll(tmp); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("removing %s: %w", tmp, rerr))
-		}
-	}()
+	defer func() { err = errors.Join(err, release()) }()
 
 	dev, err := b.startDevice(ctx, devhost, tmp)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if serr := dev.stop(10 * time.Second); serr != nil {
-			err = errors.Join(err, serr)
-		}
-	}()
+	defer func() { err = errors.Join(err, dev.stop(10*time.Second)) }()
 
 	client := newClient()
 	defer client.CloseIdleConnections()
@@ -133,11 +114,7 @@ func (b *bench) runHTTP(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if serr := anc.stop(5 * time.Second); serr != nil {
-			err = errors.Join(err, serr)
-		}
-	}()
+	defer func() { err = errors.Join(err, anc.stop(5*time.Second)) }()
 	if err := b.checkAnchor(ctx, client, anc.url, answers); err != nil {
 		return err
 	}
@@ -166,6 +143,33 @@ func (b *bench) runHTTP(ctx context.Context) (err error) {
 	b.printPuts(puts, tmp)
 	b.printMemory(idle, idleErr, dev.pid(), anc.pid())
 	return nil
+}
+
+// workspace resolves the device binary and makes a temporary folder for one section;
+// release removes the folder, or with -keep says where it stays.
+func (b *bench) workspace(prefix string) (devhost, tmp string, release func() error, err error) {
+	devhost, err = filepath.Abs(b.opts.devhost)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("device binary: %w", err)
+	}
+	if _, err := os.Stat(devhost); err != nil {
+		return "", "", nil, fmt.Errorf("device binary (run `make build` first): %w", err)
+	}
+	tmp, err = os.MkdirTemp(b.opts.tmp, prefix)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("temporary folder: %w", err)
+	}
+	release = func() error {
+		if b.opts.keep {
+			b.log.Info("kept the temporary folder", "dir", tmp)
+			return nil
+		}
+		if err := os.RemoveAll(tmp); err != nil {
+			return fmt.Errorf("removing %s: %w", tmp, err)
+		}
+		return nil
+	}
+	return devhost, tmp, release, nil
 }
 
 func (b *bench) pickLoader(ctx context.Context) (loader, error) {
