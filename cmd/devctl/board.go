@@ -238,6 +238,21 @@ func parseNoArgs(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// parseOne parses the flags and the one argument, what it is named in the usage error; def
+// stands in when none is given ("" makes the argument required).
+func parseOne(fs *flag.FlagSet, args []string, what, def string) (string, error) {
+	pos, err := parseAll(fs, args)
+	switch {
+	case err != nil:
+		return "", err
+	case len(pos) > 1 || (len(pos) == 0 && def == ""):
+		return "", usagef("%s: give one %s", fs.Name(), what)
+	case len(pos) == 1:
+		return pos[0], nil
+	}
+	return def, nil
+}
+
 // parseSwitch parses flags anywhere among args and the one argument on or off (up or down:
 // the words are given), answering whether it is on; anything else is a usage error.
 func parseSwitch(fs *flag.FlagSet, args []string, on, off, usage string) (bool, error) {
