@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -198,15 +197,24 @@ func newClient() *http.Client {
 
 // freePort asks the kernel for a loopback port that is free right now.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := sktest.FreePort()
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port: %w", err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if err := ln.Close(); err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
 	return port, nil
+}
+
+// writeJSONFile writes v as JSON to path for a child process to read; what names the file
+// in errors.
+func writeJSONFile(path string, v any, what string) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 func (b *bench) startDevice(ctx context.Context, devhost, tmp string) (*child, error) {
@@ -215,12 +223,9 @@ func (b *bench) startDevice(ctx context.Context, devhost, tmp string) (*child, e
 		return nil, err
 	}
 	factory := filepath.Join(tmp, "factory.json")
-	doc, err := json.Marshal(map[string]any{"httpd": map[string]any{"port": port, "api_key": b.opts.key}})
-	if err != nil {
-		return nil, fmt.Errorf("factory document: %w", err)
-	}
-	if err := os.WriteFile(factory, doc, 0o600); err != nil {
-		return nil, fmt.Errorf("factory document: %w", err)
+	doc := map[string]any{"httpd": map[string]any{"port": port, "api_key": b.opts.key}}
+	if err := writeJSONFile(factory, doc, "factory document"); err != nil {
+		return nil, err
 	}
 	logPath := filepath.Join(tmp, "devhost.log")
 	logFile, err := os.Create(logPath)
@@ -255,13 +260,9 @@ func tail(path string, n int) string {
 }
 
 func (b *bench) startAnchor(ctx context.Context, tmp string, answers []canned) (*child, error) {
-	raw, err := json.Marshal(answers)
-	if err != nil {
-		return nil, fmt.Errorf("anchor answers: %w", err)
-	}
 	file := filepath.Join(tmp, "anchor.json")
-	if err := os.WriteFile(file, raw, 0o600); err != nil {
-		return nil, fmt.Errorf("anchor answers: %w", err)
+	if err := writeJSONFile(file, answers, "anchor answers"); err != nil {
+		return nil, err
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -104,13 +104,9 @@ func (b *bench) prepareBootRig(devhost, tmp string, srv *sktest.Server) (*bootRi
 	if srv != nil {
 		doc["sk"] = map[string]any{"server_host": srv.Host, "server_port": srv.Port}
 	}
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		return nil, fmt.Errorf("factory document: %w", err)
-	}
 	factory := filepath.Join(tmp, "factory.json")
-	if err := os.WriteFile(factory, raw, 0o600); err != nil {
-		return nil, fmt.Errorf("factory document: %w", err)
+	if err := writeJSONFile(factory, doc, "factory document"); err != nil {
+		return nil, err
 	}
 	// Ethernet up on loopback from the first instant; a setup-portal address of its own, so it
 	// never shares the portal's sockets with another device on this machine.
