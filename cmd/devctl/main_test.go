@@ -168,6 +168,16 @@ func TestLockoutMessage(t *testing.T) {
 	}
 }
 
+// runUntilCleanup runs f in a goroutine until the test ends: the cleanup cancels the
+// context it answers (f's own) and waits for f to return.
+func runUntilCleanup(tb testing.TB, f func(context.Context) error) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f(ctx) }()
+	tb.Cleanup(func() { cancel(); <-done })
+	return ctx
+}
+
 // serveBoard runs a simulated board's control channel in a temporary data directory.
 func serveBoard(t *testing.T) (*board.Sim, string) {
 	t.Helper()
@@ -176,10 +186,7 @@ func serveBoard(t *testing.T) (*board.Sim, string) {
 		t.Fatal(err)
 	}
 	data := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sim.Serve(ctx, filepath.Join(data, "board.sock")) }()
-	t.Cleanup(func() { cancel(); <-done })
+	ctx := runUntilCleanup(t, func(ctx context.Context) error { return sim.Serve(ctx, filepath.Join(data, "board.sock")) })
 	deadline := time.Now().Add(hangGuard)
 	for {
 		if _, err := board.Dial(filepath.Join(data, "board.sock")).State(ctx); err == nil {
