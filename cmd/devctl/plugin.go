@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"devhost/abi"
+	"devhost/host/plugin"
 	"devhost/host/plugin/trust"
 )
 
@@ -227,22 +228,6 @@ func (a *app) pluginSign(args []string) error {
 	return nil
 }
 
-// pluginStatus is the part of the device's plugin document the command line shows.
-type pluginStatus struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name"`
-	Version   string   `json:"version"`
-	State     string   `json:"state"`
-	Asked     []string `json:"asked"`
-	Granted   []string `json:"granted"`
-	Memory    uint64   `json:"memory"`
-	Calls     uint64   `json:"calls"`
-	Errors    uint64   `json:"errors"`
-	Denied    uint64   `json:"denied"`
-	LastError *string  `json:"last_error"`
-	Replaced  bool     `json:"replaced"`
-}
-
 func (a *app) pluginInstall(ctx context.Context, args []string) error {
 	fs := newFlags("plugin install")
 	dev := addDeviceFlags(fs)
@@ -278,7 +263,7 @@ func (a *app) pluginInstall(ctx context.Context, args []string) error {
 		}
 		body["upload"] = id
 	}
-	var st pluginStatus
+	var st plugin.InstallResult
 	if err := c.call(ctx, http.MethodPost, "/plugins", body, &st); err != nil {
 		return err
 	}
@@ -286,8 +271,12 @@ func (a *app) pluginInstall(ctx context.Context, args []string) error {
 	if st.Replaced {
 		verb = "replaced"
 	}
+	asked := make([]string, len(st.Asked))
+	for i, c := range st.Asked {
+		asked[i] = string(c)
+	}
 	fmt.Fprintf(a.stdout, "%s %s %s (%s)\n  asked:   %s\n  granted: %s\n", verb, st.ID, st.Version, st.State,
-		strings.Join(st.Asked, " "), strings.Join(st.Granted, " "))
+		strings.Join(asked, " "), strings.Join(st.Granted, " "))
 	return nil
 }
 
@@ -348,7 +337,7 @@ func (a *app) pluginList(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tVERSION\tSTATE\tMEMORY\tCALLS\tERRORS\tDENIED\tLAST ERROR")
 	for _, r := range doc.Plugins {
-		var st pluginStatus
+		var st plugin.Status
 		if err := json.Unmarshal(r, &st); err != nil {
 			return fmt.Errorf("plugin list: %w", err)
 		}
@@ -373,7 +362,7 @@ func (a *app) pluginAction(ctx context.Context, action string, args []string) er
 	if err != nil {
 		return err
 	}
-	var st pluginStatus
+	var st plugin.Status
 	if err := c.call(ctx, http.MethodPost, "/plugins/"+id+"/"+action, nil, &st); err != nil {
 		return err
 	}
