@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
-	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -143,12 +141,7 @@ func (a *app) board(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode state: %w", err)
-	}
-	_, err = fmt.Fprintf(a.stdout, "%s\n", b)
-	return err
+	return printJSON(a.stdout, st)
 }
 
 // boardWiFi parses `wifi ap add|remove|fault ...` and `wifi scan-busy on|off`. The late

@@ -212,9 +212,7 @@ func (a *app) otaManifest(args []string) error {
 			URL: base.ResolveReference(&url.URL{Path: filepath.Base(p)}).String(), Size: int64(len(b)),
 			SHA256: hex.EncodeToString(sum[:]), Date: h.BuildTime})
 	}
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(m)
+	return printJSON(a.stdout, m)
 }
 
 func (a *app) otaPush(ctx context.Context, args []string) error {
