@@ -31,7 +31,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -181,16 +180,6 @@ func parse(fs *flag.FlagSet, args []string) error {
 			return err
 		}
 		return usagef("%s: %v", fs.Name(), err)
-	}
-	return nil
-}
-
-// printJSON writes v as indented JSON and a newline.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("output: %w", err)
 	}
 	return nil
 }
