@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -92,36 +91,17 @@ func (b *bench) runHTTP(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	devhost, err := filepath.Abs(b.opts.devhost)
+	devhost, tmp, release, err := b.workspace("devbench-")
 	if err != nil {
-		return fmt.Errorf("device binary: %w", err)
+		return err
 	}
-	if _, err := os.Stat(devhost); err != nil {
-		return fmt.Errorf("device binary (run `make build` first): %w", err)
-	}
-	tmp, err := os.MkdirTemp(b.opts.tmp, "devbench-")
-	if err != nil {
-		return fmt.Errorf("temporary folder: %w", err)
-	}
-	defer func() {
-		if b.opts.keep {
-			b.log.Info("kept the temporary folder", "dir", tmp)
-			return
-		}
-		if rerr := os.RemoveAll(tmp); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("removing %s: %w", tmp, rerr))
-		}
-	}()
+	defer func() { err = errors.Join(err, release()) }()
 
 	dev, err := b.startDevice(ctx, devhost, tmp)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if serr := dev.stop(10 * time.Second); serr != nil {
-			err = errors.Join(err, serr)
-		}
-	}()
+	defer func() { err = errors.Join(err, dev.stop(10*time.Second)) }()
 
 	client := newClient()
 	defer client.CloseIdleConnections()
@@ -133,11 +113,7 @@ func (b *bench) runHTTP(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if serr := anc.stop(5 * time.Second); serr != nil {
-			err = errors.Join(err, serr)
-		}
-	}()
+	defer func() { err = errors.Join(err, anc.stop(5*time.Second)) }()
 	if err := b.checkAnchor(ctx, client, anc.url, answers); err != nil {
 		return err
 	}
@@ -168,6 +144,33 @@ func (b *bench) runHTTP(ctx context.Context) (err error) {
 	return nil
 }
 
+// workspace resolves the device binary and makes a temporary folder for one section;
+// release removes the folder, or with -keep says where it stays.
+func (b *bench) workspace(prefix string) (devhost, tmp string, release func() error, err error) {
+	devhost, err = filepath.Abs(b.opts.devhost)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("device binary: %w", err)
+	}
+	if _, err := os.Stat(devhost); err != nil {
+		return "", "", nil, fmt.Errorf("device binary (run `make build` first): %w", err)
+	}
+	tmp, err = os.MkdirTemp(b.opts.tmp, prefix)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("temporary folder: %w", err)
+	}
+	release = func() error {
+		if b.opts.keep {
+			b.log.Info("kept the temporary folder", "dir", tmp)
+			return nil
+		}
+		if err := os.RemoveAll(tmp); err != nil {
+			return fmt.Errorf("removing %s: %w", tmp, err)
+		}
+		return nil
+	}
+	return devhost, tmp, release, nil
+}
+
 func (b *bench) pickLoader(ctx context.Context) (loader, error) {
 	goLg := &goLoader{conns: b.opts.conns, clk: b.clk, why: "chosen with -loadgen go"}
 	if b.opts.loadgen == "go" {
@@ -194,15 +197,24 @@ func newClient() *http.Client {
 
 // freePort asks the kernel for a loopback port that is free right now.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := sktest.FreePort()
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port: %w", err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	if err := ln.Close(); err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
 	return port, nil
+}
+
+// writeJSONFile writes v as JSON to path for a child process to read; what names the file
+// in errors.
+func writeJSONFile(path string, v any, what string) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 func (b *bench) startDevice(ctx context.Context, devhost, tmp string) (*child, error) {
@@ -211,12 +223,9 @@ func (b *bench) startDevice(ctx context.Context, devhost, tmp string) (*child, e
 		return nil, err
 	}
 	factory := filepath.Join(tmp, "factory.json")
-	doc, err := json.Marshal(map[string]any{"httpd": map[string]any{"port": port, "api_key": b.opts.key}})
-	if err != nil {
-		return nil, fmt.Errorf("factory document: %w", err)
-	}
-	if err := os.WriteFile(factory, doc, 0o600); err != nil {
-		return nil, fmt.Errorf("factory document: %w", err)
+	doc := map[string]any{"httpd": map[string]any{"port": port, "api_key": b.opts.key}}
+	if err := writeJSONFile(factory, doc, "factory document"); err != nil {
+		return nil, err
 	}
 	logPath := filepath.Join(tmp, "devhost.log")
 	logFile, err := os.Create(logPath)
@@ -251,13 +260,9 @@ func tail(path string, n int) string {
 }
 
 func (b *bench) startAnchor(ctx context.Context, tmp string, answers []canned) (*child, error) {
-	raw, err := json.Marshal(answers)
-	if err != nil {
-		return nil, fmt.Errorf("anchor answers: %w", err)
-	}
 	file := filepath.Join(tmp, "anchor.json")
-	if err := os.WriteFile(file, raw, 0o600); err != nil {
-		return nil, fmt.Errorf("anchor answers: %w", err)
+	if err := writeJSONFile(file, answers, "anchor answers"); err != nil {
+		return nil, err
 	}
 	self, err := os.Executable()
 	if err != nil {

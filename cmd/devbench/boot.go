@@ -55,26 +55,11 @@ type bootRig struct {
 
 func (b *bench) runBoot(ctx context.Context) (err error) {
 	fmt.Fprintf(b.out, "Boot: supervisor start to the first 200 on GET %s and to the Signal K stream open\n", pingPath)
-	devhost, err := filepath.Abs(b.opts.devhost)
+	devhost, tmp, release, err := b.workspace("devbench-boot-")
 	if err != nil {
-		return fmt.Errorf("device binary: %w", err)
+		return err
 	}
-	if _, err := os.Stat(devhost); err != nil {
-		return fmt.Errorf("device binary (run `make build` first): %w", err)
-	}
-	tmp, err := os.MkdirTemp(b.opts.tmp, "devbench-boot-")
-	if err != nil {
-		return fmt.Errorf("temporary folder: %w", err)
-	}
-	defer func() {
-		if b.opts.keep {
-			b.log.Info("kept the boot folder", "dir", tmp)
-			return
-		}
-		if rerr := os.RemoveAll(tmp); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("removing %s: %w", tmp, rerr))
-		}
-	}()
+	defer func() { err = errors.Join(err, release()) }()
 	var srv *sktest.Server
 	if b.opts.signalk {
 		var skErr error
@@ -119,13 +104,9 @@ func (b *bench) prepareBootRig(devhost, tmp string, srv *sktest.Server) (*bootRi
 	if srv != nil {
 		doc["sk"] = map[string]any{"server_host": srv.Host, "server_port": srv.Port}
 	}
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		return nil, fmt.Errorf("factory document: %w", err)
-	}
 	factory := filepath.Join(tmp, "factory.json")
-	if err := os.WriteFile(factory, raw, 0o600); err != nil {
-		return nil, fmt.Errorf("factory document: %w", err)
+	if err := writeJSONFile(factory, doc, "factory document"); err != nil {
+		return nil, err
 	}
 	// Ethernet up on loopback from the first instant; a setup-portal address of its own, so it
 	// never shares the portal's sockets with another device on this machine.
@@ -164,11 +145,7 @@ func (b *bench) boot(ctx context.Context, rig *bootRig, factory bool) (t bootTim
 	if err != nil {
 		return t, fmt.Errorf("%w\n--- device log (%s), last lines:\n%s", err, logPath, tail(logPath, 20))
 	}
-	defer func() {
-		if serr := dev.stop(10 * time.Second); serr != nil {
-			err = errors.Join(err, serr)
-		}
-	}()
+	defer func() { err = errors.Join(err, dev.stop(10*time.Second)) }()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := b.poll(ctx, pingPollEvery, func() (bool, error) {

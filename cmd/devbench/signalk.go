@@ -501,9 +501,7 @@ func (b *bench) skRun(ctx context.Context, srv *sktest.Server, side, token strin
 	defer func() {
 		// A closed stdin ends the side process; stop makes sure of it.
 		_ = stdin.Close()
-		if serr := c.stop(10 * time.Second); serr != nil {
-			err = errors.Join(err, serr)
-		}
+		err = errors.Join(err, c.stop(10*time.Second))
 	}()
 
 	marker := skValueBase + uint64(b.clk.Now().UnixNano()%skValueBase)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
@@ -64,12 +63,7 @@ func (a *app) boardBLE(ctx context.Context, tgt boardTarget, args []string) erro
 		}
 		doc := map[string]any{"advertising": st.Radios.Advertising != nil, "data": hex.EncodeToString(st.Radios.Advertising),
 			"scan_response": hex.EncodeToString(st.Radios.ScanResponse), "name": name}
-		b, err := json.MarshalIndent(doc, "", "  ")
-		if err != nil {
-			return fmt.Errorf("encode: %w", err)
-		}
-		_, err = fmt.Fprintf(a.stdout, "%s\n", b)
-		return err
+		return printJSON(a.stdout, doc)
 	}
 	return usagef("board ble: unknown subcommand %q (advert, adverts)", sub)
 }

@@ -113,10 +113,7 @@ func runHost(b *testing.B, opts plugin.Options, bundle []byte) *plugin.Manager {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	b.Cleanup(func() { cancel(); <-done })
+	runUntilCleanup(b, m.Run)
 	return m
 }
 

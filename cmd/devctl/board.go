@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
-	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"devhost/host/board"
@@ -75,20 +74,12 @@ func (a *app) board(ctx context.Context, args []string) error {
 		}
 		call = func(c *board.Client) (board.State, error) { return c.State(ctx) }
 	case "mem":
-		heap := sfs.Int64("free-heap", 0, "free heap, bytes")
-		internal := sfs.Int64("free-internal", 0, "free internal RAM, bytes")
-		block := sfs.Int64("largest-block", 0, "largest free internal block, bytes")
-		if err := parseNoArgs(sfs, rest); err != nil {
+		var u board.MemoryUpdate
+		optional(sfs, &u.FreeHeap, "free-heap", "free heap, bytes", parseInt64)
+		optional(sfs, &u.FreeInternal, "free-internal", "free internal RAM, bytes", parseInt64)
+		optional(sfs, &u.LargestBlock, "largest-block", "largest free internal block, bytes", parseInt64)
+		if err := parseUpdate(sfs, rest, &u, "board mem: give at least one of --free-heap, --free-internal, --largest-block"); err != nil {
 			return err
-		}
-		set := setFlags(sfs)
-		u := board.MemoryUpdate{
-			FreeHeap:     ifGiven(set, "free-heap", heap),
-			FreeInternal: ifGiven(set, "free-internal", internal),
-			LargestBlock: ifGiven(set, "largest-block", block),
-		}
-		if u == (board.MemoryUpdate{}) {
-			return usagef("board mem: give at least one of --free-heap, --free-internal, --largest-block")
 		}
 		call = func(c *board.Client) (board.State, error) { return c.SetMemory(ctx, u) }
 	case "net":
@@ -122,20 +113,12 @@ func (a *app) board(ctx context.Context, args []string) error {
 			return err
 		}
 	case "route":
-		ip := sfs.String("ip", "", "IPv4 address")
-		mask := sfs.String("netmask", "", "IPv4 netmask")
-		gw := sfs.String("gateway", "", "IPv4 gateway")
-		if err := parseNoArgs(sfs, rest); err != nil {
+		var u board.RouteUpdate
+		optional(sfs, &u.IP, "ip", "IPv4 address", parseString)
+		optional(sfs, &u.Netmask, "netmask", "IPv4 netmask", parseString)
+		optional(sfs, &u.Gateway, "gateway", "IPv4 gateway", parseString)
+		if err := parseUpdate(sfs, rest, &u, "board route: give at least one of --ip, --netmask, --gateway (the Ethernet address)"); err != nil {
 			return err
-		}
-		set := setFlags(sfs)
-		u := board.RouteUpdate{
-			IP:      ifGiven(set, "ip", ip),
-			Netmask: ifGiven(set, "netmask", mask),
-			Gateway: ifGiven(set, "gateway", gw),
-		}
-		if u == (board.RouteUpdate{}) {
-			return usagef("board route: give at least one of --ip, --netmask, --gateway (the Ethernet address)")
 		}
 		call = func(c *board.Client) (board.State, error) { return c.SetRoute(ctx, u) }
 	case "button":
@@ -158,12 +141,7 @@ func (a *app) board(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode state: %w", err)
-	}
-	_, err = fmt.Fprintf(a.stdout, "%s\n", b)
-	return err
+	return printJSON(a.stdout, st)
 }
 
 // boardWiFi parses `wifi ap add|remove|fault ...` and `wifi scan-busy on|off`. The late
@@ -253,6 +231,21 @@ func parseNoArgs(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// parseOne parses the flags and the one argument, what it is named in the usage error; def
+// stands in when none is given ("" makes the argument required).
+func parseOne(fs *flag.FlagSet, args []string, what, def string) (string, error) {
+	pos, err := parseAll(fs, args)
+	switch {
+	case err != nil:
+		return "", err
+	case len(pos) > 1 || (len(pos) == 0 && def == ""):
+		return "", usagef("%s: give one %s", fs.Name(), what)
+	case len(pos) == 1:
+		return pos[0], nil
+	}
+	return def, nil
+}
+
 // parseSwitch parses flags anywhere among args and the one argument on or off (up or down:
 // the words are given), answering whether it is on; anything else is a usage error.
 func parseSwitch(fs *flag.FlagSet, args []string, on, off, usage string) (bool, error) {
@@ -266,11 +259,32 @@ func parseSwitch(fs *flag.FlagSet, args []string, on, off, usage string) (bool, 
 	return pos[0] == on, nil
 }
 
-// ifGiven is p when the flag name was given on the command line, else nil: an update carries
-// only what the user set.
-func ifGiven[T any](set map[string]bool, name string, p *T) *T {
-	if set[name] {
-		return p
+// optional registers a flag whose value lands in *dst only when it is given, so an update
+// carries only what the user set ("--free-heap 0" differs from no --free-heap).
+func optional[T any](fs *flag.FlagSet, dst **T, name, usage string, parse func(string) (T, error)) {
+	fs.Func(name, usage, func(s string) error {
+		v, err := parse(s)
+		if err != nil {
+			return err
+		}
+		*dst = &v
+		return nil
+	})
+}
+
+func parseInt64(s string) (int64, error) { return strconv.ParseInt(s, 0, 64) }
+
+func parseString(s string) (string, error) { return s, nil }
+
+// parseUpdate parses an update's flags and refuses, with the usage text none, an update
+// that changes nothing.
+func parseUpdate[U comparable](fs *flag.FlagSet, args []string, u *U, none string) error {
+	if err := parseNoArgs(fs, args); err != nil {
+		return err
+	}
+	var zero U
+	if *u == zero {
+		return usagef("%s", none)
 	}
 	return nil
 }

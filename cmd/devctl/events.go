@@ -20,17 +20,16 @@ const maxEventLine = 1 << 20
 
 func (a *app) events(ctx context.Context, args []string) error {
 	fs := newFlags("events")
-	url := fs.String("url", "", "the device, http://HOST:PORT")
-	key := fs.String("key", "", "API key (default $DEVCTL_KEY)")
+	dev := addDeviceFlags(fs)
 	raw := fs.Bool("raw", false, "print the stream as it arrives")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	base, err := a.apiBase(*url)
+	c, err := a.device(dev, 0) // a stream: no timeout
 	if err != nil {
 		return err
 	}
-	s := &sseReader{a: a, url: base + "/events", key: a.key(*key), raw: *raw, retry: defaultRetry}
+	s := &sseReader{a: a, c: c, raw: *raw, retry: defaultRetry}
 	for {
 		err := s.stream(ctx)
 		if ctx.Err() != nil {
@@ -56,30 +55,18 @@ func (a *app) events(ctx context.Context, args []string) error {
 // connections.
 type sseReader struct {
 	a     *app
-	url   string
-	key   string
+	c     *apiClient
 	raw   bool
 	retry time.Duration
 }
 
 // stream connects and prints events until the stream ends (nil) or fails.
 func (s *sseReader) stream(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if s.key != "" {
-		req.Header.Set("Authorization", "Bearer "+s.key)
-	}
-	resp, err := s.a.http.Do(req)
+	resp, err := s.c.do(ctx, http.MethodGet, "/events", "text/event-stream", nil)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return readHTTPError(resp)
-	}
 	if s.raw {
 		_, err := io.Copy(s.a.stdout, resp.Body)
 		return err

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -19,53 +17,6 @@ const pollEvery = time.Second
 
 // requestTimeout bounds one log page request.
 const requestTimeout = 15 * time.Second
-
-// httpError is an error status from the device.
-type httpError struct {
-	status     int
-	code       string
-	msg        string
-	retryAfter string // the Retry-After header of a 429
-}
-
-func (e *httpError) Error() string {
-	s := fmt.Sprintf("device answered %d", e.status)
-	if e.code != "" {
-		s += " " + e.code
-	}
-	if e.msg != "" {
-		s += ": " + e.msg
-	}
-	switch e.status {
-	case http.StatusUnauthorized:
-		s += " (give the API key with --key or $DEVCTL_KEY)"
-	case http.StatusTooManyRequests:
-		if e.retryAfter != "" {
-			s += "; retry in " + e.retryAfter + " s"
-		}
-	}
-	return s
-}
-
-// final reports errors that retrying cannot fix: the request itself is refused.
-func final(err error) bool {
-	var he *httpError
-	if !errors.As(err, &he) {
-		return false
-	}
-	return he.status >= 400 && he.status < 500 && he.status != http.StatusRequestTimeout && he.status != http.StatusTooManyRequests
-}
-
-func readHTTPError(resp *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	var body struct {
-		Error   string `json:"error"`
-		Message string `json:"message"`
-	}
-	_ = json.Unmarshal(b, &body)
-	return &httpError{status: resp.StatusCode, code: body.Error, msg: body.Message,
-		retryAfter: resp.Header.Get("Retry-After")}
-}
 
 const logsUsage = `usage:
   devctl logs [--url http://HOST:PORT] [--key KEY] [--limit N] [--follow]
@@ -81,8 +32,7 @@ const logPageSize = 200
 
 func (a *app) logs(ctx context.Context, args []string) error {
 	fs := newFlags("logs")
-	url := fs.String("url", "", "the device, http://HOST:PORT")
-	key := fs.String("key", "", "API key (default $DEVCTL_KEY)")
+	dev := addDeviceFlags(fs)
 	follow := fs.Bool("follow", false, "keep printing new lines until interrupted")
 	limit := fs.Int("limit", 0, "print only the N newest lines (1..1000)")
 	if err := parseNoArgs(fs, args); err != nil {
@@ -91,14 +41,14 @@ func (a *app) logs(ctx context.Context, args []string) error {
 		}
 		return err
 	}
-	base, err := a.apiBase(*url)
+	c, err := a.device(dev, requestTimeout)
 	if err != nil {
 		return err
 	}
 	if setFlags(fs)["limit"] && (*limit < 1 || *limit > 1000) {
 		return usagef("logs: --limit must be 1..1000")
 	}
-	t := logTail{a: a, base: base, key: a.key(*key), limit: logPageSize, after: -1}
+	t := logTail{a: a, c: c, limit: logPageSize, after: -1}
 	if *limit > 0 {
 		// The N newest: learn where the ring ends, then read the N lines before it.
 		if err := t.seekNewest(ctx, *limit); err != nil {
@@ -141,8 +91,7 @@ func (a *app) logs(ctx context.Context, args []string) error {
 // logTail pages through the device's log ring.
 type logTail struct {
 	a     *app
-	base  string
-	key   string
+	c     *apiClient
 	limit int
 	after int64 // -1: from the oldest line kept
 	next  int64 // the device's `next` of the previous page
@@ -193,31 +142,13 @@ func (t *logTail) poll(ctx context.Context) (int, error) {
 
 // page fetches the lines after sequence after (-1: from the oldest), at most limit.
 func (t *logTail) page(ctx context.Context, after int64, limit int) (logs.Page, error) {
-	u := t.base + "/logs?limit=" + strconv.Itoa(limit)
+	u := "/logs?limit=" + strconv.Itoa(limit)
 	if after >= 0 {
 		u += "&after=" + strconv.FormatInt(after, 10)
 	}
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
-	if err != nil {
-		return logs.Page{}, fmt.Errorf("logs: %w", err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if t.key != "" {
-		req.Header.Set("Authorization", "Bearer "+t.key)
-	}
-	resp, err := t.a.http.Do(req)
-	if err != nil {
-		return logs.Page{}, fmt.Errorf("logs: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return logs.Page{}, fmt.Errorf("logs: %w", readHTTPError(resp))
-	}
 	var p logs.Page
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&p); err != nil {
-		return logs.Page{}, fmt.Errorf("logs: decode the page: %w", err)
+	if err := t.c.call(ctx, http.MethodGet, u, nil, &p); err != nil {
+		return logs.Page{}, fmt.Errorf("logs: %w", err)
 	}
 	return p, nil
 }

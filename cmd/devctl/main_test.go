@@ -168,6 +168,28 @@ func TestLockoutMessage(t *testing.T) {
 	}
 }
 
+// waitOutput waits until buf holds want.
+func waitOutput(t *testing.T, buf *testio.Buffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for !strings.Contains(buf.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("output %q never contained %q", buf.String(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// runUntilCleanup runs f in a goroutine until the test ends: the cleanup cancels the
+// context it answers (f's own) and waits for f to return.
+func runUntilCleanup(tb testing.TB, f func(context.Context) error) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f(ctx) }()
+	tb.Cleanup(func() { cancel(); <-done })
+	return ctx
+}
+
 // serveBoard runs a simulated board's control channel in a temporary data directory.
 func serveBoard(t *testing.T) (*board.Sim, string) {
 	t.Helper()
@@ -176,10 +198,7 @@ func serveBoard(t *testing.T) (*board.Sim, string) {
 		t.Fatal(err)
 	}
 	data := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sim.Serve(ctx, filepath.Join(data, "board.sock")) }()
-	t.Cleanup(func() { cancel(); <-done })
+	ctx := runUntilCleanup(t, func(ctx context.Context) error { return sim.Serve(ctx, filepath.Join(data, "board.sock")) })
 	deadline := time.Now().Add(hangGuard)
 	for {
 		if _, err := board.Dial(filepath.Join(data, "board.sock")).State(ctx); err == nil {
@@ -450,16 +469,6 @@ func TestLogsFollow(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- h.app.run(ctx, []string{"logs", "--url", srv.URL, "--follow"}) }()
 
-	waitOutput := func(buf *testio.Buffer, want string) {
-		t.Helper()
-		deadline := time.Now().Add(hangGuard)
-		for !strings.Contains(buf.String(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("output %q never contained %q", buf.String(), want)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 	tick := func() {
 		t.Helper()
 		if err := h.clock.BlockUntilContext(ctx, 1); err != nil {
@@ -467,18 +476,18 @@ func TestLogsFollow(t *testing.T) {
 		}
 		h.clock.Advance(pollEvery)
 	}
-	waitOutput(h.stdout, "boot1 2\n")
+	waitOutput(t, h.stdout, "boot1 2\n")
 
 	// New lines arrive at the next poll, and only the new ones are printed.
 	dev.add("boot1 3")
 	tick()
-	waitOutput(h.stdout, "boot1 3\n")
+	waitOutput(t, h.stdout, "boot1 3\n")
 
 	// More lines than the ring keeps: the loss is reported.
 	dev.add(lines("burst", 6)...)
 	tick()
-	waitOutput(h.stdout, "burst 5\n")
-	waitOutput(h.stderr, "2 log lines were overwritten")
+	waitOutput(t, h.stdout, "burst 5\n")
+	waitOutput(t, h.stderr, "2 log lines were overwritten")
 	if strings.Contains(h.stdout.String(), "burst 1\n") {
 		t.Fatal("printed a line the ring no longer held")
 	}
@@ -488,11 +497,11 @@ func TestLogsFollow(t *testing.T) {
 	dev.fail = 1
 	dev.mu.Unlock()
 	tick()
-	waitOutput(h.stderr, "503 restarting; retrying")
+	waitOutput(t, h.stderr, "503 restarting; retrying")
 	dev.restart("boot2 0", "boot2 1")
 	tick()
-	waitOutput(h.stderr, "the device restarted")
-	waitOutput(h.stdout, "boot2 1\n")
+	waitOutput(t, h.stderr, "the device restarted")
+	waitOutput(t, h.stdout, "boot2 1\n")
 
 	cancel()
 	if code := <-done; code != exitOK {
@@ -530,17 +539,7 @@ func TestEvents(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- h.app.run(ctx, []string{"events", "--url", srv.URL, "--key", "k3y-k3y-k3y"}) }()
 
-	waitOutput := func(want string) {
-		t.Helper()
-		deadline := time.Now().Add(hangGuard)
-		for !strings.Contains(h.stdout.String(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("output %q never contained %q", h.stdout.String(), want)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	waitOutput("message line one\\nline two\n")
+	waitOutput(t, h.stdout, "message line one\\nline two\n")
 	if got := h.stdout.String(); got != "net {\"up\":true,\"conn\":1}\nlogs {\"next\":7}\nmessage line one\\nline two\n" {
 		t.Fatalf("output %q", got)
 	}
@@ -552,7 +551,7 @@ func TestEvents(t *testing.T) {
 		t.Fatalf("stderr %q", h.stderr.String())
 	}
 	h.clock.Advance(2500 * time.Millisecond)
-	waitOutput(`{"up":true,"conn":2}`)
+	waitOutput(t, h.stdout, `{"up":true,"conn":2}`)
 	cancel()
 	if code := <-done; code != exitOK {
 		t.Fatalf("exit %d", code)

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -213,22 +212,19 @@ func (a *app) otaManifest(args []string) error {
 			URL: base.ResolveReference(&url.URL{Path: filepath.Base(p)}).String(), Size: int64(len(b)),
 			SHA256: hex.EncodeToString(sum[:]), Date: h.BuildTime})
 	}
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(m)
+	return printJSON(a.stdout, m)
 }
 
 func (a *app) otaPush(ctx context.Context, args []string) error {
 	fs := newFlags("ota push")
-	devURL := fs.String("url", "", "the device, http://HOST:PORT (else $DEVCTL_URL, else "+defaultURL+")")
-	key := fs.String("key", "", "API key (default $DEVCTL_KEY)")
+	dev := addDeviceFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usagef("ota push: exactly one image file")
 	}
-	base, err := a.apiBase(*devURL)
+	api, err := a.device(dev, 10*time.Second)
 	if err != nil {
 		return err
 	}
@@ -242,13 +238,13 @@ func (a *app) otaPush(ctx context.Context, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, otaPushTimeout)
 	defer cancel()
-	c := &otaClient{a: a, base: base, key: a.key(*key)}
+	c := &otaClient{a: a, api: api}
 	before, err := c.status(ctx)
 	if err != nil {
 		return fmt.Errorf("ota push: %w", err)
 	}
 
-	srvURL, stop, err := serveOnce(base, fs.Arg(0), img)
+	srvURL, stop, err := serveOnce(api.base, fs.Arg(0), img)
 	if err != nil {
 		return fmt.Errorf("ota push: %w", err)
 	}
@@ -304,71 +300,20 @@ func serveOnce(base, name string, img []byte) (string, func(), error) {
 	return "http://" + ln.Addr().String() + path, stop, nil
 }
 
+// otaClient follows one push on the device.
 type otaClient struct {
-	a    *app
-	base string
-	key  string
+	a   *app
+	api *apiClient
 }
-
-func (c *otaClient) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	req, err := http.NewRequestWithContext(rctx, method, c.base+path, bytes.NewReader(body))
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	if method != http.MethodGet {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.key)
-	}
-	resp, err := c.a.http.Do(req)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	resp.Body = cancelOnClose{resp.Body, cancel}
-	return resp, nil
-}
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (c cancelOnClose) Close() error { err := c.ReadCloser.Close(); c.cancel(); return err }
 
 func (c *otaClient) status(ctx context.Context) (ota.Status, error) {
 	var st ota.Status
-	resp, err := c.do(ctx, http.MethodGet, "/ota/status", nil)
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, readHTTPError(resp)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&st); err != nil {
-		return st, fmt.Errorf("status: %w", err)
-	}
-	return st, nil
+	err := c.api.call(ctx, http.MethodGet, "/ota/status", nil, &st)
+	return st, err
 }
 
 func (c *otaClient) post(ctx context.Context, path string, body any) error {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	resp, err := c.do(ctx, http.MethodPost, path, b)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return readHTTPError(resp)
-	}
-	return nil
+	return c.api.call(ctx, http.MethodPost, path, body, nil)
 }
 
 // watch polls the status until the device runs version from the other slot (success), or the

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +14,7 @@ import (
 	"time"
 
 	"devhost/abi"
+	"devhost/host/plugin"
 	"devhost/host/plugin/trust"
 )
 
@@ -74,82 +72,39 @@ func (a *app) plugin(ctx context.Context, args []string) error {
 	return usagef("plugin: unknown subcommand %q", args[0])
 }
 
-// signKeyPath resolves the signing key's file; dev says it is the development key.
-func (a *app) signKeyPath(flagPath string) (path string, dev bool, err error) {
+// signKeyPath resolves the signing key's file: --sign-key, else $DEVCTL_SIGN_KEY, else the
+// development key.
+func (a *app) signKeyPath(flagPath string) (string, error) {
 	if flagPath != "" {
-		return flagPath, false, nil
+		return flagPath, nil
 	}
 	if p := a.getenv("DEVCTL_SIGN_KEY"); p != "" {
-		return p, false, nil
+		return p, nil
 	}
 	dir := a.getenv("DEVHOST_KEYS")
 	if dir == "" {
+		var err error
 		if dir, err = trust.DevKeyDir(); err != nil {
-			return "", false, err
+			return "", err
 		}
 	}
-	return filepath.Join(dir, trust.DevPrivateFile), true, nil
+	return filepath.Join(dir, trust.DevPrivateFile), nil
 }
 
-// publicPath is where a key's public half is written: <file minus extension>.pub.pem.
-func publicPath(priv string) string {
-	return strings.TrimSuffix(priv, filepath.Ext(priv)) + ".pub.pem"
-}
-
-// loadOrCreateKey reads the signing key, generating it when the file does not exist.
-func (a *app) loadOrCreateKey(path string, dev bool) (*rsa.PrivateKey, bool, error) {
-	if dev {
-		return trust.LoadOrCreateDevKey(filepath.Dir(path))
-	}
-	b, err := os.ReadFile(path)
-	if err == nil {
-		k, err := abi.ParsePrivateKey(b)
-		if err != nil {
-			return nil, false, fmt.Errorf("%s: %w", path, err)
-		}
-		return k, false, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, false, fmt.Errorf("signing key: %w", err)
-	}
-	k, err := abi.GenerateKey()
-	if err != nil {
-		return nil, false, err
-	}
-	priv, err := abi.MarshalPrivateKey(k)
-	if err != nil {
-		return nil, false, err
-	}
-	pub, err := abi.MarshalPublicKey(&k.PublicKey)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, false, fmt.Errorf("signing key: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, false, fmt.Errorf("signing key: %w", err)
-	}
-	if _, err := f.Write(priv); err != nil {
-		f.Close()
-		return nil, false, fmt.Errorf("signing key: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, false, fmt.Errorf("signing key: %w", err)
-	}
-	if err := os.WriteFile(publicPath(path), pub, 0o644); err != nil {
-		return nil, false, fmt.Errorf("public key: %w", err)
-	}
-	return k, true, nil
+// loadOrCreateKey reads the signing key, generating it when the file does not exist, with
+// its public half beside it as <file minus extension>.pub.pem (for the development key
+// that is trust's own pair of names).
+func loadOrCreateKey(path string) (k *rsa.PrivateKey, created bool, err error) {
+	pub := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)) + ".pub.pem"
+	return trust.LoadOrCreateKey(filepath.Dir(path), filepath.Base(path), pub)
 }
 
 func (a *app) signingKey(flagPath string) (*rsa.PrivateKey, error) {
-	path, dev, err := a.signKeyPath(flagPath)
+	path, err := a.signKeyPath(flagPath)
 	if err != nil {
 		return nil, err
 	}
-	k, created, err := a.loadOrCreateKey(path, dev)
+	k, created, err := loadOrCreateKey(path)
 	if err != nil {
 		return nil, err
 	}
@@ -160,17 +115,33 @@ func (a *app) signingKey(flagPath string) (*rsa.PrivateKey, error) {
 	return k, nil
 }
 
+// writeBundle packs man and mod, signed with the key --sign-key names, into the file dest.
+func (a *app) writeBundle(man, mod []byte, keyPath, dest string) (*rsa.PrivateKey, error) {
+	k, err := a.signingKey(keyPath)
+	if err != nil {
+		return nil, err
+	}
+	b, err := abi.PackRaw(man, mod, k)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(dest, b, 0o644); err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	return k, nil
+}
+
 func (a *app) pluginKeygen(args []string) error {
 	fs := newFlags("plugin keygen")
 	file := fs.String("sign-key", "", "the key file (default $DEVCTL_SIGN_KEY or the development key)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	path, dev, err := a.signKeyPath(*file)
+	path, err := a.signKeyPath(*file)
 	if err != nil {
 		return err
 	}
-	k, _, err := a.loadOrCreateKey(path, dev)
+	k, _, err := loadOrCreateKey(path)
 	if err != nil {
 		return err
 	}
@@ -191,11 +162,7 @@ func (a *app) pluginPack(args []string) error {
 	if *manPath == "" || *wasmPath == "" {
 		return usagef("plugin pack: --manifest and --wasm are required")
 	}
-	man, err := os.ReadFile(*manPath)
-	if err != nil {
-		return fmt.Errorf("manifest: %w", err)
-	}
-	m, err := abi.ParseManifest(man)
+	man, m, err := readManifest(*manPath)
 	if err != nil {
 		return err
 	}
@@ -203,22 +170,32 @@ func (a *app) pluginPack(args []string) error {
 	if err != nil {
 		return fmt.Errorf("module: %w", err)
 	}
-	k, err := a.signingKey(*keyPath)
+	return a.pack(m, man, mod, *keyPath, *out, "")
+}
+
+// readManifest reads and checks a manifest file.
+func readManifest(path string) ([]byte, abi.Manifest, error) {
+	man, err := os.ReadFile(path)
 	if err != nil {
+		return nil, abi.Manifest{}, fmt.Errorf("manifest: %w", err)
+	}
+	m, err := abi.ParseManifest(man)
+	if err != nil {
+		return nil, abi.Manifest{}, err
+	}
+	return man, m, nil
+}
+
+// pack writes the bundle of manifest m (its text man) and module mod to out, else to
+// DIR/<id>-<version>.devplug, and prints where.
+func (a *app) pack(m abi.Manifest, man, mod []byte, keyPath, out, dir string) error {
+	if out == "" {
+		out = filepath.Join(dir, m.ID+"-"+m.Version+".devplug")
+	}
+	if _, err := a.writeBundle(man, mod, keyPath, out); err != nil {
 		return err
 	}
-	b, err := abi.PackRaw(man, mod, k)
-	if err != nil {
-		return err
-	}
-	dest := *out
-	if dest == "" {
-		dest = m.ID + "-" + m.Version + ".devplug"
-	}
-	if err := os.WriteFile(dest, b, 0o644); err != nil {
-		return fmt.Errorf("bundle: %w", err)
-	}
-	fmt.Fprintln(a.stdout, dest)
+	fmt.Fprintln(a.stdout, out)
 	return nil
 }
 
@@ -226,14 +203,11 @@ func (a *app) pluginSign(args []string) error {
 	fs := newFlags("plugin sign")
 	keyPath := fs.String("sign-key", "", "the signing key")
 	out := fs.String("out", "", "the bundle to write (default: replace BUNDLE)")
-	pos, err := parseAll(fs, args)
+	bundle, err := parseOne(fs, args, "BUNDLE", "")
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("plugin sign: give one BUNDLE")
-	}
-	in, err := os.ReadFile(pos[0])
+	in, err := os.ReadFile(bundle)
 	if err != nil {
 		return fmt.Errorf("bundle: %w", err)
 	}
@@ -241,104 +215,35 @@ func (a *app) pluginSign(args []string) error {
 	if err != nil {
 		return err
 	}
-	k, err := a.signingKey(*keyPath)
-	if err != nil {
-		return err
-	}
-	b, err := abi.PackRaw(bd.ManifestJSON, bd.Module, k)
-	if err != nil {
-		return err
-	}
 	dest := *out
 	if dest == "" {
-		dest = pos[0]
+		dest = bundle
 	}
-	if err := os.WriteFile(dest, b, 0o644); err != nil {
-		return fmt.Errorf("bundle: %w", err)
+	k, err := a.writeBundle(bd.ManifestJSON, bd.Module, *keyPath, dest)
+	if err != nil {
+		return err
 	}
 	id, _ := abi.KeyID(&k.PublicKey)
 	fmt.Fprintf(a.stdout, "%s signed by %s\n", dest, id)
 	return nil
 }
 
-// call sends one request to the device and decodes its JSON answer into out (when not nil).
-func (a *app) call(ctx context.Context, method, url, key string, body, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, pluginTimeout)
-	defer cancel()
-	var rd io.Reader
-	if body != nil {
-		js, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(js)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	if method != http.MethodGet {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return readHTTPError(resp)
-	}
-	if out == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("%s %s: answer: %w", method, url, err)
-	}
-	return nil
-}
-
-// pluginStatus is the part of the device's plugin document the command line shows.
-type pluginStatus struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name"`
-	Version   string   `json:"version"`
-	State     string   `json:"state"`
-	Asked     []string `json:"asked"`
-	Granted   []string `json:"granted"`
-	Memory    uint64   `json:"memory"`
-	Calls     uint64   `json:"calls"`
-	Errors    uint64   `json:"errors"`
-	Denied    uint64   `json:"denied"`
-	LastError *string  `json:"last_error"`
-	Replaced  bool     `json:"replaced"`
-}
-
 func (a *app) pluginInstall(ctx context.Context, args []string) error {
 	fs := newFlags("plugin install")
-	url := fs.String("url", "", "the device, http://HOST:PORT")
-	key := fs.String("key", "", "API key (default $DEVCTL_KEY)")
+	dev := addDeviceFlags(fs)
 	grant := fs.String("grant", "", "capabilities to grant, comma-separated (default: all asked)")
 	grantAll := fs.Bool("grant-all", false, "grant every capability the plugin asks for")
-	pos, err := parseAll(fs, args)
+	src, err := parseOne(fs, args, "BUNDLE file or URL", "")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("plugin install: give one BUNDLE file or URL")
 	}
 	if *grant != "" && *grantAll {
 		return usagef("plugin install: --grant and --grant-all exclude each other")
 	}
-	base, err := a.apiBase(*url)
+	c, err := a.device(dev, pluginTimeout)
 	if err != nil {
 		return err
 	}
-	k := a.key(*key)
 	body := map[string]any{}
 	if *grant != "" {
 		var caps []string
@@ -349,31 +254,34 @@ func (a *app) pluginInstall(ctx context.Context, args []string) error {
 		}
 		body["grant"] = caps
 	}
-	src := pos[0]
 	if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
 		body["url"] = src
 	} else {
-		id, err := a.upload(ctx, base, k, src)
+		id, err := a.upload(ctx, c, src)
 		if err != nil {
 			return err
 		}
 		body["upload"] = id
 	}
-	var st pluginStatus
-	if err := a.call(ctx, http.MethodPost, base+"/plugins", k, body, &st); err != nil {
+	var st plugin.InstallResult
+	if err := c.call(ctx, http.MethodPost, "/plugins", body, &st); err != nil {
 		return err
 	}
 	verb := "installed"
 	if st.Replaced {
 		verb = "replaced"
 	}
+	asked := make([]string, len(st.Asked))
+	for i, c := range st.Asked {
+		asked[i] = string(c)
+	}
 	fmt.Fprintf(a.stdout, "%s %s %s (%s)\n  asked:   %s\n  granted: %s\n", verb, st.ID, st.Version, st.State,
-		strings.Join(st.Asked, " "), strings.Join(st.Granted, " "))
+		strings.Join(asked, " "), strings.Join(st.Granted, " "))
 	return nil
 }
 
 // upload sends a bundle file in chunks and has the device verify it; it returns the upload id.
-func (a *app) upload(ctx context.Context, base, key, file string) (string, error) {
+func (a *app) upload(ctx context.Context, c *apiClient, file string) (string, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return "", fmt.Errorf("bundle: %w", err)
@@ -386,18 +294,18 @@ func (a *app) upload(ctx context.Context, base, key, file string) (string, error
 			KeyID    string       `json:"kid"`
 		} `json:"bundle"`
 	}
-	if err := a.call(ctx, http.MethodPost, base+"/plugins/uploads", key, map[string]int{"size": len(b)}, &up); err != nil {
+	if err := c.call(ctx, http.MethodPost, "/plugins/uploads", map[string]int{"size": len(b)}, &up); err != nil {
 		return "", err
 	}
 	for off := 0; off < len(b); off += chunkSize {
 		end := min(off+chunkSize, len(b))
 		chunk := map[string]any{"offset": off, "data": base64.StdEncoding.EncodeToString(b[off:end])}
-		if err := a.call(ctx, http.MethodPut, base+"/plugins/uploads/"+up.ID, key, chunk, nil); err != nil {
-			_ = a.call(ctx, http.MethodDelete, base+"/plugins/uploads/"+up.ID, key, nil, nil)
+		if err := c.call(ctx, http.MethodPut, "/plugins/uploads/"+up.ID, chunk, nil); err != nil {
+			_ = c.call(ctx, http.MethodDelete, "/plugins/uploads/"+up.ID, nil, nil)
 			return "", err
 		}
 	}
-	if err := a.call(ctx, http.MethodPost, base+"/plugins/uploads/"+up.ID, key, nil, &up); err != nil {
+	if err := c.call(ctx, http.MethodPost, "/plugins/uploads/"+up.ID, nil, &up); err != nil {
 		return "", err
 	}
 	if up.Bundle != nil {
@@ -408,20 +316,19 @@ func (a *app) upload(ctx context.Context, base, key, file string) (string, error
 
 func (a *app) pluginList(ctx context.Context, args []string) error {
 	fs := newFlags("plugin list")
-	url := fs.String("url", "", "the device, http://HOST:PORT")
-	key := fs.String("key", "", "API key (default $DEVCTL_KEY)")
+	dev := addDeviceFlags(fs)
 	raw := fs.Bool("json", false, "print the device's JSON document")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	base, err := a.apiBase(*url)
+	c, err := a.device(dev, pluginTimeout)
 	if err != nil {
 		return err
 	}
 	var doc struct {
 		Plugins []json.RawMessage `json:"plugins"`
 	}
-	if err := a.call(ctx, http.MethodGet, base+"/plugins", a.key(*key), nil, &doc); err != nil {
+	if err := c.call(ctx, http.MethodGet, "/plugins", nil, &doc); err != nil {
 		return err
 	}
 	if *raw {
@@ -430,7 +337,7 @@ func (a *app) pluginList(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tVERSION\tSTATE\tMEMORY\tCALLS\tERRORS\tDENIED\tLAST ERROR")
 	for _, r := range doc.Plugins {
-		var st pluginStatus
+		var st plugin.Status
 		if err := json.Unmarshal(r, &st); err != nil {
 			return fmt.Errorf("plugin list: %w", err)
 		}
@@ -446,21 +353,17 @@ func (a *app) pluginList(ctx context.Context, args []string) error {
 
 func (a *app) pluginAction(ctx context.Context, action string, args []string) error {
 	fs := newFlags("plugin " + action)
-	url := fs.String("url", "", "the device, http://HOST:PORT")
-	key := fs.String("key", "", "API key (default $DEVCTL_KEY)")
-	pos, err := parseAll(fs, args)
+	dev := addDeviceFlags(fs)
+	id, err := parseOne(fs, args, "plugin ID", "")
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("plugin %s: give one plugin ID", action)
-	}
-	base, err := a.apiBase(*url)
+	c, err := a.device(dev, pluginTimeout)
 	if err != nil {
 		return err
 	}
-	var st pluginStatus
-	if err := a.call(ctx, http.MethodPost, base+"/plugins/"+pos[0]+"/"+action, a.key(*key), nil, &st); err != nil {
+	var st plugin.Status
+	if err := c.call(ctx, http.MethodPost, "/plugins/"+id+"/"+action, nil, &st); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "%s %s\n", st.ID, st.State)
@@ -469,32 +372,28 @@ func (a *app) pluginAction(ctx context.Context, action string, args []string) er
 
 func (a *app) pluginRemove(ctx context.Context, args []string) error {
 	fs := newFlags("plugin remove")
-	url := fs.String("url", "", "the device, http://HOST:PORT")
-	key := fs.String("key", "", "API key (default $DEVCTL_KEY)")
+	dev := addDeviceFlags(fs)
 	purge := fs.Bool("purge-config", false, "also erase the plugin's stored configuration")
-	pos, err := parseAll(fs, args)
+	id, err := parseOne(fs, args, "plugin ID", "")
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("plugin remove: give one plugin ID")
-	}
-	base, err := a.apiBase(*url)
+	c, err := a.device(dev, pluginTimeout)
 	if err != nil {
 		return err
 	}
-	u := base + "/plugins/" + pos[0]
+	u := "/plugins/" + id
 	if *purge {
 		u += "?purge=true"
 	}
-	if err := a.call(ctx, http.MethodDelete, u, a.key(*key), nil, nil); err != nil {
+	if err := c.call(ctx, http.MethodDelete, u, nil, nil); err != nil {
 		return err
 	}
 	what := "removed"
 	if *purge {
 		what = "removed with its configuration"
 	}
-	fmt.Fprintf(a.stdout, "%s %s\n", pos[0], what)
+	fmt.Fprintf(a.stdout, "%s %s\n", id, what)
 	return nil
 }
 
@@ -504,17 +403,15 @@ func (a *app) pluginKeys(ctx context.Context, args []string) error {
 	}
 	sub := args[0]
 	fs := newFlags("plugin keys " + sub)
-	url := fs.String("url", "", "the device, http://HOST:PORT")
-	key := fs.String("key", "", "API key (default $DEVCTL_KEY)")
+	dev := addDeviceFlags(fs)
 	pos, err := parseAll(fs, args[1:])
 	if err != nil {
 		return err
 	}
-	base, err := a.apiBase(*url)
+	c, err := a.device(dev, pluginTimeout)
 	if err != nil {
 		return err
 	}
-	k := a.key(*key)
 	type keyDoc struct {
 		ID      string `json:"kid"`
 		Builtin bool   `json:"builtin"`
@@ -527,7 +424,7 @@ func (a *app) pluginKeys(ctx context.Context, args []string) error {
 		var doc struct {
 			Keys []keyDoc `json:"keys"`
 		}
-		if err := a.call(ctx, http.MethodGet, base+"/plugins/keys", k, nil, &doc); err != nil {
+		if err := c.call(ctx, http.MethodGet, "/plugins/keys", nil, &doc); err != nil {
 			return err
 		}
 		for _, kd := range doc.Keys {
@@ -547,7 +444,7 @@ func (a *app) pluginKeys(ctx context.Context, args []string) error {
 			return fmt.Errorf("public key: %w", err)
 		}
 		var kd keyDoc
-		if err := a.call(ctx, http.MethodPost, base+"/plugins/keys", k, map[string]string{"pem": string(b)}, &kd); err != nil {
+		if err := c.call(ctx, http.MethodPost, "/plugins/keys", map[string]string{"pem": string(b)}, &kd); err != nil {
 			return err
 		}
 		fmt.Fprintf(a.stdout, "%s trusted\n", kd.ID)
@@ -556,7 +453,7 @@ func (a *app) pluginKeys(ctx context.Context, args []string) error {
 		if len(pos) != 1 {
 			return usagef("plugin keys remove: give one KID")
 		}
-		if err := a.call(ctx, http.MethodDelete, base+"/plugins/keys/"+pos[0], k, nil, nil); err != nil {
+		if err := c.call(ctx, http.MethodDelete, "/plugins/keys/"+pos[0], nil, nil); err != nil {
 			return err
 		}
 		fmt.Fprintf(a.stdout, "%s removed\n", pos[0])

@@ -46,17 +46,51 @@ func testKeyFile(t *testing.T) string {
 	return p
 }
 
+// readKey reads an existing key file as the signing commands do.
 func readKey(t *testing.T, p string) *rsa.PrivateKey {
 	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := abi.ParsePrivateKey(b)
-	if err != nil {
-		t.Fatal(err)
+	k, created, err := loadOrCreateKey(p)
+	if err != nil || created {
+		t.Fatalf("key %s: created %v, %v", p, created, err)
 	}
 	return k
+}
+
+// verifiedBundle reads a bundle file that must verify with key.
+func verifiedBundle(t *testing.T, path string, key *rsa.PrivateKey) *abi.Bundle {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd, err := abi.Parse(b)
+	if err != nil {
+		t.Fatalf("bundle %s: %v", path, err)
+	}
+	if err := bd.Verify(&key.PublicKey); err != nil {
+		t.Fatalf("bundle %s: %v", path, err)
+	}
+	return bd
+}
+
+// step is one command line and a part of what it must print.
+type step struct {
+	args []string
+	want string
+}
+
+// runSteps runs the steps in order; each must succeed and print its want.
+func runSteps(t *testing.T, h *harness, steps []step) {
+	t.Helper()
+	for _, s := range steps {
+		h.stdout.Reset()
+		if code := h.run(s.args...); code != exitOK {
+			t.Fatalf("%v: %d %s", s.args, code, h.stderr)
+		}
+		if !strings.Contains(h.stdout.String(), s.want) {
+			t.Fatalf("%v printed %q, want %q", s.args, h.stdout, s.want)
+		}
+	}
 }
 
 func writeFile(t *testing.T, dir, name string, b []byte) string {
@@ -83,15 +117,10 @@ func TestPluginAuthorPath(t *testing.T) {
 	if code := h.run("plugin", "pack", "--manifest", man, "--wasm", wasm, "--out", out); code != exitOK {
 		t.Fatalf("pack: %d %s", code, h.stderr)
 	}
-	b, _ := os.ReadFile(out)
-	bd, err := abi.Parse(b)
-	if err != nil || bd.Verify(&key.PublicKey) != nil || bd.Manifest.ID != "demo" {
-		t.Fatalf("packed bundle: %v", err)
+	if id := verifiedBundle(t, out, key).Manifest.ID; id != "demo" {
+		t.Fatalf("packed bundle of %q", id)
 	}
-	steps := []struct {
-		args []string
-		want string
-	}{
+	runSteps(t, h, []step{
 		{[]string{"plugin", "install", "--url", url, "--grant", "log", out}, "installed demo 1.2.3"},
 		{[]string{"plugin", "list", "--url", url}, "demo"},
 		{[]string{"plugin", "stop", "--url", url, "demo"}, "demo "},
@@ -99,16 +128,7 @@ func TestPluginAuthorPath(t *testing.T) {
 		{[]string{"plugin", "keys", "list", "--url", url}, kid + " built-in"},
 		{[]string{"plugin", "install", "--url", url, "--grant-all", out}, "replaced demo"},
 		{[]string{"plugin", "remove", "--url", url, "--purge-config", "demo"}, "demo removed with its configuration"},
-	}
-	for _, s := range steps {
-		h.stdout.Reset()
-		if code := h.run(s.args...); code != exitOK {
-			t.Fatalf("%v: %d %s", s.args, code, h.stderr)
-		}
-		if !strings.Contains(h.stdout.String(), s.want) {
-			t.Fatalf("%v printed %q, want %q", s.args, h.stdout, s.want)
-		}
-	}
+	})
 	if !strings.Contains(h.stderr.String(), "demo 1.2.3 verified") {
 		t.Errorf("the upload's verification was not shown: %s", h.stderr)
 	}
@@ -162,10 +182,7 @@ func TestPluginRefusedAndKeys(t *testing.T) {
 	if code := h.run("plugin", "sign", "--sign-key", testKeyFile(t), "--out", resigned, out); code != exitOK {
 		t.Fatalf("sign: %s", h.stderr)
 	}
-	b, _ := os.ReadFile(resigned)
-	if bd, err := abi.Parse(b); err != nil || bd.Verify(&key.PublicKey) != nil {
-		t.Fatal("re-signed bundle does not verify")
-	}
+	verifiedBundle(t, resigned, key)
 	kid := strings.Fields(first)[1]
 	if code := h.run("plugin", "keys", "remove", "--url", url, kid); code != exitOK {
 		t.Fatalf("keys remove: %s", h.stderr)

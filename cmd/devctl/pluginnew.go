@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -110,26 +109,11 @@ func goModLine(gomod, verb string) string {
 	return ""
 }
 
-// dirArg parses the flags and the one DIR argument, def when none is given ("" makes DIR
-// required).
-func dirArg(flags *flag.FlagSet, args []string, def string) (string, error) {
-	pos, err := parseAll(flags, args)
-	switch {
-	case err != nil:
-		return "", err
-	case len(pos) > 1 || (len(pos) == 0 && def == ""):
-		return "", usagef("%s: give one DIR", flags.Name())
-	case len(pos) == 1:
-		return pos[0], nil
-	}
-	return def, nil
-}
-
 func (a *app) pluginNew(args []string) error {
 	flags := newFlags("plugin new")
 	id := flags.String("id", "", "the plugin id (default: DIR's name)")
 	src := flags.String("src", "", "the devhost checkout whose abi and sdk the project uses")
-	dir, err := dirArg(flags, args, "")
+	dir, err := parseOne(flags, args, "DIR", "")
 	if err != nil {
 		return err
 	}
@@ -193,15 +177,11 @@ func (a *app) pluginBuild(ctx context.Context, args []string) error {
 	flags := newFlags("plugin build")
 	out := flags.String("out", "", "the bundle to write (default DIR/<id>-<version>.devplug)")
 	keyPath := flags.String("sign-key", "", "the signing key")
-	dir, err := dirArg(flags, args, ".")
+	dir, err := parseOne(flags, args, "DIR", ".")
 	if err != nil {
 		return err
 	}
-	man, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
-		return fmt.Errorf("plugin build: manifest: %w", err)
-	}
-	m, err := abi.ParseManifest(man)
+	man, m, err := readManifest(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		return fmt.Errorf("plugin build: %w", err)
 	}
@@ -209,22 +189,9 @@ func (a *app) pluginBuild(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	k, err := a.signingKey(*keyPath)
-	if err != nil {
-		return err
-	}
-	b, err := abi.PackRaw(man, mod, k)
-	if err != nil {
+	if err := a.pack(m, man, mod, *keyPath, *out, dir); err != nil {
 		return fmt.Errorf("plugin build: %w", err)
 	}
-	dest := *out
-	if dest == "" {
-		dest = filepath.Join(dir, m.ID+"-"+m.Version+".devplug")
-	}
-	if err := os.WriteFile(dest, b, 0o644); err != nil {
-		return fmt.Errorf("plugin build: bundle: %w", err)
-	}
-	fmt.Fprintln(a.stdout, dest)
 	return nil
 }
 

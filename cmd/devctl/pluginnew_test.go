@@ -61,28 +61,15 @@ func TestPluginNewBuildInstall(t *testing.T) {
 	if strings.TrimSpace(h.stdout.String()) != out {
 		t.Fatalf("build printed %q", h.stdout)
 	}
-	b, _ := os.ReadFile(out)
-	bd, err := abi.Parse(b)
-	if err != nil || bd.Verify(&key.PublicKey) != nil || bd.Manifest.ID != "my_probe" {
-		t.Fatalf("built bundle: %v", err)
+	if id := verifiedBundle(t, out, key).Manifest.ID; id != "my_probe" {
+		t.Fatalf("built bundle of %q", id)
 	}
 
 	url := pluginDevice(t, &key.PublicKey)
-	for _, s := range []struct {
-		args []string
-		want string
-	}{
+	runSteps(t, h, []step{
 		{[]string{"plugin", "install", "--url", url, "--grant-all", out}, "installed my_probe 0.1.0"},
 		{[]string{"plugin", "list", "--url", url}, "my_probe"},
-	} {
-		h.stdout.Reset()
-		if code := h.run(s.args...); code != exitOK {
-			t.Fatalf("%v: %d %s", s.args, code, h.stderr)
-		}
-		if !strings.Contains(h.stdout.String(), s.want) {
-			t.Fatalf("%v printed %q, want %q", s.args, h.stdout, s.want)
-		}
-	}
+	})
 }
 
 func TestPluginNewRefusesABadID(t *testing.T) {

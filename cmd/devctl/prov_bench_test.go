@@ -130,10 +130,8 @@ func bleSessions(b *testing.B, sim *board.Sim) func() (protocomm.Exchange, func(
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sim.ServeListener(ctx, ln) }()
-	b.Cleanup(func() { cancel(); <-done; os.RemoveAll(dir) })
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	ctx := runUntilCleanup(b, func(ctx context.Context) error { return sim.ServeListener(ctx, ln) })
 	c := board.Dial(sock)
 	return func() (protocomm.Exchange, func(), error) { return bleExchange(ctx, c) }
 }
