@@ -18,7 +18,6 @@ import (
 	"devhost/host/sk"
 )
 
-
 // The helper: Bearer, Accept, any status is a call, at most 2 in flight, the timeout, the cap.
 func TestHTTPHelper(t *testing.T) {
 	if HTTPTimeout != 6*time.Second || HTTPBodyCap != 16*1024 || HTTPInFlight != 2 {
