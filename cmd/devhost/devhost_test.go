@@ -39,9 +39,7 @@ func TestPowerOnServesAndReportsIt(t *testing.T) {
 
 func TestSigtermShutsDownCleanly(t *testing.T) {
 	d := newDev(t)
-	if r := d.call("PUT", "/api/v1/config", `{"sk":{"batch_ms":250}}`); r.status != 200 {
-		t.Fatalf("put: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"sk":{"batch_ms":250}}`)
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-d.exited:
@@ -119,9 +117,7 @@ func TestRebootRefusesWritesThenComesBackAsSoftware(t *testing.T) {
 
 func TestFactoryResetErasesEverything(t *testing.T) {
 	d := newDev(t)
-	if r := d.call("PUT", "/api/v1/config", `{"httpd":{"api_key":"secret-key-1"},"sk":{"batch_ms":400},"wifi":{"ssid0":"boat"}}`); r.status != 200 {
-		t.Fatalf("put: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"httpd":{"api_key":"secret-key-1"},"sk":{"batch_ms":400},"wifi":{"ssid0":"boat"}}`)
 	d.key = "secret-key-1"
 	r := d.call("POST", "/api/v1/system/factory-reset", "")
 	if r.status != 202 {
@@ -201,9 +197,7 @@ func TestCrashEndpointNeedsItsBuildOption(t *testing.T) {
 // Three power-on cycles, each within 20 s of its boot, open the recovery window.
 func TestLostKeyRecoveryByPowerCycles(t *testing.T) {
 	d := newDev(t)
-	if r := d.call("PUT", "/api/v1/config", `{"httpd":{"api_key":"lost-key-123"}}`); r.status != 200 {
-		t.Fatalf("set key: %d", r.status)
-	}
+	d.putConfig(`{"httpd":{"api_key":"lost-key-123"}}`)
 	status := func() map[string]any { return d.call("GET", "/api/v1/auth/status", "").json(t) }
 	if s := status(); s["required"] != true || s["recovery_s"] != 0.0 {
 		t.Fatalf("status %v", s)
@@ -232,9 +226,7 @@ func TestLostKeyRecoveryByPowerCycles(t *testing.T) {
 
 func TestAuthenticationEndToEnd(t *testing.T) {
 	d := newDev(t)
-	if r := d.call("PUT", "/api/v1/config", `{"httpd":{"api_key":"boat-key-42"}}`); r.status != 200 {
-		t.Fatalf("set key: %d", r.status)
-	}
+	d.putConfig(`{"httpd":{"api_key":"boat-key-42"}}`)
 	r := d.call("GET", "/api/v1/system/info", "")
 	if r.status != 401 || r.json(t)["error"] != "unauthorized" || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer realm=") {
 		t.Fatalf("no credential: %d %v", r.status, r.header)

@@ -236,9 +236,7 @@ func TestErrorsTable(t *testing.T) {
 	})
 
 	// With a key: the credential rows, and defect 4 (streams end with their credential).
-	if r := d.call("PUT", "/api/v1/config", `{"httpd":{"api_key":"boat-key-42"}}`); r.status != 200 {
-		t.Fatalf("set key: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"httpd":{"api_key":"boat-key-42"}}`)
 	d.key = "boat-key-42"
 	sid := d.login(t, "boat-key-42")
 	origin := "http://" + strings.TrimPrefix(d.base, "http://")
@@ -333,9 +331,7 @@ func TestErrorsTable(t *testing.T) {
 	// skipped where mounting is not allowed).
 	p.run(t, "500 write_failed config write on a full flash", 500, "write_failed", func(t *testing.T) {
 		d := newDev(t, withFullableFlash(t))
-		if r := d.call("PUT", "/api/v1/config", `{"sk":{"batch_ms":150}}`); r.status != 200 {
-			t.Fatalf("PUT /config before the store is full: %d %s", r.status, r.body)
-		}
+		d.putConfig(`{"sk":{"batch_ms":150}}`)
 		fill(t, filepath.Join(d.data, "flash"))
 		// The store's file may still have room in its last page: write until a record no
 		// longer fits, then that write must be 500 write_failed and leave the value as it was.

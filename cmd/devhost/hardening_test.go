@@ -87,9 +87,7 @@ func TestBootOnAFullDataDirectory(t *testing.T) {
 	d := newDev(t, withFullableFlash(t))
 	for i := range 20 { // dead records for the compaction at the next open
 		body := fmt.Sprintf(`{"sk":{"batch_ms":%d}}`, 100+i)
-		if r := d.call("PUT", "/api/v1/config", body); r.status != 200 {
-			t.Fatalf("PUT /config: %d %s", r.status, r.body)
-		}
+		d.putConfig(body)
 	}
 	d.powerCut()
 	fill(t, filepath.Join(d.data, "flash"))

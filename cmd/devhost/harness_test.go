@@ -315,6 +315,27 @@ func (d *dev) try(method, path, body string, hdr ...string) (reply, error) {
 	return reply{status: resp.StatusCode, header: resp.Header, body: b}, err
 }
 
+// putConfig sets configuration values with PUT /config and fails the test unless the device
+// takes them.
+func (d *dev) putConfig(body string) {
+	d.t.Helper()
+	if r := d.call("PUT", "/api/v1/config", body); r.status != 200 {
+		d.t.Fatalf("PUT /config %s: %d %s", body, r.status, r.body)
+	}
+}
+
+// runTool runs name with args and env added to the test's environment, and answers its
+// combined output; an error names the command and carries the output.
+func runTool(ctx context.Context, env []string, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
 // event is one server-sent event of GET /events.
 type event struct {
 	name string

@@ -171,9 +171,7 @@ func TestN2KNetworkGateway(t *testing.T) {
 	srv := startReplay(t, lines)
 	port := srv.ln.Addr().(*net.TCPAddr).Port
 	cfg := fmt.Sprintf(`{"f_n2k":{"enabled":true,"source":"ydraw_tcp","gateway_host":"127.0.0.1","gateway_port":%d}}`, port)
-	if r := d.call("PUT", "/api/v1/config", cfg); r.status != 200 {
-		t.Fatalf("config: %d %s", r.status, r.body)
-	}
+	d.putConfig(cfg)
 	// The log twice (before and after the drop), each time with its two garbage lines.
 	st := d.waitDoc("the log through a dropped and a new connection", "/api/v1/n2k/status", hangGuard, func(st map[string]any) bool {
 		errs, _ := st["errors"].(map[string]any)
@@ -197,9 +195,7 @@ func TestN2KNetworkGateway(t *testing.T) {
 	pc.Close()
 	before := num(st["frames_in"])
 	cfg = fmt.Sprintf(`{"f_n2k":{"source":"ydraw_udp","gateway_host":"","gateway_port":%d}}`, udpPort)
-	if r := d.call("PUT", "/api/v1/config", cfg); r.status != 200 {
-		t.Fatalf("config: %d %s", r.status, r.body)
-	}
+	d.putConfig(cfg)
 	d.waitDoc("the udp socket bound", "/api/v1/n2k/status", hangGuard, func(st map[string]any) bool {
 		return st["source"] == "ydraw_udp" && st["state"] != "connecting" && st["state"] != "reconnecting"
 	})
@@ -225,9 +221,7 @@ func TestN2KNetworkGateway(t *testing.T) {
 	act := startReplay(t, msgs)
 	beforeMsgs, beforeBad := num(st["messages"]), num(st["errors"].(map[string]any)["bad_line"])
 	cfg = fmt.Sprintf(`{"f_n2k":{"source":"actisense_tcp","gateway_host":"127.0.0.1","gateway_port":%d}}`, act.ln.Addr().(*net.TCPAddr).Port)
-	if r := d.call("PUT", "/api/v1/config", cfg); r.status != 200 {
-		t.Fatalf("config: %d %s", r.status, r.body)
-	}
+	d.putConfig(cfg)
 	st = d.waitDoc("the Actisense messages", "/api/v1/n2k/status", hangGuard, func(st map[string]any) bool {
 		return st["source"] == "actisense_tcp" && num(st["messages"]) >= beforeMsgs+float64(2*len(msgs)) &&
 			num(st["errors"].(map[string]any)["bad_line"]) >= beforeBad+4

@@ -16,9 +16,7 @@ import (
 func TestSNTPSetsTheDeviceClock(t *testing.T) {
 	ntpd := sntptest.Chrony(t, true)
 	d := newDev(t)
-	if r := d.call("PUT", "/api/v1/config", fmt.Sprintf(`{"time":{"server0":%q}}`, ntpd.Addr)); r.status != 200 {
-		t.Fatalf("put: %d %s", r.status, r.body)
-	}
+	d.putConfig(fmt.Sprintf(`{"time":{"server0":%q}}`, ntpd.Addr))
 	// The SNTP keys take effect at the next boot.
 	if r := d.call("POST", "/api/v1/system/reboot", ""); r.status != 202 {
 		t.Fatalf("reboot: %d %s", r.status, r.body)
@@ -75,9 +73,7 @@ func TestMDNSAdvertisesTheDevice(t *testing.T) {
 	}
 
 	// A new host name: goodbye under the old one, the services under the new one.
-	if r := d.call("PUT", "/api/v1/config", `{"net":{"hostname":"boat"}}`); r.status != 200 {
-		t.Fatalf("put hostname: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"net":{"hostname":"boat"}}`)
 	devs.Wait("removed", host+"._dev._tcp.local.")
 	https.Wait("removed", host+"._http._tcp.local.")
 	if m := devs.Wait("added", "boat._dev._tcp.local."); m["server"] != "boat.local." {

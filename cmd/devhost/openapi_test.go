@@ -64,9 +64,7 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 	// Over the wire: each documented operation reaches its route. With a key set, a
 	// protected route answers 401 (the router matched it; an unknown one is 404, a wrong
 	// method 405); a public write answers 415 to a non-JSON body before its handler runs.
-	if r := d.call("PUT", "/api/v1/config", `{"httpd":{"api_key":"boat-key-42"}}`); r.status != 200 {
-		t.Fatalf("set key: %d", r.status)
-	}
+	d.putConfig(`{"httpd":{"api_key":"boat-key-42"}}`)
 	sort.Slice(ops, func(i, j int) bool { return ops[i].path+ops[i].method < ops[j].path+ops[j].method })
 	for _, o := range ops {
 		path := "/api/v1" + strings.NewReplacer(":id", "x", ":sub", "y").Replace(o.path)

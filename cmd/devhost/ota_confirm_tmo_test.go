@@ -29,9 +29,7 @@ func TestOTANoNetworkRollsBack(t *testing.T) {
 	}
 	d := newDev(t, withEnv("DEVHOST_KEYS="+keyDir), withArgs("--board", boardFile))
 	cfg := `{"net":{"hostname":"no-net"},"wifi":{"ssid0":"Far Away","psk0":"never-in-range"},"ota":{"confirm_tmo_s":60}}`
-	if r := d.call("PUT", "/api/v1/config", cfg); r.status != 200 {
-		t.Fatalf("PUT /config: %d %s", r.status, r.body)
-	}
+	d.putConfig(cfg)
 	if n := d.call("GET", "/api/v1/net/status", "").json(t); n["up"] != false {
 		t.Fatalf("the board has a network: %v", n)
 	}
@@ -41,9 +39,7 @@ func TestOTANoNetworkRollsBack(t *testing.T) {
 	booted := time.Now()
 	st := d.otaStatus()
 	st.expect(t, "9.9.9", 1, false, false, "0.1.0-dev")
-	if st.State != "pending_verify" {
-		t.Fatalf("state %q", st.State)
-	}
+	st.expectState(t, "pending_verify")
 	// The new image tries the configured network and never gets a route.
 	d.waitWiFi("the station tries the configured network", hangGuard, func(m map[string]any) bool {
 		return m["state"] != "unconfigured" && m["state"] != "disabled" && m["state"] != "connected"

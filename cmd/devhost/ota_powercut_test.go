@@ -42,6 +42,15 @@ func cutOn(t *testing.T, d *dev, state string) {
 	}
 }
 
+// powerOnKept powers the device on after a cut, checks that the configuration kept the
+// hostname set before it, and answers the OTA status.
+func (d *dev) powerOnKept(hostname string) otaStatus {
+	d.t.Helper()
+	d.powerOn()
+	d.expectHostname(hostname)
+	return d.otaStatus()
+}
+
 func TestOTAPowerCutDuringDownload(t *testing.T) {
 	d := otaDev(t)
 	d.setHostname("cut-download")
@@ -64,13 +73,9 @@ func TestOTAPowerCutDuringDownload(t *testing.T) {
 	d.install(srv.URL + "/new.img")
 	d.waitOTA("half the download", func(s otaStatus) bool { return s.State == "downloading" && s.Bytes >= int64(len(img)/2) })
 	d.powerCut()
-	d.powerOn()
-	st := d.otaStatus()
+	st := d.powerOnKept("cut-download")
 	st.expect(t, "0.1.0-dev", 0, true, false, "")
-	if st.State != "idle" {
-		t.Fatalf("state %q", st.State)
-	}
-	d.expectHostname("cut-download")
+	st.expectState(t, "idle")
 	leftovers, _ := filepath.Glob(filepath.Join(d.data, "flash", "ota_1*"))
 	if len(leftovers) != 0 {
 		t.Fatalf("the partial download was left: %v", leftovers)
@@ -81,17 +86,15 @@ func TestOTAPowerCutDuringVerification(t *testing.T) {
 	d := otaDev(t)
 	d.setHostname("cut-verify")
 	cutOn(t, d, "verifying")
-	d.powerOn()
 	// The cut lands in the verification or just after it selected the slot: either way a
 	// valid image runs and the status agrees with the flash.
-	st := d.otaStatus()
+	st := d.powerOnKept("cut-verify")
 	t.Logf("after the cut: running %+v", st.Running)
 	if st.Running.Slot == 1 {
 		st.expect(t, "9.9.9", 1, false, false, "0.1.0-dev")
 	} else {
 		st.expect(t, "0.1.0-dev", 0, true, false, "")
 	}
-	d.expectHostname("cut-verify")
 }
 
 func TestOTAPowerCutBetweenReadyAndRebootThenDuringFirstBoot(t *testing.T) {
@@ -99,20 +102,14 @@ func TestOTAPowerCutBetweenReadyAndRebootThenDuringFirstBoot(t *testing.T) {
 	d.setHostname("cut-ready")
 	cutOn(t, d, "ready")
 	// The slot was selected before `ready`: the next power-on boots the new image, pending.
-	d.powerOn()
-	st := d.otaStatus()
+	st := d.powerOnKept("cut-ready")
 	st.expect(t, "9.9.9", 1, false, false, "0.1.0-dev")
-	if st.State != "pending_verify" {
-		t.Fatalf("state %q", st.State)
-	}
-	d.expectHostname("cut-ready")
+	st.expectState(t, "pending_verify")
 
 	// Power lost during the new image's first boot, before it confirmed: the bootloader
 	// rolls back, and the status says so.
 	d.powerCut()
-	d.powerOn()
-	d.otaStatus().expect(t, "0.1.0-dev", 0, true, true, "9.9.9")
-	d.expectHostname("cut-ready")
+	d.powerOnKept("cut-ready").expect(t, "0.1.0-dev", 0, true, true, "9.9.9")
 }
 
 func TestOTAPowerCutAfterConfirmation(t *testing.T) {
@@ -124,13 +121,9 @@ func TestOTAPowerCutAfterConfirmation(t *testing.T) {
 		t.Fatalf("confirm: %d %s", r.status, r.body)
 	}
 	d.powerCut()
-	d.powerOn()
-	st := d.otaStatus()
+	st := d.powerOnKept("cut-confirmed")
 	st.expect(t, "9.9.9", 1, true, false, "0.1.0-dev")
-	if st.State != "idle" {
-		t.Fatalf("state %q", st.State)
-	}
-	d.expectHostname("cut-confirmed")
+	st.expectState(t, "idle")
 }
 
 // TestOTAConfirmsByUptime: without a configured station a new image confirms itself after the

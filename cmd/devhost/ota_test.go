@@ -1,8 +1,8 @@
 package main_test
 
 import (
+	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -46,10 +46,7 @@ func images(t *testing.T) {
 			{devctl, "ota", "pack", "--image", newExe, "--out", otherImg, "--key", "../../abi/testdata/other.pem"},
 		}
 		for _, s := range steps {
-			cmd := exec.Command(s[0], s[1:]...)
-			cmd.Env = append(os.Environ(), "DEVHOST_KEYS="+keyDir)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				imgErr = fmt.Errorf("%v: %v\n%s", s, err, out)
+			if _, imgErr = runTool(context.Background(), []string{"DEVHOST_KEYS=" + keyDir}, s[0], s[1:]...); imgErr != nil {
 				return
 			}
 		}
@@ -125,6 +122,14 @@ func (st otaStatus) expect(t *testing.T, version string, slot int, confirmed, ro
 	}
 }
 
+// expectState checks the update's state.
+func (st otaStatus) expectState(t *testing.T, state string) {
+	t.Helper()
+	if st.State != state {
+		t.Fatalf("state %q, want %q", st.State, state)
+	}
+}
+
 // serveFile serves path on loopback, once or as often as asked.
 func serveFile(t *testing.T, path string) string {
 	t.Helper()
@@ -137,9 +142,7 @@ func serveFile(t *testing.T, path string) string {
 
 func (d *dev) setHostname(name string) {
 	d.t.Helper()
-	if r := d.call("PUT", "/api/v1/config", `{"net":{"hostname":"`+name+`"}}`); r.status != 200 {
-		d.t.Fatalf("PUT /config: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"net":{"hostname":"` + name + `"}}`)
 }
 
 func (d *dev) expectHostname(name string) {
@@ -170,9 +173,7 @@ func TestOTAPushConfirmRollback(t *testing.T) {
 	d.waitBoot()
 	st := d.otaStatus()
 	st.expect(t, "9.9.9", 1, false, false, "0.1.0-dev")
-	if st.State != "pending_verify" {
-		t.Fatalf("state %q", st.State)
-	}
+	st.expectState(t, "pending_verify")
 	// Writes that would start another update wait for the confirmation.
 	if r := d.call("POST", "/api/v1/ota/check", ""); r.status != 409 {
 		t.Fatalf("check while unconfirmed: %d %s", r.status, r.body)

@@ -3,8 +3,6 @@ package main_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +11,48 @@ import (
 	"devhost/host/signalk/sktest"
 	"devhost/plugins"
 )
+
+// devPlugin is a plugin of plugins/ built for the device, packed and signed with a
+// development key of the test's own, which a device started with p.trusted() trusts.
+type devPlugin struct {
+	keys, bundle string
+}
+
+// packPlugin builds the plugin in plugins/dir for the device and packs it with devctl.
+func packPlugin(ctx context.Context, t *testing.T, dir string) devPlugin {
+	t.Helper()
+	p := devPlugin{keys: t.TempDir()}
+	if _, _, err := trust.LoadOrCreateDevKey(p.keys); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	wasm := filepath.Join(work, filepath.Base(dir)+".wasm")
+	p.bundle = filepath.Join(work, filepath.Base(dir)+".devplug")
+	if err := plugins.Build(ctx, dir, wasm); err != nil {
+		t.Fatal(err)
+	}
+	p.ctl(ctx, t, "plugin", "pack", "--manifest", filepath.Join(plugins.Dir(), dir, "manifest.json"), "--wasm", wasm, "--out", p.bundle)
+	return p
+}
+
+// trusted gives a device the key that signed the bundle.
+func (p devPlugin) trusted() devOpt { return withEnv("DEVHOST_KEYS=" + p.keys) }
+
+// install installs the bundle on d with every capability granted; it answers devctl's output.
+func (p devPlugin) install(ctx context.Context, t *testing.T, d *dev) string {
+	t.Helper()
+	return p.ctl(ctx, t, "plugin", "install", "--url", d.base, "--grant-all", p.bundle)
+}
+
+// ctl runs devctl with the plugin's key.
+func (p devPlugin) ctl(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := runTool(ctx, []string{"DEVHOST_KEYS=" + p.keys}, devctl, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
 
 // The switch-bank plugin end to end: signed and installed with devctl, configured through
 // PUT /config, publishing to the real signalk-server, switched by a PUT from the server side,
@@ -23,33 +63,12 @@ func TestAppPluginEndToEnd(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
 	defer cancel()
-	keys := t.TempDir()
-	if _, _, err := trust.LoadOrCreateDevKey(keys); err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-	wasm := filepath.Join(work, "app.wasm")
-	if err := plugins.Build(ctx, "app", wasm); err != nil {
-		t.Fatal(err)
-	}
-	bundle := filepath.Join(work, "app.devplug")
-	ctl := func(args ...string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, devctl, args...)
-		cmd.Env = append(os.Environ(), "DEVHOST_KEYS="+keys)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("devctl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	ctl("plugin", "pack", "--manifest", filepath.Join(plugins.Dir(), "app", "manifest.json"), "--wasm", wasm, "--out", bundle)
-
+	p := packPlugin(ctx, t, "app")
 	s := sktest.Require(t, sktest.Options{})
-	d := newDev(t, withEnv("DEVHOST_KEYS="+keys))
+	d := newDev(t, p.trusted())
 	connectSK(ctx, t, d, s)
 
-	out := ctl("plugin", "install", "--url", d.base, "--grant-all", bundle)
+	out := p.install(ctx, t, d)
 	if !strings.Contains(out, "app") {
 		t.Fatalf("install said %q", out)
 	}
@@ -58,9 +77,7 @@ func TestAppPluginEndToEnd(t *testing.T) {
 		return r.status == 200 && r.json(t)["state"] == "running"
 	})
 	table := `[{\"name\":\"anchor\",\"pin\":4,\"default\":false},{\"name\":\"bilge\",\"pin\":5,\"default\":true}]`
-	if r := d.call("PUT", "/api/v1/config", `{"f_app":{"switches":"`+table+`"}}`); r.status != 200 {
-		t.Fatalf("configure switches: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"f_app":{"switches":"` + table + `"}}`)
 	isBool := func(want string) func(json.RawMessage) bool {
 		return func(v json.RawMessage) bool { return string(v) == want }
 	}

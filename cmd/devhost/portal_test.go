@@ -107,9 +107,7 @@ func TestPortalProbesExemptionAndRecovery(t *testing.T) {
 
 	// A key set: the portal is like any other network, except for the probes.
 	const key = "lost-key-123"
-	if r := d.call("PUT", "/api/v1/config", `{"httpd":{"api_key":"`+key+`"}}`); r.status != 200 {
-		t.Fatalf("set key: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"httpd":{"api_key":"` + key + `"}}`)
 	for _, base := range []string{portal, d.base} {
 		if r := portalCall(t, base, "GET", "/api/v1/system/info", ""); r.status != 401 {
 			t.Fatalf("%s info without key: %d", base, r.status)
@@ -152,13 +150,9 @@ func TestPortalProbesExemptionAndRecovery(t *testing.T) {
 
 	// wifi.portal_enabled false takes the listener away; true brings it back.
 	d.key = "found-key-456"
-	if r := d.call("PUT", "/api/v1/config", `{"wifi":{"portal_enabled":false}}`); r.status != 200 {
-		t.Fatalf("disable the portal: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"wifi":{"portal_enabled":false}}`)
 	waitPortal(t, portal, false)
-	if r := d.call("PUT", "/api/v1/config", `{"wifi":{"portal_enabled":true}}`); r.status != 200 {
-		t.Fatalf("enable the portal: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"wifi":{"portal_enabled":true}}`)
 	waitPortal(t, portal, true)
 }
 

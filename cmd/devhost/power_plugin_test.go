@@ -4,14 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
-
-	"devhost/host/plugin/trust"
-	"devhost/plugins"
 )
 
 // TestPluginPowerHolds: a plugin's power hold shows in GET /power under the plugin's own
@@ -21,26 +14,8 @@ import (
 func TestPluginPowerHolds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
 	defer cancel()
-	keys := t.TempDir()
-	if _, _, err := trust.LoadOrCreateDevKey(keys); err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-	wasm, bundle := filepath.Join(work, "powerhold.wasm"), filepath.Join(work, "powerhold.devplug")
-	if err := plugins.Build(ctx, "testdata/powerhold", wasm); err != nil {
-		t.Fatal(err)
-	}
-	ctl := func(args ...string) {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, devctl, args...)
-		cmd.Env = append(os.Environ(), "DEVHOST_KEYS="+keys)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("devctl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	ctl("plugin", "pack", "--manifest", filepath.Join(plugins.Dir(), "testdata", "powerhold", "manifest.json"), "--wasm", wasm, "--out", bundle)
-
-	d := newDev(t, withEnv("DEVHOST_KEYS="+keys))
+	p := packPlugin(ctx, t, "testdata/powerhold")
+	d := newDev(t, p.trusted())
 	type holds struct {
 		Total int            `json:"total"`
 		By    map[string]int `json:"by"`
@@ -73,7 +48,7 @@ func TestPluginPowerHolds(t *testing.T) {
 	}
 	waitHolds("before any plugin", map[string]int{})
 
-	ctl("plugin", "install", "--url", d.base, "--grant-all", bundle)
+	p.install(ctx, t, d)
 	waitState("running")
 	waitHolds("the running plugin holds", map[string]int{"plugin:powerhold": 1})
 
@@ -91,9 +66,7 @@ func TestPluginPowerHolds(t *testing.T) {
 
 	// From now on every instance holds, then traps; the host restarts it with backoff until it
 	// disables it. No crashed instance's hold may remain.
-	if r := d.call("PUT", "/api/v1/config", `{"f_powerhold":{"trap":true}}`); r.status != 200 {
-		t.Fatalf("PUT /config: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"f_powerhold":{"trap":true}}`)
 	st := waitState("disabled")
 	if n, _ := st["restarts"].(float64); n < 1 {
 		t.Fatalf("the plugin was not restarted after its crash: %v", st)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"devhost/host/signalk/sktest"
 	"devhost/host/signalk/sktest/testcert"
 )
 
@@ -17,17 +16,12 @@ import (
 // and the same pin; the deltas it had buffered while its stream was off before a sleep are
 // gone after it (RAM, not RTC memory), while those buffered after the wake reach the server.
 func TestPowerCycleSignalK(t *testing.T) {
-	ca := testcert.NewCA(t, "Boat CA")
-	leaf := ca.Issue(t, skLeaf)
-	s := sktest.Require(t, sktest.Options{TLS: testcert.Files(t, leaf)})
+	s, ca, _ := tlsSignalK(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
 	defer cancel()
 
 	d := newDev(t)
-	cfg := fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d,"scheme":"auto","tls_trust":"tofu"},"wifi":{"backoff_max_s":2}}`, s.Host, s.Port)
-	if r := d.call("PUT", "/api/v1/config", cfg); r.status != 200 {
-		t.Fatalf("configure: %d %s", r.status, r.body)
-	}
+	d.putConfig(tofuConfig(s, ""))
 	// get reads a document while the app is awake; a refused connection means it slept before
 	// the test saw what it waits for.
 	get := func(what, path string, v any) {

@@ -43,9 +43,7 @@ func TestPowerCycle(t *testing.T) {
 		t.Fatalf("PUT /time: %d %s", r.status, r.body)
 	}
 	cfg := `{"sk":{"ws_enabled":false},"power":{"mode":"cycle","interval_s":10,"window_s":30,"awake_max_s":5,"publish_ms":0}}`
-	if r := d.call("PUT", "/api/v1/config", cfg); r.status != 200 {
-		t.Fatalf("PUT /config: %d %s", r.status, r.body)
-	}
+	d.putConfig(cfg)
 	p := d.power()
 	if p.Decision != "awake" || p.Why != "window" || p.TimerWake || p.WakeCount != 0 || p.DeadlineMS == nil || *p.DeadlineMS != 35000 {
 		t.Fatalf("after power-on %+v", p)

@@ -42,9 +42,7 @@ func TestProvisionSoftAP(t *testing.T) {
 	if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["active"] != true || doc["scheme"] != "ble" {
 		t.Fatalf("GET /prov at boot: %v", doc)
 	}
-	if r := d.call("PUT", "/api/v1/config", `{"f_ble":{"prov_scheme":"softap"}}`); r.status != 200 {
-		t.Fatalf("prov_scheme softap: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"f_ble":{"prov_scheme":"softap"}}`)
 	doc := d.waitDoc("provisioning moved to softap", "/api/v1/prov", hangGuard, func(doc map[string]any) bool { return doc["scheme"] == "softap" })
 	if doc["active"] != true || doc["got_credentials"] != false || doc["scheme"] != "softap" {
 		t.Fatalf("GET /prov at boot: %v", doc)
@@ -118,9 +116,8 @@ func TestProvisionBLE(t *testing.T) {
 	if doc["active"] != true || doc["scheme"] != "ble" {
 		t.Fatalf("GET /prov at boot: %v", doc)
 	}
-	out, err := exec.Command(devctl, "board", "--data", flash, "ble", "adverts").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), fmt.Sprintf(`"name": %q`, doc["service_name"])) {
-		t.Fatalf("ble adverts: %v\n%s", err, out)
+	if out := d.devctlBoard("ble", "adverts"); !strings.Contains(out, fmt.Sprintf(`"name": %q`, doc["service_name"])) {
+		t.Fatalf("ble adverts:\n%s", out)
 	}
 	prov := func(pop string) (string, error) {
 		out, err := exec.Command(devctl, "prov", "--data", flash, "--transport", "ble", "--pop", pop,
@@ -150,7 +147,6 @@ func TestProvisionBLE(t *testing.T) {
 // advert is decoded, another is listed undecoded.
 func TestBLEGatewayListsAdverts(t *testing.T) {
 	d := newProvDev(t)
-	flash := filepath.Join(d.data, "flash")
 	// Provisioning starts once the device is up (no network is configured); wait for it.
 	deadline := time.Now().Add(hangGuard)
 	st := d.call("GET", "/api/v1/ble/status", "").json(t)
@@ -161,15 +157,10 @@ func TestBLEGatewayListsAdverts(t *testing.T) {
 	if st["scanning"] != false || st["prov"].(map[string]any)["active"] != true {
 		t.Fatalf("GET /ble/status at boot: %v", st)
 	}
-	if r := d.call("PUT", "/api/v1/config", `{"f_ble":{"gateway":true,"sensors":"[{\"address\":\"AA:BB:CC:DD:EE:01\",\"kind\":\"bthome\",\"key\":\"\",\"prefix\":\"environment.cabin\"}]"}}`); r.status != 200 {
-		t.Fatalf("gateway on: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"f_ble":{"gateway":true,"sensors":"[{\"address\":\"AA:BB:CC:DD:EE:01\",\"kind\":\"bthome\",\"key\":\"\",\"prefix\":\"environment.cabin\"}]"}}`)
 	d.waitDoc("the scan is on", "/api/v1/ble/status", hangGuard, func(doc map[string]any) bool { return doc["scanning"] == true })
 	for _, addr := range []string{"11:22:33:44:55:66", "aa:bb:cc:dd:ee:01"} {
-		out, err := exec.Command(devctl, "board", "--data", flash, "ble", "advert", "--addr", addr, "--data", "0201060716d2fc4002c409", "--rssi", "-65").CombinedOutput()
-		if err != nil {
-			t.Fatalf("ble advert: %v\n%s", err, out)
-		}
+		d.devctlBoard("ble", "advert", "--addr", addr, "--data", "0201060716d2fc4002c409", "--rssi", "-65")
 	}
 	st = d.call("GET", "/api/v1/ble/status", "").json(t)
 	if prov := st["prov"].(map[string]any); prov["active"] != true || prov["scheme"] != "ble" {
@@ -195,9 +186,7 @@ func TestBLEGatewayListsAdverts(t *testing.T) {
 // A device with a network configured does not provision at boot; a button press starts it.
 func TestProvisionButton(t *testing.T) {
 	d := newProvDev(t)
-	if r := d.call("PUT", "/api/v1/config", `{"wifi":{"ssid0":"boat","psk0":"password1"}}`); r.status != 200 {
-		t.Fatalf("configure: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"wifi":{"ssid0":"boat","psk0":"password1"}}`)
 	d.powerCut()
 	d.powerOn()
 	d.waitProv()

@@ -16,9 +16,7 @@ func TestSignalKEndToEnd(t *testing.T) {
 	s := sktest.Require(t, sktest.Options{})
 	d := newDev(t)
 	evs := d.events()
-	if r := d.call("PUT", "/api/v1/config", fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d,"health_s":1}}`, s.Host, s.Port)); r.status != 200 {
-		t.Fatalf("configure: %d %s", r.status, r.body)
-	}
+	d.putConfig(fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d,"health_s":1}}`, s.Host, s.Port))
 	waitFor := func(what string, ok func(map[string]any) bool) map[string]any {
 		t.Helper()
 		return d.waitDoc(what, "/api/v1/sk/status", hangGuard, ok)

@@ -22,19 +22,13 @@ import (
 // another CA is cert_error (token kept, alarm raised, no plaintext), DELETE /sk/tls re-pins and
 // resumes with the same token, and a power cut keeps both pin and token.
 func TestSignalKTLSEndToEnd(t *testing.T) {
-	ca1 := testcert.NewCA(t, "Boat CA")
-	leaf1 := ca1.Issue(t, skLeaf)
-	s := sktest.Require(t, sktest.Options{TLS: testcert.Files(t, leaf1)})
+	s, ca1, leaf1 := tlsSignalK(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
 	defer cancel()
 
 	d := newDev(t)
 	seen := collectEvents(d.events())
-	// A short backoff cap so the stream notices each server restart within seconds.
-	cfg := fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d,"scheme":"auto","tls_trust":"tofu","health_s":1},"wifi":{"backoff_max_s":2}}`, s.Host, s.Port)
-	if r := d.call("PUT", "/api/v1/config", cfg); r.status != 200 {
-		t.Fatalf("configure: %d %s", r.status, r.body)
-	}
+	d.putConfig(tofuConfig(s, `"health_s":1`))
 	httpsAddr := net.JoinHostPort(s.Host, strconv.Itoa(s.HTTPSPort))
 
 	status := func() skStatus {
@@ -389,3 +383,23 @@ func (l *eventLog) wait(t *testing.T, from int, timeout time.Duration, what stri
 
 // skLeaf is what the device's server certificate names: the addresses it dials.
 var skLeaf = testcert.Leaf{CN: "signalk-server", DNS: []string{"localhost"}, IPs: []string{"127.0.0.1"}}
+
+// tlsSignalK starts the real server serving https with a leaf for skLeaf issued by a new CA,
+// and answers the server, the CA and the leaf.
+func tlsSignalK(t *testing.T) (*sktest.Server, *testcert.CA, tls.Certificate) {
+	t.Helper()
+	ca := testcert.NewCA(t, "Boat CA")
+	leaf := ca.Issue(t, skLeaf)
+	return sktest.Require(t, sktest.Options{TLS: testcert.Files(t, leaf)}), ca, leaf
+}
+
+// tofuConfig is the configuration that points a device at s with the scheme probed and the
+// CA pinned on first use; skExtra adds members to the sk namespace. A short WiFi backoff cap
+// lets the stream notice each restart of the server within seconds.
+func tofuConfig(s *sktest.Server, skExtra string) string {
+	sk := fmt.Sprintf(`"server_host":%q,"server_port":%d,"scheme":"auto","tls_trust":"tofu"`, s.Host, s.Port)
+	if skExtra != "" {
+		sk += "," + skExtra
+	}
+	return `{"sk":{` + sk + `},"wifi":{"backoff_max_s":2}}`
+}

@@ -62,9 +62,7 @@ func (d *dev) waitDoc(what, path string, timeout time.Duration, ok func(map[stri
 // stream.
 func connectSK(ctx context.Context, t *testing.T, d *dev, s *sktest.Server) {
 	t.Helper()
-	if r := d.call("PUT", "/api/v1/config", fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d}}`, s.Host, s.Port)); r.status != 200 {
-		t.Fatalf("configure: %d %s", r.status, r.body)
-	}
+	d.putConfig(fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d}}`, s.Host, s.Port))
 	var clientID string
 	eventually(t, "access request", func() bool {
 		tok := d.call("GET", "/api/v1/sk/status", "").json(t)["token"].(map[string]any)

@@ -1,22 +1,24 @@
 package main_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
-// devctlBoard runs `devctl board --data DIR args...` against the device's board.
-func (d *dev) devctlBoard(args ...string) {
+// devctlBoard runs `devctl board --data DIR args...` against the device's board and answers
+// its output.
+func (d *dev) devctlBoard(args ...string) string {
 	d.t.Helper()
-	full := append([]string{"board", "--data", filepath.Join(d.data, "flash")}, args...)
-	if out, err := exec.Command(devctl, full...).CombinedOutput(); err != nil {
-		d.t.Fatalf("devctl %v: %v\n%s", full, err, out)
+	out, err := runTool(context.Background(), nil, devctl, append([]string{"board", "--data", filepath.Join(d.data, "flash")}, args...)...)
+	if err != nil {
+		d.t.Fatal(err)
 	}
+	return out
 }
 
 // waitWiFi polls GET /wifi/status until ok accepts it.
@@ -45,9 +47,7 @@ func TestWiFiJoinAndFailover(t *testing.T) {
 
 	start := time.Now()
 	d.devctlBoard("wifi", "ap", "add", "--ssid", "Pier", "--psk", "pier-pass-1", "--rssi", "-58", "--channel", "11")
-	if r := d.call("PUT", "/api/v1/config", `{"wifi":{"ssid0":"Pier","psk0":"pier-pass-1"}}`); r.status != 200 {
-		t.Fatalf("PUT /config: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"wifi":{"ssid0":"Pier","psk0":"pier-pass-1"}}`)
 	st = d.waitWiFi("connected", 20*time.Second, func(m map[string]any) bool { return m["state"] == "connected" })
 	t.Logf("wifi ap add, then PUT /config, to connected: %v", time.Since(start))
 	// The route comes up (`net`) and the status says connected (`wifi`), in either order.
@@ -66,9 +66,7 @@ func TestWiFiJoinAndFailover(t *testing.T) {
 
 	// Network 1 in range; a short DHCP timeout so the failover takes seconds, not thirty.
 	d.devctlBoard("wifi", "ap", "add", "--ssid", "Fuel Dock", "--psk", "diesel-only")
-	if r := d.call("PUT", "/api/v1/config", `{"wifi":{"ssid1":"Fuel Dock","psk1":"diesel-only","dhcp_tmo_s":1,"backoff_max_s":1}}`); r.status != 200 {
-		t.Fatalf("PUT /config: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"wifi":{"ssid1":"Fuel Dock","psk1":"diesel-only","dhcp_tmo_s":1,"backoff_max_s":1}}`)
 	// Pier stops giving addresses: IP lost, the one retry gets none, the station moves on.
 	d.devctlBoard("wifi", "ap", "fault", "--ssid", "Pier", "--fault", "no_ip")
 	st = d.waitWiFi("failed over to network 1", 20*time.Second, func(m map[string]any) bool {
@@ -136,9 +134,7 @@ func TestDefaultRouteAcrossInterfaces(t *testing.T) {
 	d.waitNet("thread carries the route", func(m map[string]any) bool {
 		return m["iface"] == "thread" && m["ip"] == "127.0.0.3" && m["rssi"] == nil && m["up_count"] == 1.0
 	})
-	if r := d.call("PUT", "/api/v1/config", `{"wifi":{"ssid0":"Marina","psk0":"mooring-line-7"}}`); r.status != 200 {
-		t.Fatalf("PUT /config: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"wifi":{"ssid0":"Marina","psk0":"mooring-line-7"}}`)
 	d.waitNet("the station is preferred over Thread", func(m map[string]any) bool {
 		return m["iface"] == "wifi_sta" && m["rssi"] == -60.0 && m["up_count"] == 2.0
 	})
@@ -153,9 +149,7 @@ func TestDefaultRouteAcrossInterfaces(t *testing.T) {
 	d.devctlBoard("thread", "down")
 	d.devctlBoard("eth", "down")
 	d.waitNet("back on the station", func(m map[string]any) bool { return m["iface"] == "wifi_sta" && m["up_count"] == 4.0 })
-	if r := d.call("PUT", "/api/v1/config", `{"wifi":{"sta_enabled":false}}`); r.status != 200 {
-		t.Fatalf("PUT /config: %d %s", r.status, r.body)
-	}
+	d.putConfig(`{"wifi":{"sta_enabled":false}}`)
 	d.waitNet("the last interface went down", func(m map[string]any) bool { return m["up"] == false && m["iface"] == "none" })
 	st := d.call("GET", "/api/v1/wifi/status", "").json(t)
 	if st["state"] != "disabled" || st["reason"].(map[string]any)["code"] != 1005.0 {

@@ -14,9 +14,7 @@ import (
 func TestConfigChangeReachesTheEventStream(t *testing.T) {
 	d := newDev(t)
 	evs := d.events()
-	if r := d.call("PUT", "/api/v1/config", `{"sk":{"batch_ms":333}}`); r.status != 200 {
-		t.Fatalf("put: %d", r.status)
-	}
+	d.putConfig(`{"sk":{"batch_ms":333}}`)
 	var config, logs bool
 	waitEvent(t, evs, hangGuard, "config and logs events", func(e event) bool {
 		config = config || (e.name == "config" && e.data == `{"key":"batch_ms","ns":"sk"}`)

@@ -135,28 +135,27 @@ func (r *Responder) register(s Service, app bool) error {
 	return nil
 }
 
-// registered answers the index in r.services of the service registered under these names:
+// registered answers the service registered under these names and its index in r.services:
 // ErrClosed once the responder is closed, ErrNotFound when there is none. r.mu is held.
-func (r *Responder) registered(instance, typ, proto string) (int, error) {
+func (r *Responder) registered(instance, typ, proto string) (*entry, int, error) {
 	if r.closed {
-		return -1, ErrClosed
+		return nil, -1, ErrClosed
 	}
 	i := slices.IndexFunc(r.services, func(e *entry) bool { return e.key == keyOf(instance, typ, proto) })
 	if i < 0 {
-		return -1, fmt.Errorf("%w: %q %s.%s", ErrNotFound, instance, typ, proto)
+		return nil, -1, fmt.Errorf("%w: %q %s.%s", ErrNotFound, instance, typ, proto)
 	}
-	return i, nil
+	return r.services[i], i, nil
 }
 
 // Unregister removes a service, named as it was registered, and sends its goodbye.
 func (r *Responder) Unregister(instance, typ, proto string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i, err := r.registered(instance, typ, proto)
+	e, i, err := r.registered(instance, typ, proto)
 	if err != nil {
 		return err
 	}
-	e := r.services[i]
 	r.goodbye(e)
 	r.stop(e)
 	e.removed = true
@@ -171,11 +170,10 @@ func (r *Responder) UpdateTXT(instance, typ, proto string, txt []string) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i, err := r.registered(instance, typ, proto)
+	e, _, err := r.registered(instance, typ, proto)
 	if err != nil {
 		return err
 	}
-	e := r.services[i]
 	if slices.Equal(e.svc.TXT, txt) {
 		return nil
 	}

@@ -115,6 +115,19 @@ func (h *harness) next() sent {
 	return sent{}
 }
 
+// probes checks that the next packets are one probe for each name, in any order.
+func (h *harness) probes(what string, names ...string) {
+	h.t.Helper()
+	var got []string
+	for range names {
+		got = append(got, h.next().m.Questions[0].Name)
+	}
+	slices.Sort(got)
+	if want := slices.Sorted(slices.Values(names)); !slices.Equal(got, want) {
+		h.t.Fatalf("%s: %v, want %v", what, got, want)
+	}
+}
+
 // quiet checks that nothing more is sent.
 func (h *harness) quiet() {
 	h.t.Helper()
@@ -749,13 +762,7 @@ func TestSetHostnameAndNetworkChanges(t *testing.T) {
 		t.Fatalf("%d opens", h.opens)
 	}
 	// Everything probes again on the new link.
-	names := map[string]bool{}
-	for i := 0; i < 2; i++ {
-		names[h.next().m.Questions[0].Name] = true
-	}
-	if !names["boat.local."] || !names["web._http._tcp.local."] {
-		t.Fatalf("probes after the change: %v", names)
-	}
+	h.probes("probes after the change", "boat.local.", "web._http._tcp.local.")
 }
 
 func TestStartWithoutInterface(t *testing.T) {
@@ -835,13 +842,7 @@ func TestSetHostnameMovesHostnameServices(t *testing.T) {
 		g.m.Answers[0].Target != "dev._dev._tcp.local." || g.m.Answers[0].TTL != 0 {
 		t.Fatalf("service goodbye %+v", g.m)
 	}
-	names := map[string]bool{}
-	for i := 0; i < 2; i++ {
-		names[h.next().m.Questions[0].Name] = true
-	}
-	if !names["boat.local."] || !names["boat._dev._tcp.local."] {
-		t.Fatalf("first probes after the rename: %v", names)
-	}
+	h.probes("first probes after the rename", "boat.local.", "boat._dev._tcp.local.")
 	h.settle("")
 	if s := h.r.Services(); len(s) != 1 || s[0].Instance != "boat" || s[0].Registered != "" {
 		t.Fatalf("services after the rename %+v", s)

@@ -69,11 +69,7 @@ func newLiveRig(t *testing.T) *liveRig {
 	t.Cleanup(func() { cancel(); st.Close() })
 	lr.sk = st
 	lr.rig = newRig(t, p, func(o *Options) { o.Stream = StreamFrom(st) })
-	h, port := p.hostPort()
-	b, _ := json.Marshal(record{Token: "tok1"})
-	if err := lr.st.Set(keyServerPrefix+"addr:"+addrKey(h, port), string(b)); err != nil {
-		t.Fatal(err)
-	}
+	lr.keep(p, record{Token: "tok1"})
 	return lr
 }
 

@@ -56,8 +56,7 @@ func (l *muteListener) Accept() (net.Conn, error) {
 // the client moves to TLS and never sends its request over the guess again.
 func TestGuessedSchemeProbedAfterEachAttempt(t *testing.T) {
 	tp := newPeer(t, true)
-	tp.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-	tp.answer("GET", testHref, http.StatusOK, pendingJS)
+	tp.pendingRequest(http.StatusOK, pendingJS)
 	th, tport := tp.hostPort()
 
 	// The front answers everything with a redirect to the TLS port, once it answers at all.
@@ -188,8 +187,7 @@ func TestChooseSkipsSelflessUnreachable(t *testing.T) {
 	dh, dp := dead.hostPort()
 	dead.Close()
 	live := newPeer(t, false)
-	live.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-	live.answer("GET", testHref, http.StatusOK, pendingJS)
+	live.pendingRequest(http.StatusOK, pendingJS)
 	lh, lp := live.hostPort()
 	disc := newFakeDiscovery(
 		Server{Host: dh, Port: dp, Scheme: "http", TXT: map[string]string{"swname": "signalk-server"}},

@@ -18,21 +18,6 @@ import (
 	"devhost/host/sk"
 )
 
-// approvedRig is a client in APPROVED on a scripted peer.
-func approvedRig(t *testing.T, mod func(*Options)) (*peer, *rig) {
-	p := newPeer(t, false)
-	selfOK(p, "tok1")
-	r := newRig(t, p, mod)
-	h, port := p.hostPort()
-	b, _ := json.Marshal(record{Token: "tok1"})
-	if err := r.st.Set(keyServerPrefix+"addr:"+addrKey(h, port), string(b)); err != nil {
-		t.Fatal(err)
-	}
-	r.start()
-	r.waitState(StateApproved, true)
-	return p, r
-}
-
 // The helper: Bearer, Accept, any status is a call, at most 2 in flight, the timeout, the cap.
 func TestHTTPHelper(t *testing.T) {
 	if HTTPTimeout != 6*time.Second || HTTPBodyCap != 16*1024 || HTTPInFlight != 2 {

@@ -206,6 +206,24 @@ func (p *peer) answer(method, path string, status int, body string) {
 	})
 }
 
+// pendingRequest scripts an access request: the POST is accepted as pending and each poll of
+// it is answered status and body.
+func (p *peer) pendingRequest(status int, body string) {
+	p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
+	p.answer("GET", testHref, status, body)
+}
+
+// requestedRig starts a rig against a new peer whose access request is pending until a poll
+// answers status and body, and waits until the rig is REQUESTED.
+func requestedRig(t *testing.T, status int, body string) (*peer, *rig) {
+	t.Helper()
+	p := newPeer(t, false)
+	p.pendingRequest(status, body)
+	r := newRig(t, p, nil).start()
+	r.waitState(StateRequested, true)
+	return p, r
+}
+
 func (p *peer) calls(method, path string) []seen {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -255,6 +273,36 @@ func (e *fakeEvents) count(name string) int {
 }
 
 // rig is a client under test.
+// keep stores rec for p's address, as an earlier boot would have.
+func (r *rig) keep(p *peer, rec record) {
+	r.t.Helper()
+	h, port := p.hostPort()
+	b, _ := json.Marshal(rec)
+	if err := r.st.Set(keyServerPrefix+"addr:"+addrKey(h, port), string(b)); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// tokenRig is a client, not started yet, that kept the token tok1 from an earlier boot for a
+// scripted peer (https when tlsOn) that accepts it.
+func tokenRig(t *testing.T, tlsOn bool, mod func(*Options)) (*peer, *rig) {
+	t.Helper()
+	p := newPeer(t, tlsOn)
+	selfOK(p, "tok1")
+	r := newRig(t, p, mod)
+	r.keep(p, record{Token: "tok1"})
+	return p, r
+}
+
+// approvedRig is a client in APPROVED on a scripted peer.
+func approvedRig(t *testing.T, mod func(*Options)) (*peer, *rig) {
+	t.Helper()
+	p, r := tokenRig(t, false, mod)
+	r.start()
+	r.waitState(StateApproved, true)
+	return p, r
+}
+
 type rig struct {
 	t      *testing.T
 	clk    *clockwork.FakeClock

@@ -16,15 +16,6 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(sktest.Main(m)) }
 
-// realRig points a client at the real server (sk.server_host) with a fake clock: the HTTP
-// calls are real, the spec's timers are advanced by hand.
-func realRig(t *testing.T, s *sktest.Server) *rig {
-	r := newRig(t, nil, nil)
-	r.cfg.set("sk", "server_host", s.Host)
-	r.cfg.set("sk", "server_port", s.Port)
-	return r.start()
-}
-
 // The main path against the real server: request → approve → token → verified → the token
 // opens the stream.
 func TestRealServerApprove(t *testing.T) {
@@ -32,11 +23,7 @@ func TestRealServerApprove(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	r := realRig(t, s)
-	r.waitState(StateRequested, true)
-	req, err := s.WaitRequest(ctx, r.c.ClientID())
-	if err != nil {
-		t.Fatal(err)
-	}
+	req := r.requestOn(ctx, s)
 	if req.Permissions != "readwrite" || !strings.Contains(req.Description, "dev-ab12") {
 		t.Fatalf("request as the server sees it: %+v", req)
 	}
@@ -95,10 +82,7 @@ func TestRealServerDenied(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	r := realRig(t, s)
-	r.waitState(StateRequested, true)
-	if _, err := s.WaitRequest(ctx, r.c.ClientID()); err != nil {
-		t.Fatal(err)
-	}
+	r.requestOn(ctx, s)
 	if err := s.Deny(ctx, r.c.ClientID()); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package signalk
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -67,11 +66,7 @@ func TestStream401RecheckOKResumesRealStream(t *testing.T) {
 		OnUnauthorized: func(skstream.Unauthorized) { c.StreamUnauthorized() },
 	})
 	r.opts.Stream = StreamFrom(st)
-	h, port := p.hostPort()
-	b, _ := json.Marshal(record{Token: "tok1"})
-	if err := r.st.Set(keyServerPrefix+"addr:"+addrKey(h, port), string(b)); err != nil {
-		t.Fatal(err)
-	}
+	r.keep(p, record{Token: "tok1"})
 	r.start()
 	c = r.c
 	ctx, cancel := context.WithCancel(context.Background())
@@ -124,14 +119,8 @@ func TestStream401RecheckOKResumesRealStream(t *testing.T) {
 // a plain re-check (no refusal) leaves a live stream alone, and a refusal followed by an
 // APPROVED with the same target retries it exactly once.
 func TestStreamResumeOnlyAfterRefusal(t *testing.T) {
-	p := newPeer(t, false)
-	selfOK(p, "tok1")
-	r := newRig(t, p, nil)
-	h, port := p.hostPort()
-	b, _ := json.Marshal(record{Token: "tok1"})
-	if err := r.st.Set(keyServerPrefix+"addr:"+addrKey(h, port), string(b)); err != nil {
-		t.Fatal(err)
-	}
+	p, r := tokenRig(t, false, nil)
+	h, _ := p.hostPort()
 	r.cfg.set("sk", "check_s", 600)
 	r.start()
 	r.waitState(StateApproved, true)

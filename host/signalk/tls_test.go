@@ -3,7 +3,6 @@ package signalk
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -52,23 +51,14 @@ func (f *fakeTLS) SetServer(addr string) {
 
 // tlsRig starts a client on an https peer with a stored token.
 func tlsRig(t *testing.T, ft *fakeTLS) (*peer, *rig) {
-	p := newPeer(t, true)
-	selfOK(p, "tok1")
-	r := newRig(t, p, func(o *Options) { o.TLS = ft })
-	h, port := p.hostPort()
-	b, _ := json.Marshal(record{Token: "tok1"})
-	if err := r.st.Set(keyServerPrefix+"addr:"+addrKey(h, port), string(b)); err != nil {
-		t.Fatal(err)
-	}
-	return p, r
+	return tokenRig(t, true, func(o *Options) { o.TLS = ft })
 }
 
 // Over TLS one 401 is conclusive: no 5 s re-check.
 func TestTokenTLS401Conclusive(t *testing.T) {
 	ft := &fakeTLS{}
 	p, r := tlsRig(t, ft)
-	p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-	p.answer("GET", testHref, http.StatusOK, pendingJS)
+	p.pendingRequest(http.StatusOK, pendingJS)
 	r.start()
 	r.waitState(StateApproved, true)
 	if r.c.Status().Server.Scheme != "https" || ft.proven.Load() == 0 {

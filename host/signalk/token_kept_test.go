@@ -1,7 +1,6 @@
 package signalk
 
 import (
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -14,16 +13,6 @@ import (
 
 	"devhost/host/health"
 )
-
-// storeToken keeps tok for p's address, as an earlier boot would have.
-func storeToken(t *testing.T, r *rig, p *peer, tok string) {
-	t.Helper()
-	h, port := p.hostPort()
-	b, _ := json.Marshal(record{Token: tok})
-	if err := r.st.Set(keyServerPrefix+"addr:"+addrKey(h, port), string(b)); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // storedTokens answers every stored token.
 func storedTokens(r *rig) []string {
@@ -109,7 +98,7 @@ func TestTokenKeptWhileVerifying(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			p := newPeer(t, false)
 			r := newRig(t, p, nil)
-			storeToken(t, r, p, "tok1")
+			r.keep(p, record{Token: "tok1"})
 			applyFault(p, f.script)
 			r.start()
 			// The backoff grows with each retry, so each new delay marks a new answer.
@@ -132,11 +121,8 @@ func TestTokenKeptWhileVerifying(t *testing.T) {
 func TestTokenKeptWhileApproved(t *testing.T) {
 	for _, f := range verifyFaults {
 		t.Run(f.name, func(t *testing.T) {
-			p := newPeer(t, false)
-			selfOK(p, "tok1")
-			r := newRig(t, p, nil)
+			p, r := tokenRig(t, false, nil)
 			r.cfg.set("sk", "check_s", 600)
-			storeToken(t, r, p, "tok1")
 			r.start()
 			r.waitState(StateApproved, true)
 			waitTarget(t, r, "with the token", func(tg Target) bool { return tg.Token == "tok1" })
@@ -228,8 +214,7 @@ func TestCertErrorResumesAfterRenewal(t *testing.T) {
 	}{
 		{name: "REQUESTED", prev: StateRequested,
 			setup: func(_ *testing.T, p *peer, _ *rig) {
-				p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-				p.answer("GET", testHref, http.StatusOK, pendingJS)
+				p.pendingRequest(http.StatusOK, pendingJS)
 			},
 			reach:  func(_ *testing.T, r *rig) { r.waitState(StateRequested, true) },
 			refuse: func(r *rig) { r.clk.Advance(PollFirst) },
@@ -247,7 +232,7 @@ func TestCertErrorResumesAfterRenewal(t *testing.T) {
 		{name: "APPROVED", prev: StateApproved,
 			setup: func(t *testing.T, p *peer, r *rig) {
 				r.cfg.set("sk", "check_s", 600)
-				storeToken(t, r, p, "tok1")
+				r.keep(p, record{Token: "tok1"})
 			},
 			reach:  func(_ *testing.T, r *rig) { r.waitState(StateApproved, true) },
 			refuse: func(r *rig) { r.clk.Advance(600 * time.Second) },

@@ -32,8 +32,7 @@ func selfOK(p *peer, token string) {
 // Row: NO_SERVER → IDLE, then POST; IDLE 202 PENDING with href → REQUESTED, href persisted.
 func TestTokenRequestThenRequested(t *testing.T) {
 	p := newPeer(t, false)
-	p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-	p.answer("GET", testHref, http.StatusOK, pendingJS)
+	p.pendingRequest(http.StatusOK, pendingJS)
 	r := newRig(t, p, nil).start()
 	st := r.waitState(StateRequested, true)
 	if st.Pending != testHref {
@@ -76,11 +75,7 @@ func TestTokenRequestThenRequested(t *testing.T) {
 
 // Row: REQUESTED polls every 5 s growing ×1.5 up to 60 s while PENDING.
 func TestTokenPollBackoff(t *testing.T) {
-	p := newPeer(t, false)
-	p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-	p.answer("GET", testHref, http.StatusOK, pendingJS)
-	r := newRig(t, p, nil).start()
-	r.waitState(StateRequested, true)
+	p, r := requestedRig(t, http.StatusOK, pendingJS)
 	want := []time.Duration{5000, 7500, 11250, 16875, 25312, 37968, 56953, 60000, 60000}
 	for i, w := range want {
 		got := r.nextRetry()
@@ -146,11 +141,7 @@ func TestTokenPendingResumes(t *testing.T) {
 	p := newPeer(t, false)
 	p.answer("GET", testHref, http.StatusOK, pendingJS)
 	r := newRig(t, p, nil)
-	h, port := p.hostPort()
-	b, _ := json.Marshal(record{Href: testHref})
-	if err := r.st.Set(keyServerPrefix+"addr:"+addrKey(h, port), string(b)); err != nil {
-		t.Fatal(err)
-	}
+	r.keep(p, record{Href: testHref})
 	r.start()
 	r.waitState(StateRequested, true)
 	if len(p.calls("GET", testHref)) != 1 || len(p.calls("POST", pathRequests)) != 0 {
@@ -175,8 +166,7 @@ func TestTokenOpen(t *testing.T) {
 	r.clk.Advance(time.Second)
 	eventually(t, "re-POST", func() bool { return len(p.calls("POST", pathRequests)) == 2 })
 	r.waitState(StateOpen, true)
-	p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-	p.answer("GET", testHref, http.StatusOK, pendingJS)
+	p.pendingRequest(http.StatusOK, pendingJS)
 	r.clk.Advance(60 * time.Second)
 	r.waitState(StateRequested, true)
 	if tg := r.stream.target(); tg.Host != "" {
@@ -256,11 +246,7 @@ func TestTokenErrorBackoff(t *testing.T) {
 
 // Rows: REQUESTED COMPLETED DENIED → DENIED (no retry); POST /sk/request asks again.
 func TestTokenDeniedThenRequestAgain(t *testing.T) {
-	p := newPeer(t, false)
-	p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-	p.answer("GET", testHref, http.StatusOK, deniedJS)
-	r := newRig(t, p, nil).start()
-	r.waitState(StateRequested, true)
+	p, r := requestedRig(t, http.StatusOK, deniedJS)
 	r.clk.Advance(PollFirst)
 	r.waitState(StateDenied, false)
 	r.clk.Advance(time.Hour)
@@ -285,21 +271,13 @@ func TestTokenPollNotFound(t *testing.T) {
 		status int
 		body   string
 	}{{404, "Not Found"}, {500, "Unable to check request: not found"}} {
-		p := newPeer(t, false)
-		p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-		p.answer("GET", testHref, tc.status, tc.body)
-		r := newRig(t, p, nil).start()
-		r.waitState(StateRequested, true)
+		p, r := requestedRig(t, tc.status, tc.body)
 		r.clk.Advance(PollFirst)
 		eventually(t, "request again", func() bool { return len(p.calls("POST", pathRequests)) == 2 })
 		r.stop()
 	}
 	// Any other 500 keeps polling.
-	p := newPeer(t, false)
-	p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-	p.answer("GET", testHref, 500, "boom")
-	r := newRig(t, p, nil).start()
-	r.waitState(StateRequested, true)
+	p, r := requestedRig(t, 500, "boom")
 	r.clk.Advance(PollFirst)
 	eventually(t, "poll", func() bool { return len(p.calls("GET", testHref)) == 1 })
 	r.waitState(StateRequested, true)
@@ -343,8 +321,7 @@ func TestTokenPlaintext401Rule(t *testing.T) {
 	refuse.Store(true)
 	_, _, _ = r.c.HTTP(t.Context(), "GET", "/signalk/v1/api/vessels/self/x", nil)
 	r.waitState(StateVerifying, true)
-	p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-	p.answer("GET", testHref, http.StatusOK, pendingJS)
+	p.pendingRequest(http.StatusOK, pendingJS)
 	r.clk.Advance(RecheckPlain)
 	st = r.waitState(StateRequested, true)
 	if st.HasToken {
@@ -428,8 +405,7 @@ func TestTokenNoServer(t *testing.T) {
 // token tok1 at the first poll, and accepts that token.
 func approvingPeer(t *testing.T) *peer {
 	p := newPeer(t, false)
-	p.answer("POST", pathRequests, http.StatusAccepted, pendingJS)
-	p.answer("GET", testHref, http.StatusOK, approved)
+	p.pendingRequest(http.StatusOK, approved)
 	selfOK(p, "tok1")
 	return p
 }

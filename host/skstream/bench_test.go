@@ -50,15 +50,24 @@ func benchStream(b *testing.B, url string, set ...func(*Settings)) *Stream {
 	for _, fn := range set {
 		fn(&st)
 	}
+	s := connectedStream(b, url, st)
+	b.Cleanup(s.Close)
+	return s
+}
+
+// connectedStream starts a stream with the wall clock and waits until it is connected to
+// url; the caller closes it.
+func connectedStream(b *testing.B, url string, st Settings) *Stream {
 	s := New(Options{Clock: clockwork.NewRealClock(), Hostname: "bench", Settings: st,
 		WallClock: func() (time.Time, bool) { return time.Now(), true }})
-	b.Cleanup(s.Close)
 	if err := s.Start(context.Background()); err != nil {
+		s.Close()
 		b.Fatal(err)
 	}
 	s.SetTarget(&Target{URL: url, Token: "t"})
-	for deadline := time.Now().Add(5 * time.Second); !s.Connected(); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !s.Connected(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
+			s.Close()
 			b.Fatal("not connected")
 		}
 	}

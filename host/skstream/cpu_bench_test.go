@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/jonboulle/clockwork"
 
 	"devhost/host/skstream/skpeer"
 )
@@ -122,18 +121,8 @@ func cpuDeviceSide(b *testing.B, url string, n int, num func(uint64) float64) (t
 	set := DefaultSettings()
 	set.BatchMS, set.BufferMsgs, set.BufferKB = 100, 1024, 1024
 	highWater := set.BufferKB * 1024 / 2
-	s := New(Options{Clock: clockwork.NewRealClock(), Hostname: "bench", Settings: set,
-		WallClock: func() (time.Time, bool) { return time.Now(), true }})
+	s := connectedStream(b, url, set)
 	defer s.Close()
-	if err := s.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	s.SetTarget(&Target{URL: url, Token: "t"})
-	for deadline := time.Now().Add(10 * time.Second); !s.Connected(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatal("not connected")
-		}
-	}
 	before := s.Status()
 	const publishers = 2
 	var failed atomic.Value

@@ -94,6 +94,18 @@ func (d wireDelta) values() []string {
 	return out
 }
 
+// result is the error that arrives on ch, failing the test when none does in time.
+func result(t *testing.T, ch <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(wait):
+		t.Fatalf("%s did not return", what)
+	}
+	return nil
+}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(wait)

@@ -322,46 +322,36 @@ func TestFlushOutcomes(t *testing.T) {
 			t.Fatalf("flush down: %v", err)
 		}
 	})
-	t.Run("timeout", func(t *testing.T) {
+	// paced is a stream sending one delta a second with three to send, the first received.
+	paced := func(t *testing.T) (*fixture, *skpeer.Conn) {
 		f := newFixture(t, withSettings(func(s *Settings) { s.BatchMS, s.DrainPerS = 0, 1 }))
 		for i := 0; i < 3; i++ {
 			must(t, f.s.PublishNumber("p.n", float64(i)))
 		}
 		c := f.connect()
 		nextDelta(t, c)
+		return f, c
+	}
+	t.Run("timeout", func(t *testing.T) {
+		f, _ := paced(t)
 		res := make(chan error, 1)
 		go func() { res <- f.s.Flush(context.Background(), 1500*time.Millisecond) }()
 		f.advance(2, 1500*time.Millisecond) // pacing timer (1 s) and the flush deadline
-		select {
-		case err := <-res:
-			if !errors.Is(err, ErrTimeout) {
-				t.Fatalf("flush: %v, want ErrTimeout", err)
-			}
-		case <-time.After(wait):
-			t.Fatal("flush did not return")
+		if err := result(t, res, "flush"); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("flush: %v, want ErrTimeout", err)
 		}
 		if st := f.s.Status(); st.Buffered == 0 {
 			t.Fatalf("nothing left although the flush timed out: %+v", st)
 		}
 	})
 	t.Run("invalid state when the stream drops while waiting", func(t *testing.T) {
-		f := newFixture(t, withSettings(func(s *Settings) { s.BatchMS, s.DrainPerS = 0, 1 }))
-		for i := 0; i < 3; i++ {
-			must(t, f.s.PublishNumber("p.n", float64(i)))
-		}
-		c := f.connect()
-		nextDelta(t, c)
+		f, c := paced(t)
 		res := make(chan error, 1)
 		go func() { res <- f.s.Flush(context.Background(), time.Hour) }()
 		time.Sleep(20 * time.Millisecond)
 		c.WS.Close()
-		select {
-		case err := <-res:
-			if !errors.Is(err, ErrInvalidState) {
-				t.Fatalf("flush: %v, want ErrInvalidState", err)
-			}
-		case <-time.After(wait):
-			t.Fatal("flush did not return")
+		if err := result(t, res, "flush"); !errors.Is(err, ErrInvalidState) {
+			t.Fatalf("flush: %v, want ErrInvalidState", err)
 		}
 	})
 }

@@ -10,18 +10,6 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// result is the error that arrives on ch, failing the test when none does in time.
-func result(t *testing.T, ch <-chan error, what string) error {
-	t.Helper()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(wait):
-		t.Fatalf("%s did not return", what)
-	}
-	return nil
-}
-
 // waiters is how many WaitBuffered calls are registered.
 func (f *fixture) waiters() int {
 	f.s.mu.Lock()

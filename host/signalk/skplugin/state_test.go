@@ -131,6 +131,17 @@ type switchPlugin struct {
 	seen []string
 }
 
+// switches registers a new switchPlugin for pattern and answers it with its removal.
+func (r *rig) switches(t *testing.T, pattern string) (*switchPlugin, func()) {
+	t.Helper()
+	sw := &switchPlugin{t: t, a: r.a}
+	remove, err := r.a.HandlePut(pattern, sw.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sw, remove
+}
+
 func (p *switchPlugin) handle(req sk.PutRequest, reply func(sk.PutResult, string)) {
 	p.mu.Lock()
 	p.seen = append(p.seen, req.Path)
@@ -159,11 +170,7 @@ func (p *switchPlugin) last() string {
 // current state, published again on every connect, so the server keeps routing PUTs to it.
 func TestPluginStateRepublishedOnReconnect(t *testing.T) {
 	r, c := newRig(t)
-	sw := &switchPlugin{t: t, a: r.a}
-	remove, err := r.a.HandlePut("electrical.switches.*", sw.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sw, remove := r.switches(t, "electrical.switches.*")
 	if err := r.a.Publish(sk.Value{Path: "electrical.switches.a.state", Value: true},
 		sk.Value{Path: "environment.inside.temperature", Value: 293.0}); err != nil {
 		t.Fatal(err)
@@ -194,11 +201,7 @@ func TestPluginStateRepublishedOnReconnect(t *testing.T) {
 // An exact PUT pattern: unknown until the plugin publishes it, then kept and republished.
 func TestPluginExactPatternState(t *testing.T) {
 	r, c := newRig(t)
-	sw := &switchPlugin{t: t, a: r.a}
-	remove, err := r.a.HandlePut("electrical.pump.state", sw.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sw, remove := r.switches(t, "electrical.pump.state")
 	defer remove()
 	if got := r.kept(); got["electrical.pump.state"] != "?" {
 		t.Fatalf("before any publish: %v", got)
@@ -223,16 +226,9 @@ func TestPluginExactPatternState(t *testing.T) {
 // PUT-able through the shorter one when the longer is removed.
 func TestPluginPatternOwnership(t *testing.T) {
 	r, c := newRig(t)
-	outer, inner := &switchPlugin{t: t, a: r.a}, &switchPlugin{t: t, a: r.a}
-	removeOuter, err := r.a.HandlePut("electrical.*", outer.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
+	outer, removeOuter := r.switches(t, "electrical.*")
 	defer removeOuter()
-	removeInner, err := r.a.HandlePut("electrical.switches.*", inner.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inner, removeInner := r.switches(t, "electrical.switches.*")
 	if err := r.a.Publish(sk.Value{Path: "electrical.switches.b.state", Value: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -257,11 +253,7 @@ func TestPluginPatternOwnership(t *testing.T) {
 // The kept state is bounded; paths past the bound are still answered through their family.
 func TestPluginStateBound(t *testing.T) {
 	r, c := newRig(t)
-	sw := &switchPlugin{t: t, a: r.a}
-	remove, err := r.a.HandlePut("electrical.switches.*", sw.handle)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, remove := r.switches(t, "electrical.switches.*")
 	defer remove()
 	for i := range MaxStatePaths + 4 {
 		if err := r.a.Publish(sk.Value{Path: fmt.Sprintf("electrical.switches.s%d.state", i), Value: true}); err != nil {

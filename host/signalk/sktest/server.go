@@ -482,31 +482,29 @@ func (s *Server) Stop() error {
 	return err
 }
 
-func (s *Server) halt() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped || s.cmd == nil {
-		return nil
-	}
-	s.stopped = true
-	_ = syscall.Kill(s.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-s.done:
-		return nil
-	case <-time.After(5 * time.Second):
-	}
-	_ = syscall.Kill(s.cmd.Process.Pid, syscall.SIGKILL)
-	<-s.done
-	return nil
-}
+// halt ends the process with SIGTERM, and SIGKILL when it is still running 5 s later.
+func (s *Server) halt() error { return s.end(5 * time.Second) }
 
-func (s *Server) kill() error {
+// kill ends the process with SIGKILL at once.
+func (s *Server) kill() error { return s.end(0) }
+
+// end stops the process once: a grace above zero sends SIGTERM first and waits that long
+// before SIGKILL.
+func (s *Server) end(grace time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped || s.cmd == nil {
 		return nil
 	}
 	s.stopped = true
+	if grace > 0 {
+		_ = syscall.Kill(s.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-s.done:
+			return nil
+		case <-time.After(grace):
+		}
+	}
 	_ = syscall.Kill(s.cmd.Process.Pid, syscall.SIGKILL)
 	<-s.done
 	return nil

@@ -1,19 +1,12 @@
 // Sign-in and sign-out, the first-run setup (set a key, join the simulated board's access
 // point), a wrong key, and the throttle's wait shown after five wrong keys.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { launch, session, shot, startDevice, until } from './harness.mjs';
+import { test } from 'node:test';
+import { session, shot, until, useDevice } from './harness.mjs';
 
 const KEY = 'harbour-master-7';
 let dev, browser;
-before(async () => {
-  dev = await startDevice();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await dev?.stop();
-});
+useDevice((d, b) => ([dev, browser] = [d, b]));
 
 test('first run: set a key, join WiFi, then sign out and in again', async () => {
   const { page, errors, ctx } = await session(browser, dev);

@@ -4,18 +4,11 @@
 // after the reboot, and export.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { after, before, test } from 'node:test';
-import { launch, session, shot, startDevice, until } from './harness.mjs';
+import { test } from 'node:test';
+import { session, shot, until, useDevice } from './harness.mjs';
 
 let dev, browser;
-before(async () => {
-  dev = await startDevice();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await dev?.stop();
-});
+useDevice((d, b) => ([dev, browser] = [d, b]));
 
 const field = (page, path) => page.locator(`[data-field="${path}"]`);
 

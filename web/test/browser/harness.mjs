@@ -7,6 +7,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
@@ -112,6 +113,24 @@ export async function launch() {
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** useDevice registers the suite's hooks: before the tests a device from startDevice(factory,
+ * args) and a Chromium, handed to set; after them both stop. A suite's own fixtures start in
+ * opts.before, ahead of the device, and stop in opts.after, once the device has stopped. */
+export function useDevice(set, { factory = {}, args = [], before: setUp, after: tearDown } = {}) {
+  let dev, browser;
+  before(async () => {
+    await setUp?.();
+    dev = await startDevice(factory, args);
+    browser = await launch();
+    set(dev, browser);
+  });
+  after(async () => {
+    await browser?.close();
+    await dev?.stop();
+    await tearDown?.();
   });
 }
 

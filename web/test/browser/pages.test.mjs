@@ -3,19 +3,15 @@
 // and every page at 360 px wide without sideways scrolling. The device joins the simulated
 // board's access point from its factory settings.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { launch, session, shot, startDevice, until } from './harness.mjs';
+import { test } from 'node:test';
+import { session, shot, until, useDevice } from './harness.mjs';
 
 const MARINA = { ssid: 'Marina', psk: 'mooring-line-7' };
 let dev, browser;
-before(async () => {
-  // A 1 s policy tick expires a drill soon after its ttl.
-  dev = await startDevice({ wifi: { ssid0: MARINA.ssid, psk0: MARINA.psk } }, ['--health-tick', '1s', '--debug-crash']);
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await dev?.stop();
+// A 1 s policy tick expires a drill soon after its ttl.
+useDevice((d, b) => ([dev, browser] = [d, b]), {
+  factory: { wifi: { ssid0: MARINA.ssid, psk0: MARINA.psk } },
+  args: ['--health-tick', '1s', '--debug-crash'],
 });
 
 const PAGES = ['dashboard', 'config', 'wifi', 'signalk', 'logs', 'health', 'updates', 'plugins', 'system'];

@@ -4,19 +4,12 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { access } from 'node:fs/promises';
-import { after, before, test } from 'node:test';
-import { BUNDLE, launch, session, shot, startDevice, until } from './harness.mjs';
+import { test } from 'node:test';
+import { BUNDLE, session, shot, until, useDevice } from './harness.mjs';
 
 let dev, browser;
-before(async () => {
-  await access(BUNDLE); // built by `make web-fixtures`
-  dev = await startDevice();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await dev?.stop();
-});
+// The bundle is built by `make web-fixtures`.
+useDevice((d, b) => ([dev, browser] = [d, b]), { before: () => access(BUNDLE) });
 
 test('install with consent; the namespace appears live; the table is edited', async () => {
   const { page: cfg, ctx, errors } = await session(browser, dev, undefined, { skipSetup: true, hash: '#/config' });

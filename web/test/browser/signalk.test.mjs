@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import { BIN, launch, session, shot, startDevice } from './harness.mjs';
+import { test } from 'node:test';
+import { BIN, session, shot, useDevice } from './harness.mjs';
 
 const SKSERVER = process.env.WEB_SKSERVER || join(BIN, '..', '..', '.cache', 'web', 'skserver');
 
@@ -37,15 +37,9 @@ async function startSK() {
 }
 
 let sk, dev, browser;
-before(async () => {
-  sk = await startSK();
-  dev = await startDevice();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await dev?.stop();
-  await sk?.stop();
+useDevice((d, b) => ([dev, browser] = [d, b]), {
+  before: async () => (sk = await startSK()),
+  after: () => sk?.stop(),
 });
 
 test('access request explained, approved on the server, stream up, test PUT answered', async () => {

@@ -7,18 +7,16 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
-import { after, before, test } from 'node:test';
-import { FIRMWARE, launch, session, shot, startDevice, until } from './harness.mjs';
+import { after, test } from 'node:test';
+import { FIRMWARE, session, shot, until, useDevice } from './harness.mjs';
 
 let dev, browser, server, img, release;
 const held = {}; // resolved once the device has asked for the held image
 const base = () => `http://127.0.0.1:${server.address().port}`;
 
-before(async () => {
+/** serveImages serves the images and the manifest the tests install from. */
+async function serveImages() {
   img = await readFile(FIRMWARE);
-  // The device confirms a new image only when told to, so the test sees it pending.
-  dev = await startDevice({}, ['--ota-confirm-uptime', '1h']);
-  browser = await launch();
   let gate;
   release = new Promise((r) => (gate = r));
   release.open = gate;
@@ -50,12 +48,15 @@ before(async () => {
     res.writeHead(404).end();
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
-});
-after(async () => {
-  release?.open();
-  await browser?.close();
-  await dev?.stop();
-  await new Promise((r) => (server ? server.close(r) : r()));
+}
+
+// A download the test holds ends before the device stops.
+after(() => release?.open());
+// The device confirms a new image only when told to, so the test sees it pending.
+useDevice((d, b) => ([dev, browser] = [d, b]), {
+  args: ['--ota-confirm-uptime', '1h'],
+  before: serveImages,
+  after: () => new Promise((r) => (server ? server.close(r) : r())),
 });
 
 const status = async () => (await dev.api('GET', '/ota/status')).body;

@@ -3,20 +3,13 @@
 // pick into a slot, the slot order, and a fault played by the access point showing its
 // reason live from the `wifi` event.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { launch, session, shot, startDevice, until } from './harness.mjs';
+import { test } from 'node:test';
+import { session, shot, until, useDevice } from './harness.mjs';
 
 const MARINA = { ssid: 'Marina', psk: 'mooring-line-7' };
 const FUEL = { ssid: 'Fuel Dock', psk: 'diesel-only' };
 let dev, browser;
-before(async () => {
-  dev = await startDevice();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await dev?.stop();
-});
+useDevice((d, b) => ([dev, browser] = [d, b]));
 
 const wifiConfig = async () => (await dev.api('GET', '/config?ns=wifi')).body.wifi;
 
