@@ -133,6 +133,33 @@ func TestSkShare(t *testing.T) {
 	}
 }
 
+func TestSkCPUPer1k(t *testing.T) {
+	// round gives a round whose sides spent devMs and plainMs of CPU on 1000 values each.
+	round := func(devMs, plainMs float64) skRound {
+		side := func(ms float64) skResult {
+			return skResult{delivered: 1000, cpu: time.Duration(ms * float64(time.Millisecond))}
+		}
+		return skRound{dev: side(devMs), plain: side(plainMs)}
+	}
+	for _, tc := range []struct {
+		name                   string
+		rounds                 []skRound
+		dev, plain, roundRatio float64
+	}{
+		{"none", nil, 0, 0, 0},
+		{"one round", []skRound{round(0.3, 0.1)}, 0.3, 0.1, 3},
+		// Summed, the disturbed third round's plain client would give 0.15 and a ratio of 2.
+		{"a disturbed round", []skRound{round(0.3, 0.1), round(0.3, 0.15), round(0.3, 0.2)}, 0.3, 0.15, 2},
+		{"an empty side left out", []skRound{round(0.2, 0.1), {dev: skResult{delivered: 1000, cpu: time.Millisecond}}, round(0.4, 0.1)},
+			0.4, 0.1, 3},
+	} {
+		dev, plain, rr := skCPUPer1k(tc.rounds)
+		if math.Abs(dev-tc.dev) > 1e-9 || math.Abs(plain-tc.plain) > 1e-9 || math.Abs(rr-tc.roundRatio) > 1e-9 {
+			t.Errorf("%s: skCPUPer1k = %v, %v, %v; want %v, %v, %v", tc.name, dev, plain, rr, tc.dev, tc.plain, tc.roundRatio)
+		}
+	}
+}
+
 func TestSignalKFlags(t *testing.T) {
 	o, err := parseFlags(nil, io.Discard)
 	if err != nil || !o.signalk || o.skBatchMs != 100 || o.skPublishers < 1 || o.skDuration <= 0 {
