@@ -55,6 +55,7 @@ type inbox struct {
 	// the timer that signals them is armed. after arms it (time.AfterFunc; tests fire it).
 	held     int
 	gathered bool
+	handed   []queued // what take answered last, see take
 	after    func(time.Duration, func()) func() bool
 	stopHeld func() bool
 }
@@ -86,7 +87,7 @@ func (b *inbox) close() []queued {
 	b.accepted = false
 	b.release()
 	q := b.q
-	b.q, b.bytes, b.config = nil, 0, false
+	b.q, b.handed, b.bytes, b.config = nil, nil, 0, false
 	b.timers = map[uint32]bool{}
 	return q
 }
@@ -196,8 +197,14 @@ func (b *inbox) take() (evs []queued, config bool) {
 		size += sz
 		n++
 	}
-	evs = append([]queued(nil), b.q[:n]...)
-	b.q = append(b.q[:0:0], b.q[n:]...)
+	// The worker is done with the batch it took last (it takes the next only after that one
+	// was delivered): its array holds the queue from now on, so a busy bus does not grow a
+	// new queue event by event for every batch.
+	rest := b.handed[:cap(b.handed)]
+	clear(rest)
+	rest = append(rest[:0], b.q[n:]...)
+	evs = b.q[:n:n]
+	b.q, b.handed = rest, evs
 	for _, e := range evs {
 		b.bytes -= len(e.payload)
 		if e.kind == abi.EvTimer {
