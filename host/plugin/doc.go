@@ -123,8 +123,8 @@
 //     past 5 ms lends the process one more GOMAXPROCS slot until it returns (procs.go), so a
 //     plugin spinning into its time limit yields the CPU to the host's own threads. Events are
 //     queued in its inbox and delivered in batches of at most 1 MiB, consecutive deltas
-//     merged; CAN frames wait up to 10 ms (CANGather) or 256 frames for company, unless
-//     another event comes, so a busy bus costs a call per 10 ms rather than per frame. A stop
+//     merged; CAN frames wait up to 50 ms (CANGather) or 256 frames for company, unless
+//     another event comes, so a busy bus costs a call per 50 ms rather than per frame. A stop
 //     between calls is orderly (the stop record, host functions working); a stop during a call
 //     cuts it off at once and every later host call answers plugin stopped.
 //   - Plugin code has a lower priority than the device's API (throttle.go): a call that has

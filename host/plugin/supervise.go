@@ -371,7 +371,11 @@ func sortCaps(cs []abi.Capability) {
 // deliver hands the next batch to the instance.
 func (p *plugin) deliver(ctx context.Context, s *session) error {
 	evs, cfg := p.inbox.take()
-	var batch []byte
+	size := 0
+	for _, e := range evs {
+		size += abi.EventHeader + len(e.payload)
+	}
+	batch := make([]byte, 0, size) // one allocation instead of one per doubling
 	for _, e := range evs {
 		batch = abi.AppendEvent(batch, e.kind, e.payload)
 		if e.http != nil {

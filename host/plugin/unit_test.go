@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -216,6 +217,43 @@ func TestPublisherDecode(t *testing.T) {
 	for i, v := range p.out[:cap(p.out)] {
 		if v != (sktypes.Value{}) {
 			t.Errorf("slot %d keeps %+v after release", i, v)
+		}
+	}
+}
+
+// A batch taken stays as it was while the worker delivers it, whatever is queued meanwhile;
+// the queue reuses its array at the next take, and keeps the order throughout.
+func TestInboxTakeKeepsBatch(t *testing.T) {
+	b := newInbox()
+	gen := b.open()
+	timer := func(id uint32) queued {
+		return queued{kind: abi.EvTimer, timer: id, payload: abi.AppendTimer(nil, id)}
+	}
+	ids := func(evs []queued) []uint32 {
+		var out []uint32
+		for _, e := range evs {
+			out = append(out, e.timer)
+		}
+		return out
+	}
+	next := uint32(1)
+	for round := 0; round < 4; round++ {
+		for i := 0; i < 3; i++ {
+			b.push(gen, timer(next))
+			next++
+		}
+		evs, _ := b.take()
+		want := ids(evs)
+		for i := 0; i < 5; i++ { // queued while the batch is being delivered
+			b.push(gen, timer(next))
+			next++
+		}
+		if got := ids(evs); !slices.Equal(got, want) {
+			t.Fatalf("round %d: batch became %v, was %v", round, got, want)
+		}
+		rest, _ := b.take()
+		if got := ids(rest); len(got) != 5 || got[0] != want[len(want)-1]+1 || got[4] != next-1 {
+			t.Fatalf("round %d: next batch %v after %v", round, got, want)
 		}
 	}
 }

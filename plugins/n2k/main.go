@@ -155,6 +155,7 @@ type plugin struct {
 	stampMs   int64
 	stampBat  uint64 // the batch (sdk.Batch) stamp was read in; stamped: the reading worked
 	stamped   bool
+	clock     stamper // writes stamp
 }
 
 func newPlugin() *plugin {
@@ -285,7 +286,7 @@ func (p *plugin) publish(d *skmap.Delta) {
 			if c, err := sdk.Now(); err == nil {
 				p.uptime, p.stamped = c.Uptime, true
 				if ms := c.Time.UnixMilli(); ms != p.stampMs || p.stamp == "" {
-					p.stampMs, p.stamp = ms, c.Time.UTC().Format("2006-01-02T15:04:05.000Z")
+					p.stampMs, p.stamp = ms, p.clock.stamp(c.Time)
 				}
 			}
 		}

@@ -6,7 +6,6 @@ package gateway
 
 import (
 	"errors"
-	"sort"
 	"strconv"
 
 	"devhost/plugins/n2k/decode"
@@ -51,7 +50,10 @@ type Gateway struct {
 	mapper  *skmap.Mapper
 	stats   Stats
 	pgns    map[uint32]uint64
-	devices map[uint8]*Device
+	// devices by address: an array, as a map keyed by a byte cost a hash of it for every
+	// message inside the sandbox; seen counts them.
+	devices [256]*Device
+	seenN   int
 	// Allow, when set, decides which PGNs are decoded (allow and deny lists).
 	Allow func(pgn uint32) bool
 	// Now, when set, stamps the devices seen (milliseconds of any monotonic clock).
@@ -62,7 +64,7 @@ type Gateway struct {
 
 // New answers an empty pipeline.
 func New() *Gateway {
-	return &Gateway{asm: decode.NewAssembler(), mapper: skmap.New(), devices: map[uint8]*Device{},
+	return &Gateway{asm: decode.NewAssembler(), mapper: skmap.New(),
 		pgns: map[uint32]uint64{}, stats: Stats{Errors: map[string]uint64{}}}
 }
 
@@ -125,11 +127,12 @@ func (g *Gateway) CountBadLine() { g.stats.Errors[KindBadLine]++ }
 func (g *Gateway) seen(m decode.Message) {
 	dev := g.devices[m.Src]
 	if dev == nil {
-		if len(g.devices) >= 254 && m.Src >= 254 {
+		if g.seenN >= 254 && m.Src >= 254 {
 			return
 		}
 		dev = &Device{Address: m.Src}
 		g.devices[m.Src] = dev
+		g.seenN++
 	}
 	if g.Now != nil {
 		dev.LastSeen = g.Now()
@@ -173,11 +176,12 @@ func (g *Gateway) Stats() Stats {
 
 // Devices answers the senders seen, by address.
 func (g *Gateway) Devices() []Device {
-	out := make([]Device, 0, len(g.devices))
+	out := make([]Device, 0, g.seenN)
 	for _, d := range g.devices {
-		out = append(out, *d)
+		if d != nil {
+			out = append(out, *d)
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
 	return out
 }
 

@@ -108,7 +108,7 @@ type srcState struct {
 // Mapper keeps per-source state (address claims) between messages. Not safe for
 // concurrent use.
 type Mapper struct {
-	state map[uint8]*srcState
+	state [256]*srcState // by address: a map keyed by a byte cost a hash every message in the sandbox
 	// fusionSource is the Fusion stereo's current source id (130820 Source), "" before one
 	// was seen; the reference keeps it for all senders together.
 	fusionSource string
@@ -124,7 +124,7 @@ var srcNames = func() (out [256]string) {
 }()
 
 // New answers an empty Mapper.
-func New() *Mapper { return &Mapper{state: map[uint8]*srcState{}} }
+func New() *Mapper { return &Mapper{} }
 
 // Maps reports whether the mapper has rules for pgn (or learns from it).
 func Maps(pgn uint32) bool { _, ok := rules[pgn]; return ok || pgn == 60928 }
