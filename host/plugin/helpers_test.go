@@ -88,11 +88,7 @@ func testModule(t testing.TB) []byte {
 
 func loadKey(t testing.TB, name string) *rsa.PrivateKey {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "keys", name+".pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := abi.ParsePrivateKey(b)
+	k, err := abi.ReadPrivateKey(filepath.Join("testdata", "keys", name+".pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
