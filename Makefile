@@ -48,13 +48,13 @@ run: build
 	@printf '{"httpd":{"port":%s}}\n' $(PORT) > $(DATA)/factory.json
 	$(BIN)/devhost --data $(DATA) --factory $(DATA)/factory.json --listen $(LISTEN) $(if $(filter command line,$(origin PORT)),--port $(PORT))
 
-# Generated sources: the plugins' //go:wasmimport declarations from abi.Signatures (the SDK's
-# and the host's test plugin's), and host/config/keys.go from the built-in descriptors. Tests
+# Generated sources: the plugins' //go:wasmimport declarations from abi.Signatures (package
+# abi/hostcall, which the SDK and the test plugins call), and host/config/keys.go from the
+# built-in descriptors. Tests
 # fail when a committed copy is out of date.
 generate:
-	cd sdk && go generate ./...
+	cd abi && go generate ./hostcall
 	go generate ./host/config
-	cd host/plugin/testdata/multi && go run devhost/abi/cmd/wasmimports -pkg main -o imports_wasip1.go
 
 tools:
 	@test -x $(STATICCHECK) || go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -63,6 +63,7 @@ lint: tools
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	for m in $(MODULES); do (cd $$m && go vet ./... && $(STATICCHECK) ./...) || exit 1; done
 	cd sdk && GOOS=wasip1 GOARCH=wasm go vet .
+	cd abi && GOOS=wasip1 GOARCH=wasm go vet ./hostcall
 
 # The server was just installed, so a Signal K test that cannot start it fails instead of skipping.
 unit: signalk-server test-deps portal-deps bt-sensors-ref n2k-reference

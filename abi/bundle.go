@@ -15,6 +15,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"os"
 )
 
 // Bundle layout (all lengths u32 little-endian):
@@ -204,6 +205,19 @@ func MarshalPrivateKey(k *rsa.PrivateKey) ([]byte, error) {
 		return nil, fmt.Errorf("abi: private key: %w", err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// ReadPrivateKey reads a key file in a form ParsePrivateKey accepts.
+func ReadPrivateKey(file string) (*rsa.PrivateKey, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("abi: private key: %w", err)
+	}
+	k, err := ParsePrivateKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return k, nil
 }
 
 // ParsePrivateKey decodes a PEM "PRIVATE KEY" (PKCS #8) or "RSA PRIVATE KEY" (PKCS #1)

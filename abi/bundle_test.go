@@ -14,15 +14,27 @@ import (
 
 func loadKey(t testing.TB, name string) *rsa.PrivateKey {
 	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
+	k, err := ReadPrivateKey("testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := ParsePrivateKey(b)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
 	return k
+}
+
+func TestReadPrivateKeyRefuses(t *testing.T) {
+	for _, c := range []struct {
+		file     string
+		notExist bool
+	}{
+		{"testdata/none.pem", true},
+		{"testdata/small.pem", false}, // 2048 bits
+		{"bundle_test.go", false},     // no PEM block
+	} {
+		_, err := ReadPrivateKey(c.file)
+		if err == nil || errors.Is(err, os.ErrNotExist) != c.notExist {
+			t.Errorf("%s: %v", c.file, err)
+		}
+	}
 }
 
 func TestPackParseVerify(t *testing.T) {

@@ -79,10 +79,7 @@ func DecodeEvents(b []byte) ([]Event, error) {
 			out = append(out, Event{Kind: k, Data: d})
 		}
 	}
-	if err := r.end(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return done(&r, out)
 }
 
 // Init is the payload of EvInit.
@@ -137,10 +134,7 @@ func DecodePutRequest(b []byte) (PutRequest, error) {
 	r := reader{b: b}
 	id := r.u32()
 	pv := r.value()
-	if err := r.end(); err != nil {
-		return PutRequest{}, err
-	}
-	return PutRequest{ID: id, Path: pv.Path, Value: pv.Value}, nil
+	return done(&r, PutRequest{ID: id, Path: pv.Path, Value: pv.Value})
 }
 
 // PutResult is a plugin's answer to an inbound PUT.
@@ -215,10 +209,7 @@ func DecodePutAnswer(b []byte) (PutAnswer, error) {
 	a := PutAnswer{ID: r.u32(), Status: r.u32()}
 	a.State = r.str(32, "state")
 	a.Message = r.str(MaxReplyMessage, "message")
-	if err := r.end(); err != nil {
-		return PutAnswer{}, err
-	}
-	return a, nil
+	return done(&r, a)
 }
 
 // AppendPutSend encodes the sk_put_send input: one value record.
@@ -275,10 +266,7 @@ func DecodeHTTPRequest(b []byte) (HTTPRequest, error) {
 	h.Path = r.str(2048, "path")
 	h.Query = r.str(2048, "query")
 	h.Body = r.bytes(MaxHTTPRequest, "body")
-	if err := r.end(); err != nil {
-		return HTTPRequest{}, err
-	}
-	return h, nil
+	return done(&r, h)
 }
 
 // HTTPResponse is the http_reply input: u32 id, u32 status, str content type, str body. An
@@ -621,8 +609,5 @@ func DecodeBLEAdvert(b []byte) (BLEAdvert, error) {
 	r := reader{b: b}
 	a := BLEAdvert{Addr: r.str(17, "address"), RSSI: int32(r.u32())}
 	a.Data = r.bytes(255, "advertising data")
-	if err := r.end(); err != nil {
-		return BLEAdvert{}, err
-	}
-	return a, nil
+	return done(&r, a)
 }

@@ -52,10 +52,7 @@ func DecodeMDNSService(b []byte) (MDNSService, error) {
 	for i := uint32(0); r.err == nil && i < n; i++ {
 		s.TXT = append(s.TXT, r.str(255, "TXT item"))
 	}
-	if err := r.end(); err != nil {
-		return MDNSService{}, err
-	}
-	return s, nil
+	return done(&r, s)
 }
 
 // Check applies the limits: ErrInvalid for a malformed name, type, proto, port or TXT key,

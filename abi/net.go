@@ -115,10 +115,7 @@ func DecodeNetData(b []byte) (NetData, error) {
 	r := reader{b: b}
 	d := NetData{ID: r.u32()}
 	d.Data = r.bytes(MaxNetDatagram, "net data")
-	if err := r.end(); err != nil {
-		return NetData{}, err
-	}
-	return d, nil
+	return done(&r, d)
 }
 
 // NetStateKind says what happened to a socket.

@@ -226,10 +226,7 @@ func DecodePortalPaths(b []byte) ([]string, error) {
 		}
 		out = append(out, p)
 	}
-	if err := r.end(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return done(&r, out)
 }
 
 // PortalRequest is the EvPortal payload: u32 id, str method, str path, str conn (the

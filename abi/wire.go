@@ -105,6 +105,16 @@ func (r *reader) end() error {
 	return r.err
 }
 
+// done answers a decoder's result: v when r read the whole record without error, else the
+// error and T's zero value.
+func done[T any](r *reader, v T) (T, error) {
+	if err := r.end(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
 // ValueKind is the type of a Signal K value.
 type ValueKind uint8
 

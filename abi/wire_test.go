@@ -360,6 +360,32 @@ func TestErrno(t *testing.T) {
 	}
 }
 
+// reencode decodes b and encodes what it got again; ok is false when b does not decode.
+func reencode[T any](b []byte, decode func([]byte) (T, error), encode func([]byte, T) []byte) (again []byte, ok bool) {
+	v, err := decode(b)
+	if err != nil {
+		return nil, false
+	}
+	return encode(nil, v), true
+}
+
+// hostInputs are FuzzHostInputs' cases 1 to 9: the plugin's inputs but values, re-encoded.
+var hostInputs = []func(b []byte) ([]byte, bool){
+	func(b []byte) ([]byte, bool) { return reencode(b, DecodePutReply, AppendPutReply) },
+	func(b []byte) ([]byte, bool) { return reencode(b, DecodeHTTPResponse, AppendHTTPResponse) },
+	func(b []byte) ([]byte, bool) { return reencode(b, DecodeHealthReport, AppendHealthReport) },
+	func(b []byte) ([]byte, bool) { return reencode(b, DecodeSSEEvent, AppendSSEEvent) },
+	func(b []byte) ([]byte, bool) { return reencode(b, DecodeMeta, AppendMeta) },
+	func(b []byte) ([]byte, bool) {
+		return reencode(b, func(b []byte) ([]string, error) { return DecodePatterns(b, MaxPatterns) }, AppendStrings)
+	},
+	func(b []byte) ([]byte, bool) { return reencode(b, DecodeCANFrame, AppendCANFrame) },
+	func(b []byte) ([]byte, bool) { return reencode(b, DecodeCANFilters, AppendCANFilters) },
+	func(b []byte) ([]byte, bool) {
+		return reencode(b, DecodePutSend, func(out []byte, pv PathValue) []byte { return AppendPutSend(out, pv.Path, pv.Value) })
+	},
+}
+
 // FuzzHostInputs feeds arbitrary bytes to every decoder the host runs on plugin input; a
 // decoded message must re-encode to the same bytes (the encodings are canonical).
 func FuzzHostInputs(f *testing.F) {
@@ -387,60 +413,11 @@ func FuzzHostInputs(f *testing.F) {
 				}
 			}
 			again = AppendValues(nil, v)
-		case 1:
-			v, err := DecodePutReply(b)
-			if err != nil {
+		default:
+			var ok bool
+			if again, ok = hostInputs[which%10-1](b); !ok {
 				return
 			}
-			again = AppendPutReply(nil, v)
-		case 2:
-			v, err := DecodeHTTPResponse(b)
-			if err != nil {
-				return
-			}
-			again = AppendHTTPResponse(nil, v)
-		case 3:
-			v, err := DecodeHealthReport(b)
-			if err != nil {
-				return
-			}
-			again = AppendHealthReport(nil, v)
-		case 4:
-			v, err := DecodeSSEEvent(b)
-			if err != nil {
-				return
-			}
-			again = AppendSSEEvent(nil, v)
-		case 5:
-			v, err := DecodeMeta(b)
-			if err != nil {
-				return
-			}
-			again = AppendMeta(nil, v)
-		case 6:
-			v, err := DecodePatterns(b, MaxPatterns)
-			if err != nil {
-				return
-			}
-			again = AppendStrings(nil, v)
-		case 7:
-			v, err := DecodeCANFrame(b)
-			if err != nil {
-				return
-			}
-			again = AppendCANFrame(nil, v)
-		case 8:
-			v, err := DecodeCANFilters(b)
-			if err != nil {
-				return
-			}
-			again = AppendCANFilters(nil, v)
-		case 9:
-			v, err := DecodePutSend(b)
-			if err != nil {
-				return
-			}
-			again = AppendPutSend(nil, v.Path, v.Value)
 		}
 		if !bytes.Equal(again, b) {
 			t.Fatalf("not canonical:\n% x\n% x", b, again)

@@ -36,7 +36,3 @@
 //   - A panic in a handler is not recovered: inside the device it traps, and the device
 //     discards the instance and restarts the plugin from a clean state.
 package sdk
-
-// The host function imports (imports_wasip1.go) are generated from abi.Signatures.
-//
-//go:generate go run devhost/abi/cmd/wasmimports -pkg sdk -o imports_wasip1.go

@@ -24,6 +24,7 @@ import (
 
 	"devhost/abi"
 	"devhost/host/httpd"
+	"devhost/host/plugin/wasmbin"
 	"devhost/host/sk"
 )
 
@@ -315,28 +316,29 @@ func rssBytes(b *testing.B) int64 {
 	return 0
 }
 
-// withCustomSection makes a distinct module (a different hash, so separately compiled code)
-// by appending a custom section.
-func withCustomSection(mod []byte, tag string) []byte {
-	payload := append([]byte{byte(len("devhost.bench"))}, "devhost.bench"+tag...)
-	out := append([]byte(nil), mod...)
-	out = append(out, 0)
-	out = appendLEB(out, uint32(len(payload)))
-	return append(out, payload...)
+// distinctModule makes a module with its own hash (so its own compiled code) by appending a
+// custom section named after tag.
+func distinctModule(mod []byte, tag string) []byte {
+	return wasmbin.AppendSection(append([]byte(nil), mod...), 0, wasmbin.AppendName(nil, "devhost.bench"+tag))
 }
 
-func appendLEB(b []byte, v uint32) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v != 0 {
-			c |= 0x80
+// warmModules answers n modules, all mod or (distinct) distinct copies of it, each compiled
+// into m's cache first: the figures are the running cost, not the compiler's.
+func warmModules(b *testing.B, m *Manager, mod []byte, n int, distinct bool) [][]byte {
+	b.Helper()
+	mods := make([][]byte, n)
+	for i := range mods {
+		mods[i] = mod
+		if distinct {
+			mods[i] = distinctModule(mod, strconv.Itoa(i))
 		}
-		b = append(b, c)
-		if v == 0 {
-			return b
+		cp, key, err := m.eng.acquire(context.Background(), mods[i])
+		if err != nil || cp == nil {
+			b.Fatalf("warming the compilation cache: %v", err)
 		}
+		m.eng.release(key)
 	}
+	return mods
 }
 
 // BenchmarkRSSPerPlugin is the resident memory each further running plugin adds, for
@@ -351,20 +353,7 @@ func BenchmarkRSSPerPlugin(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			const n = 8
 			m := benchManager(b, newFakeSK())
-			// Warm the compilation cache for every module first: the figure is the running
-			// cost, not the compiler's.
-			mods := make([][]byte, n+1)
-			for i := range mods {
-				mods[i] = mod
-				if distinct {
-					mods[i] = withCustomSection(mod, strconv.Itoa(i))
-				}
-				cp, key, err := m.eng.acquire(context.Background(), mods[i])
-				if err != nil || cp == nil {
-					b.Fatal(err)
-				}
-				m.eng.release(key)
-			}
+			mods := warmModules(b, m, mod, n+1, distinct)
 			var per float64
 			for i := 0; i < b.N; i++ {
 				startDirect(b, m, manifest("p0"), mods[0]) // the first plugin pays the shared runtime

@@ -88,11 +88,7 @@ func testModule(t testing.TB) []byte {
 
 func loadKey(t testing.TB, name string) *rsa.PrivateKey {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "keys", name+".pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := abi.ParsePrivateKey(b)
+	k, err := abi.ReadPrivateKey(filepath.Join("testdata", "keys", name+".pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,25 +504,23 @@ func (f *fakeSK) DeclareMeta(path string, meta json.RawMessage) error {
 }
 
 func (f *fakeSK) Subscribe(p string, d func(sk.Delta)) (func(), error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.subs[p] = d
-	return func() {
-		f.mu.Lock()
-		delete(f.subs, p)
-		f.mu.Unlock()
-	}, nil
+	return register(&f.mu, f.subs, p, d), nil
 }
 
 func (f *fakeSK) HandlePut(p string, h sk.PutHandler) (func(), error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.puts[p] = h
+	return register(&f.mu, f.puts, p, h), nil
+}
+
+// register puts v under key in m, which mu guards, and answers the function that removes it.
+func register[K comparable, V any](mu *sync.Mutex, m map[K]V, key K, v V) func() {
+	mu.Lock()
+	defer mu.Unlock()
+	m[key] = v
 	return func() {
-		f.mu.Lock()
-		delete(f.puts, p)
-		f.mu.Unlock()
-	}, nil
+		mu.Lock()
+		delete(m, key)
+		mu.Unlock()
+	}
 }
 
 func (f *fakeSK) Put(path string, v json.RawMessage, answer func(sk.PutAnswer)) error {
@@ -624,14 +618,7 @@ func (g *fakeGPIO) Write(pin int, high bool) error {
 }
 
 func (g *fakeGPIO) Watch(pin int, fn func(int, bool)) (func(), error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.watches[pin] = fn
-	return func() {
-		g.mu.Lock()
-		delete(g.watches, pin)
-		g.mu.Unlock()
-	}, nil
+	return register(&g.mu, g.watches, pin, fn), nil
 }
 
 func (g *fakeGPIO) edge(pin int, high bool) bool {
@@ -669,15 +656,19 @@ func (c *fakeCAN) Send(f CANFrame) error {
 	return nil
 }
 
-func (c *fakeCAN) Receive(fn func(CANFrame)) (func(), error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.rx = fn
+func (c *fakeCAN) Receive(fn func(CANFrame)) (func(), error) { return set(&c.mu, &c.rx, fn), nil }
+
+// set stores v in *field, which mu guards, and answers the function that clears it again.
+func set[T any](mu *sync.Mutex, field *T, v T) func() {
+	mu.Lock()
+	defer mu.Unlock()
+	*field = v
 	return func() {
-		c.mu.Lock()
-		c.rx = nil
-		c.mu.Unlock()
-	}, nil
+		mu.Lock()
+		var zero T
+		*field = zero
+		mu.Unlock()
+	}
 }
 
 func (c *fakeCAN) inject(f CANFrame) bool {
@@ -709,16 +700,7 @@ func (b *fakeBLE) StopAdvertising() error {
 	b.adv = nil
 	return nil
 }
-func (b *fakeBLE) Scan(func(BLEAdvert)) (func(), error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.scanning = true
-	return func() {
-		b.mu.Lock()
-		b.scanning = false
-		b.mu.Unlock()
-	}, nil
-}
+func (b *fakeBLE) Scan(func(BLEAdvert)) (func(), error) { return set(&b.mu, &b.scanning, true), nil }
 
 // fakePower counts holds per plugin, as the duty cycle does per owner.
 type fakePower struct {

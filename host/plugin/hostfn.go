@@ -194,13 +194,9 @@ func fnSKPublish(s *session, st []uint64) int32 {
 }
 
 func fnSKMeta(s *session, st []uint64) int32 {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return int32(e)
-	}
-	metas, err := abi.DecodeMeta(b)
-	if err != nil {
-		return int32(abi.ErrInvalid)
+	metas, rc := decodeArg(s, st, abi.DecodeMeta)
+	if rc != 0 {
+		return rc
 	}
 	sk := s.p.m.opts.SignalK
 	if sk == nil {
@@ -214,23 +210,48 @@ func fnSKMeta(s *session, st []uint64) int32 {
 	return 0
 }
 
-// patternsArg reads the pattern list a host call passes, at most max of them.
-func patternsArg(s *session, st []uint64, max int) ([]string, int32) {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return nil, int32(e)
-	}
-	pats, err := abi.DecodePatterns(b, max)
-	if err != nil {
-		return nil, int32(abi.ErrInvalid)
-	}
-	return pats, 0
+// decodeArg reads a host function's (ptr, len) input and decodes it; a malformed one is
+// ErrInvalid.
+func decodeArg[T any](s *session, st []uint64, decode func([]byte) (T, error)) (T, int32) {
+	return decodeArgMax(s, st, abi.MaxMessage, decode)
 }
 
-// addPatterns registers each pattern not yet in have, once it is sure the total stays within
-// limit (so a refused call adds nothing for lack of room); register answers the pattern's
-// cancel function or the error code for the plugin.
-func addPatterns(pats []string, have map[string]func(), limit int, register func(p string) (func(), int32)) int32 {
+// decodeArgMax is decodeArg for an input with a limit of its own: a malformed one longer
+// than max bytes is ErrLimit.
+func decodeArgMax[T any](s *session, st []uint64, max int, decode func([]byte) (T, error)) (T, int32) {
+	var zero T
+	b, e := s.mem(p32(st, 0), p32(st, 1))
+	if e != 0 {
+		return zero, int32(e)
+	}
+	v, err := decode(b)
+	switch {
+	case err != nil && len(b) > max:
+		return zero, int32(abi.ErrLimit)
+	case err != nil:
+		return zero, int32(abi.ErrInvalid)
+	}
+	return v, 0
+}
+
+// patternsArg reads the pattern list a host call passes, at most max of them.
+func patternsArg(s *session, st []uint64, max int) ([]string, int32) {
+	return decodeArg(s, st, func(b []byte) ([]string, error) { return abi.DecodePatterns(b, max) })
+}
+
+// addPatterns is the body of sk_subscribe and sk_put_handle: it reads the call's pattern
+// list and registers each pattern not yet in have with the Signal K client, once it is sure
+// the total stays within limit (so a refused call adds nothing for lack of room); register
+// answers the pattern's cancel function or the error code for the plugin.
+func addPatterns(s *session, st []uint64, have map[string]func(), limit int, register func(sk SignalK, p string) (func(), int32)) int32 {
+	pats, rc := patternsArg(s, st, limit)
+	if rc != 0 {
+		return rc
+	}
+	sk := s.p.m.opts.SignalK
+	if sk == nil {
+		return int32(abi.ErrState)
+	}
 	fresh := 0
 	for _, p := range pats {
 		if have[p] == nil {
@@ -244,7 +265,7 @@ func addPatterns(pats []string, have map[string]func(), limit int, register func
 		if have[p] != nil {
 			continue
 		}
-		cancel, rc := register(p)
+		cancel, rc := register(sk, p)
 		if rc != 0 {
 			return rc
 		}
@@ -254,15 +275,7 @@ func addPatterns(pats []string, have map[string]func(), limit int, register func
 }
 
 func fnSKSubscribe(s *session, st []uint64) int32 {
-	pats, rc := patternsArg(s, st, abi.MaxPatterns)
-	if rc != 0 {
-		return rc
-	}
-	sk := s.p.m.opts.SignalK
-	if sk == nil {
-		return int32(abi.ErrState)
-	}
-	return addPatterns(pats, s.subs, abi.MaxPatterns, func(p string) (func(), int32) {
+	return addPatterns(s, st, s.subs, abi.MaxPatterns, func(sk SignalK, p string) (func(), int32) {
 		gen, in := s.gen, s.p.inbox
 		cancel, err := sk.Subscribe(p, func(d sktypes.Delta) {
 			v, err := valueFromJSON(d.Value)
@@ -296,15 +309,7 @@ func fnSKUnsubscribe(s *session, st []uint64) int32 {
 }
 
 func fnSKPutHandle(s *session, st []uint64) int32 {
-	pats, rc := patternsArg(s, st, abi.MaxPutHandlers)
-	if rc != 0 {
-		return rc
-	}
-	sk := s.p.m.opts.SignalK
-	if sk == nil {
-		return int32(abi.ErrState)
-	}
-	return addPatterns(pats, s.putPats, abi.MaxPutHandlers, func(p string) (func(), int32) {
+	return addPatterns(s, st, s.putPats, abi.MaxPutHandlers, func(sk SignalK, p string) (func(), int32) {
 		if !s.p.m.claimPutPattern(s.p.id, p) {
 			return nil, int32(abi.ErrConflict)
 		}
@@ -318,25 +323,17 @@ func fnSKPutHandle(s *session, st []uint64) int32 {
 }
 
 func fnSKPutReply(s *session, st []uint64) int32 {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return int32(e)
-	}
-	rep, err := abi.DecodePutReply(b)
-	if err != nil {
-		return int32(abi.ErrInvalid)
+	rep, rc := decodeArg(s, st, abi.DecodePutReply)
+	if rc != 0 {
+		return rc
 	}
 	return int32(s.replyPut(rep))
 }
 
 func fnSKPutSend(s *session, st []uint64) int32 {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return int32(e)
-	}
-	pv, err := abi.DecodePutSend(b)
-	if err != nil {
-		return int32(abi.ErrInvalid)
+	pv, rc := decodeArg(s, st, abi.DecodePutSend)
+	if rc != 0 {
+		return rc
 	}
 	sk := s.p.m.opts.SignalK
 	if sk == nil {
@@ -347,7 +344,7 @@ func fnSKPutSend(s *session, st []uint64) int32 {
 	id := s.nextPutID
 	s.putMu.Unlock()
 	gen, in := s.gen, s.p.inbox
-	err = sk.Put(pv.Path, pv.Value.AppendJSON(nil), func(a sktypes.PutAnswer) {
+	err := sk.Put(pv.Path, pv.Value.AppendJSON(nil), func(a sktypes.PutAnswer) {
 		in.push(gen, queued{kind: abi.EvPutAnswer, payload: abi.AppendPutAnswer(nil,
 			abi.PutAnswer{ID: id, Status: uint32(a.StatusCode), State: a.State, Message: a.Message})})
 	})
@@ -358,13 +355,9 @@ func fnSKPutSend(s *session, st []uint64) int32 {
 }
 
 func fnHealthReport(s *session, st []uint64) int32 {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return int32(e)
-	}
-	h, err := abi.DecodeHealthReport(b)
-	if err != nil {
-		return int32(abi.ErrInvalid)
+	h, rc := decodeArg(s, st, abi.DecodeHealthReport)
+	if rc != 0 {
+		return rc
 	}
 	if h.Reboot && !s.granted(abi.CapHealthReboot) {
 		s.p.denied.Add(1)
@@ -378,12 +371,11 @@ func fnHealthReport(s *session, st []uint64) int32 {
 		return 0
 	}
 	key := s.p.id + "." + h.Name
+	report := hl.Report
 	if h.Reboot {
-		err = hl.ReportFatal(key, h.State.String(), h.Message)
-	} else {
-		err = hl.Report(key, h.State.String(), h.Message)
+		report = hl.ReportFatal
 	}
-	if err != nil {
+	if err := report(key, h.State.String(), h.Message); err != nil {
 		s.p.log.Warn("health report refused", "key", key, "err", err)
 		return int32(errno(err, abi.ErrLimit))
 	}
@@ -431,22 +423,8 @@ func fnTimerCancel(s *session, st []uint64) int32 {
 }
 
 func fnPowerHold(s *session, st []uint64) int32 {
-	on := p32(st, 0)
-	if on > 1 {
-		return int32(abi.ErrInvalid)
-	}
-	pw := s.p.m.opts.Power
-	if pw == nil {
-		return int32(abi.ErrUnavailable)
-	}
-	switch {
-	case on == 1 && s.hold == nil:
-		s.hold = pw.Hold(s.p.id)
-	case on == 0 && s.hold != nil:
-		s.hold()
-		s.hold = nil
-	}
-	return 0
+	pw, id := s.p.m.opts.Power, s.p.id
+	return toggleWatch(st, pw != nil, &s.hold, func() (func(), error) { return pw.Hold(id), nil })
 }
 
 // PowerSleeper is a Power that also takes the application's sleep-now requests (power_sleep,
@@ -491,13 +469,9 @@ func fnClockNow(s *session, st []uint64) int32 {
 }
 
 func fnHTTPReply(s *session, st []uint64) int32 {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return int32(e)
-	}
-	h, err := abi.DecodeHTTPResponse(b)
-	if err != nil {
-		return int32(abi.ErrInvalid)
+	h, rc := decodeArg(s, st, abi.DecodeHTTPResponse)
+	if rc != 0 {
+		return rc
 	}
 	r := s.httpOpen[h.ID]
 	if r == nil {
@@ -509,13 +483,9 @@ func fnHTTPReply(s *session, st []uint64) int32 {
 }
 
 func fnSSEPublish(s *session, st []uint64) int32 {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return int32(e)
-	}
-	ev, err := abi.DecodeSSEEvent(b)
-	if err != nil {
-		return int32(abi.ErrInvalid)
+	ev, rc := decodeArg(s, st, abi.DecodeSSEEvent)
+	if rc != 0 {
+		return rc
 	}
 	if !s.p.declaresEvent(ev.Event) {
 		s.p.denied.Add(1)
@@ -590,13 +560,9 @@ func fnGPIOWatch(s *session, st []uint64) int32 {
 }
 
 func fnCANSend(s *session, st []uint64) int32 {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return int32(e)
-	}
-	f, err := abi.DecodeCANFrame(b)
-	if err != nil {
-		return int32(abi.ErrInvalid)
+	f, rc := decodeArg(s, st, abi.DecodeCANFrame)
+	if rc != 0 {
+		return rc
 	}
 	c := s.p.m.opts.CAN
 	if c == nil {
@@ -609,16 +575,10 @@ func fnCANSend(s *session, st []uint64) int32 {
 }
 
 func fnCANFilter(s *session, st []uint64) int32 {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return int32(e)
-	}
-	fs, err := abi.DecodeCANFilters(b)
-	if err != nil {
-		if len(b)/8 > abi.MaxCANFilters {
-			return int32(abi.ErrLimit)
-		}
-		return int32(abi.ErrInvalid)
+	// Filters are 8-byte records: an input with room for more than MaxCANFilters is too large.
+	fs, rc := decodeArgMax(s, st, 8*(abi.MaxCANFilters+1)-1, abi.DecodeCANFilters)
+	if rc != 0 {
+		return rc
 	}
 	c := s.p.m.opts.CAN
 	if c == nil {
@@ -651,33 +611,17 @@ func fnCANFilter(s *session, st []uint64) int32 {
 }
 
 func fnBLEScan(s *session, st []uint64) int32 {
-	on := p32(st, 0)
-	if on > 1 {
-		return int32(abi.ErrInvalid)
-	}
 	bl := s.p.m.opts.BLE
-	if bl == nil {
-		return int32(abi.ErrUnavailable)
-	}
-	switch {
-	case on == 0 && s.bleCancel != nil:
-		s.bleCancel()
-		s.bleCancel = nil
-	case on == 1 && s.bleCancel == nil:
-		gen, in := s.gen, s.p.inbox
-		cancel, err := bl.Scan(func(a BLEAdvert) {
+	gen, in := s.gen, s.p.inbox
+	return toggleWatch(st, bl != nil, &s.bleCancel, func() (func(), error) {
+		return bl.Scan(func(a BLEAdvert) {
 			if len(a.Address) > 17 || len(a.Data) > 255 || !utf8.ValidString(a.Address) {
 				return
 			}
 			in.push(gen, queued{kind: abi.EvBLE, payload: abi.AppendBLEAdvert(nil,
 				abi.BLEAdvert{Addr: a.Address, RSSI: int32(a.RSSI), Data: a.Data})})
 		})
-		if err != nil {
-			return int32(errno(err, abi.ErrIO))
-		}
-		s.bleCancel = cancel
-	}
-	return 0
+	})
 }
 
 // advertArg reads a legacy advertising payload (advertising data or scan response).

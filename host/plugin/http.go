@@ -456,12 +456,7 @@ func (m *Manager) serveCreateUpload(w http.ResponseWriter, r *http.Request) {
 			api.WriteErr(w, uploadError(err, ""))
 			return
 		}
-		doc, err := m.verifyUpload(up, b)
-		if err != nil {
-			api.WriteErr(w, err)
-			return
-		}
-		api.WriteJSON(w, http.StatusCreated, doc)
+		m.writeVerified(w, http.StatusCreated, up, b)
 	}
 }
 
@@ -525,21 +520,19 @@ func (m *Manager) serveCommit(w http.ResponseWriter, id string) {
 		api.WriteErr(w, uploadError(err, ""))
 		return
 	}
-	doc, err := m.verifyUpload(up, b)
-	if err != nil {
-		api.WriteErr(w, err)
-		return
-	}
-	api.WriteJSON(w, http.StatusOK, doc)
+	m.writeVerified(w, http.StatusOK, up, b)
 }
 
-func (m *Manager) verifyUpload(up upload, b []byte) (uploadDoc, error) {
+// writeVerified answers with the complete upload b and what its bundle asks for, or with the
+// bundle's refusal, having discarded the upload.
+func (m *Manager) writeVerified(w http.ResponseWriter, status int, up upload, b []byte) {
 	bd, err := m.verify(b)
 	if err != nil {
 		_ = m.uploads.discard(up.ID)
-		return uploadDoc{}, apiError(err)
+		api.WriteErr(w, apiError(err))
+		return
 	}
 	sum := sha256.Sum256(b)
-	return uploadDoc{upload: up, MaxChunk: MaxChunk,
-		Bundle: &bundleInfo{Manifest: bd.Manifest, KeyID: bd.KeyID, SHA256: hex.EncodeToString(sum[:])}}, nil
+	api.WriteJSON(w, status, uploadDoc{upload: up, MaxChunk: MaxChunk,
+		Bundle: &bundleInfo{Manifest: bd.Manifest, KeyID: bd.KeyID, SHA256: hex.EncodeToString(sum[:])}})
 }

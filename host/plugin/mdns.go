@@ -27,13 +27,9 @@ func mdnsKey(instance, typ, proto string) string {
 // fnMDNSService registers, replaces or withdraws one of the plugin's mDNS services. The
 // registrations belong to the instance: endMDNS withdraws them when it ends.
 func fnMDNSService(s *session, st []uint64) int32 {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return int32(e)
-	}
-	svc, err := abi.DecodeMDNSService(b)
-	if err != nil {
-		return int32(abi.ErrInvalid)
+	svc, rc := decodeArg(s, st, abi.DecodeMDNSService)
+	if rc != 0 {
+		return rc
 	}
 	if err := svc.Check(); err != nil {
 		return int32(errno(err, abi.ErrInvalid))

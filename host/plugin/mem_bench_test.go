@@ -80,27 +80,6 @@ func settle(b *testing.B) (rss, heap int64) {
 	return rss, int64(ms.HeapInuse)
 }
 
-// distinctModule makes a module with its own hash (so its own compiled code) by appending a
-// custom section named after tag.
-func distinctModule(mod []byte, tag string) []byte {
-	name := "devhost.mem"
-	payload := append([]byte{byte(len(name))}, name+tag...)
-	out := append([]byte(nil), mod...)
-	out = append(out, 0) // custom section id
-	for v := uint32(len(payload)); ; {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v != 0 {
-			c |= 0x80
-		}
-		out = append(out, c)
-		if v == 0 {
-			break
-		}
-	}
-	return append(out, payload...)
-}
-
 // memVariant is the minimal plugin (plugins/testdata/minimal) built one way.
 type memVariant struct {
 	name    string
@@ -165,19 +144,7 @@ func minimalModule(b *testing.B, variant string) []byte {
 func hostPluginMemory(b *testing.B, mod []byte, distinct bool) memFigures {
 	b.Helper()
 	m := benchManager(b, newFakeSK())
-	last := memPoints[len(memPoints)-1]
-	mods := make([][]byte, last)
-	for i := range mods {
-		mods[i] = mod
-		if distinct {
-			mods[i] = distinctModule(mod, strconv.Itoa(i))
-		}
-		cp, key, err := m.eng.acquire(context.Background(), mods[i])
-		if err != nil || cp == nil {
-			b.Fatalf("warming the compilation cache: %v", err)
-		}
-		m.eng.release(key)
-	}
+	mods := warmModules(b, m, mod, memPoints[len(memPoints)-1], distinct)
 	f := memFigures{wasmBytes: len(mod)}
 	started := 0
 	for i, n := range memPoints {

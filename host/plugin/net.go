@@ -82,13 +82,9 @@ func (s *session) endNet() {
 }
 
 func fnNetOpen(s *session, st []uint64) int32 {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return int32(e)
-	}
-	o, err := abi.DecodeNetOpen(b)
-	if err != nil {
-		return int32(abi.ErrInvalid)
+	o, rc := decodeArg(s, st, abi.DecodeNetOpen)
+	if rc != 0 {
+		return rc
 	}
 	t := &s.net
 	t.mu.Lock()
@@ -132,16 +128,9 @@ func fnNetOpen(s *session, st []uint64) int32 {
 }
 
 func fnNetSend(s *session, st []uint64) int32 {
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return int32(e)
-	}
-	d, err := abi.DecodeNetData(b)
-	if err != nil {
-		if len(b) > abi.MaxNetDatagram {
-			return int32(abi.ErrLimit)
-		}
-		return int32(abi.ErrInvalid)
+	d, rc := decodeArgMax(s, st, abi.MaxNetDatagram, abi.DecodeNetData)
+	if rc != 0 {
+		return rc
 	}
 	n := s.net.get(d.ID)
 	if n == nil {

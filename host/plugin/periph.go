@@ -114,21 +114,6 @@ func rcOf(err error, def abi.Errno) int32 {
 	return int32(errno(err, def))
 }
 
-// decodeArg reads a host function's (ptr, len) input and decodes it; a malformed one is
-// ErrInvalid.
-func decodeArg[T any](s *session, st []uint64, decode func([]byte) (T, error)) (T, int32) {
-	var zero T
-	b, e := s.mem(p32(st, 0), p32(st, 1))
-	if e != 0 {
-		return zero, int32(e)
-	}
-	v, err := decode(b)
-	if err != nil {
-		return zero, int32(abi.ErrInvalid)
-	}
-	return v, 0
-}
-
 // request hands a request to the instance of generation gen and waits for its reply.
 func (p *plugin) request(ctx context.Context, gen uint64, kind abi.EventKind, payload func(id uint32) []byte) (any, error) {
 	req := &waitReq{id: p.nextHTTP.Add(1), kind: kind, reply: make(chan any, 1)}
@@ -186,12 +171,7 @@ func (s *session) endPeriph() {
 		ps.servesGATT = false
 	}
 	s.setPortalPaths(nil)
-	for _, c := range []*func(){&ps.wifiCancel, &ps.btnCancel, &ps.portalRelease} {
-		if *c != nil {
-			(*c)()
-			*c = nil
-		}
-	}
+	release(&ps.wifiCancel, &ps.btnCancel, &ps.portalRelease)
 	s.finishPeriph()
 }
 
@@ -422,29 +402,33 @@ func fnWiFiStatus(s *session, st []uint64) int32 {
 func fnWiFiWatch(s *session, st []uint64) int32 {
 	w := s.p.m.opts.WiFi
 	gen, in := s.gen, s.p.inbox
-	return toggleWatch(st, w != nil, &s.periph.wifiCancel, func() func() {
+	return toggleWatch(st, w != nil, &s.periph.wifiCancel, func() (func(), error) {
 		return w.Watch(func(st abi.WiFiStatus) {
 			if b, err := json.Marshal(st); err == nil {
 				in.push(gen, queued{kind: abi.EvWiFi, payload: b})
 			}
-		})
+		}), nil
 	})
 }
 
-// toggleWatch is the body of a watch function: argument 1 starts the watch (start returns
-// its cancel, kept in *cancel), 0 stops it; available false is a device without it.
-func toggleWatch(st []uint64, available bool, cancel *func(), start func() func()) int32 {
+// toggleWatch is the body of a function that turns something on (argument 1) or off (0):
+// start turns it on and returns how to turn it off, kept in *cancel (an error of start is
+// ErrIO unless it wraps an abi.Errno); available false is a device without it.
+func toggleWatch(st []uint64, available bool, cancel *func(), start func() (func(), error)) int32 {
 	on := p32(st, 0)
 	switch {
 	case on > 1:
 		return int32(abi.ErrInvalid)
 	case !available:
 		return int32(abi.ErrUnavailable)
-	case on == 0 && *cancel != nil:
-		(*cancel)()
-		*cancel = nil
+	case on == 0:
+		release(cancel)
 	case on == 1 && *cancel == nil:
-		*cancel = start()
+		c, err := start()
+		if err != nil {
+			return int32(errno(err, abi.ErrIO))
+		}
+		*cancel = c
 	}
 	return 0
 }
@@ -466,9 +450,9 @@ func fnWiFiScan(s *session, st []uint64) int32 {
 
 func fnPortalHold(s *session, st []uint64) int32 {
 	w, id := s.p.m.opts.WiFi, s.p.id
-	return toggleWatch(st, w != nil, &s.periph.portalRelease, func() func() {
+	return toggleWatch(st, w != nil, &s.periph.portalRelease, func() (func(), error) {
 		w.HoldPortal(id, true)
-		return func() { w.HoldPortal(id, false) }
+		return func() { w.HoldPortal(id, false) }, nil
 	})
 }
 
@@ -487,10 +471,10 @@ func fnProvPoP(s *session, st []uint64) int32 {
 func fnButtonWatch(s *session, st []uint64) int32 {
 	bt := s.p.m.opts.Button
 	gen, in := s.gen, s.p.inbox
-	return toggleWatch(st, bt != nil, &s.periph.btnCancel, func() func() {
+	return toggleWatch(st, bt != nil, &s.periph.btnCancel, func() (func(), error) {
 		return bt.Watch(func(seconds int) {
 			in.push(gen, queued{kind: abi.EvButton, payload: abi.AppendTimer(nil, uint32(max(seconds, 0)))})
-		})
+		}), nil
 	})
 }
 

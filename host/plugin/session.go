@@ -165,12 +165,27 @@ func (s *session) finishRequests() {
 		delete(s.httpOpen, id)
 	}
 	s.finishPeriph()
-	s.putMu.Lock()
-	open := s.putOpen
-	s.putOpen = map[uint32]*putReq{}
-	s.putMu.Unlock()
-	for _, r := range open {
+	for _, r := range s.takePuts(&s.putOpen) {
 		r.reply(sk.PutFailure, "the plugin did not answer")
+	}
+}
+
+// takePuts empties the PUT table *t and returns what it held.
+func (s *session) takePuts(t *map[uint32]*putReq) map[uint32]*putReq {
+	s.putMu.Lock()
+	defer s.putMu.Unlock()
+	held := *t
+	*t = map[uint32]*putReq{}
+	return held
+}
+
+// release calls each cancel function that is set and clears it.
+func release(cancels ...*func()) {
+	for _, c := range cancels {
+		if *c != nil {
+			(*c)()
+			*c = nil
+		}
 	}
 }
 
@@ -188,28 +203,15 @@ func (s *session) end() {
 	for _, t := range s.timers {
 		t.Stop()
 	}
-	if s.hold != nil {
-		s.hold()
-		s.hold = nil
-	}
 	for _, c := range s.gpioWatch {
 		c()
 	}
-	if s.canCancel != nil {
-		s.canCancel()
-	}
-	if s.bleCancel != nil {
-		s.bleCancel()
-	}
+	release(&s.hold, &s.canCancel, &s.bleCancel)
 	s.endMDNS()
 	s.endNet()
 	s.endPeriph()
 	s.finishRequests()
-	s.putMu.Lock()
-	deferred := s.putDeferred
-	s.putDeferred = map[uint32]*putReq{}
-	s.putMu.Unlock()
-	for _, r := range deferred {
+	for _, r := range s.takePuts(&s.putDeferred) {
 		r.timer.Stop()
 		r.reply(sk.PutFailure, "the plugin stopped")
 	}

@@ -105,12 +105,8 @@ func LoadOrCreateDevKey(dir string) (k *rsa.PrivateKey, created bool, err error)
 // public half for operators to hand to devices; the private key is the truth.
 func LoadOrCreateKey(dir, privName, pubName string) (k *rsa.PrivateKey, created bool, err error) {
 	priv := filepath.Join(dir, privName)
-	b, err := os.ReadFile(priv)
+	k, err = abi.ReadPrivateKey(priv)
 	if err == nil {
-		k, err := abi.ParsePrivateKey(b)
-		if err != nil {
-			return nil, false, fmt.Errorf("%s: %w", priv, err)
-		}
 		return k, false, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {

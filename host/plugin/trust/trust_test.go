@@ -26,11 +26,7 @@ func keys(t *testing.T) (*rsa.PrivateKey, *rsa.PrivateKey) {
 	t.Helper()
 	keyOnce.Do(func() {
 		load := func(n string) *rsa.PrivateKey {
-			b, err := os.ReadFile(filepath.Join("..", "testdata", "keys", n+".pem"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			k, err := abi.ParsePrivateKey(b)
+			k, err := abi.ReadPrivateKey(filepath.Join("..", "testdata", "keys", n+".pem"))
 			if err != nil {
 				t.Fatal(err)
 			}

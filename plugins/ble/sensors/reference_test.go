@@ -11,8 +11,6 @@ import (
 	"crypto/cipher"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +19,7 @@ import (
 	"time"
 
 	"devhost/host/signalk/sktest"
+	"devhost/plugins"
 )
 
 // The reference: npm bt-sensors-plugin-sk at this version, installed by `make bt-sensors-ref`
@@ -244,14 +243,7 @@ func TestReferenceValues(t *testing.T) {
 func sameValue(got, want any) bool {
 	switch w := want.(type) {
 	case float64:
-		g, ok := got.(float64)
-		if !ok {
-			return false
-		}
-		if w == 0 {
-			return g == 0
-		}
-		return math.Abs(g-w) <= 1e-9*math.Abs(w)
+		return approx(got, w)
 	case map[string]any:
 		g, ok := got.(map[string]any)
 		return ok && reflect.DeepEqual(g, w)
@@ -374,11 +366,7 @@ func ensureReference(t *testing.T) string {
 	t.Helper()
 	cache := os.Getenv("BT_SENSORS_DIR")
 	if cache == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cache = filepath.Join(root, ".cache", "bt-sensors")
+		cache = filepath.Join(filepath.Dir(plugins.Dir()), ".cache", "bt-sensors")
 	}
 	pkg := filepath.Join(cache, "node_modules", "bt-sensors-plugin-sk")
 	if installedVersion(pkg) == refVersion {
@@ -419,21 +407,4 @@ func installedVersion(pkg string) string {
 		return ""
 	}
 	return p.Version
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the test's folder")
-		}
-		dir = parent
-	}
 }

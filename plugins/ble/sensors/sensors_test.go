@@ -20,6 +20,8 @@ func valuesOf(t *testing.T, vals []Value) map[string]Value {
 	return m
 }
 
+// approx reports whether got is a number within 1e-9 relative of want (exactly want when
+// that is zero).
 func approx(got any, want float64) bool {
 	g, ok := got.(float64)
 	if !ok {

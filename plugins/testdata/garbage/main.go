@@ -10,35 +10,33 @@ package main
 
 import (
 	"strconv"
+	"unsafe"
 
-	"devhost/plugins/testdata/internal/hostcall"
+	"devhost/abi"
+	"devhost/abi/hostcall"
 )
 
 var junk = []byte("\xff\xff\xff\x7fgarbage\x00\x01\x02{not json")
 
+// outside is an address beyond the module's memory.
+var outside = unsafe.Add(unsafe.Pointer(nil), 0xfffffff0)
+
 func logLine(s string) {
-	b := []byte(s)
-	hostcall.Log(2, hostcall.Addr(b), uint32(len(b)))
+	p, n := hostcall.Mem([]byte(s))
+	hostcall.Log(2, p, n)
 }
 
 func spray() {
-	fns := []struct {
-		name string
-		fn   func(ptr, n uint32) int32
-	}{
-		{"ns_register", hostcall.NsRegister}, {"sk_publish", hostcall.SKPublish},
-		{"sk_meta", hostcall.SKMeta}, {"sk_put_reply", hostcall.SKPutReply},
-		{"http_reply", hostcall.HTTPReply}, {"health_report", hostcall.HealthReport},
-		{"sse_publish", hostcall.SSEPublish},
-	}
-	for _, f := range fns {
-		a := f.fn(hostcall.Addr(junk), uint32(len(junk)))
-		b := f.fn(0xfffffff0, 64)
-		c := f.fn(hostcall.Addr(junk), 1<<30)
-		logLine("garbage: " + f.name + " " + strconv.Itoa(int(a)) + " " + strconv.Itoa(int(b)) + " " + strconv.Itoa(int(c)))
+	for _, fn := range []string{abi.FnNsRegister, abi.FnSKPublish, abi.FnSKMeta, abi.FnSKPutReply,
+		abi.FnHTTPReply, abi.FnHealthReport, abi.FnSSEPublish} {
+		p, n := hostcall.Mem(junk)
+		a := hostcall.Call(fn, p, n)
+		b := hostcall.Call(fn, outside, 64)
+		c := hostcall.Call(fn, p, 1<<30)
+		logLine("garbage: " + fn + " " + strconv.Itoa(int(a)) + " " + strconv.Itoa(int(b)) + " " + strconv.Itoa(int(c)))
 	}
 	// An output buffer outside memory: nothing may be written.
-	logLine("garbage: event_read " + strconv.Itoa(int(hostcall.EventRead(0xfffffff0, 1<<20))))
+	logLine("garbage: event_read " + strconv.Itoa(int(hostcall.EventRead(outside, 1<<20))))
 }
 
 //go:wasmexport dev_init

@@ -25,25 +25,19 @@ import (
 	"unsafe"
 
 	"devhost/abi"
+	"devhost/abi/hostcall"
 )
 
 func main() {}
 
-func ptr(b []byte) unsafe.Pointer {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Pointer(&b[0])
-}
-
 // call passes b to a (ptr, len) host function.
-func call(f func(unsafe.Pointer, uint32) int32, b []byte) int32 { return f(ptr(b), uint32(len(b))) }
+func call(f func(unsafe.Pointer, uint32) int32, b []byte) int32 { return f(hostcall.Mem(b)) }
 
 // read fetches what a (ptr, cap) host function has, growing the buffer as the ABI says.
 func read(f func(unsafe.Pointer, uint32) int32) ([]byte, int32) {
 	buf := make([]byte, 256)
 	for {
-		n := f(ptr(buf), uint32(len(buf)))
+		n := f(hostcall.Mem(buf))
 		if n < 0 {
 			return nil, n
 		}
@@ -54,7 +48,13 @@ func read(f func(unsafe.Pointer, uint32) int32) ([]byte, int32) {
 	}
 }
 
-func logf(s string) { call(func(p unsafe.Pointer, n uint32) int32 { return hLog(1, p, n) }, []byte(s)) }
+// logAt logs s at level (0 debug to 3 error).
+func logAt(level int32, s string) int32 {
+	p, n := hostcall.Mem([]byte(s))
+	return hostcall.Log(level, p, n)
+}
+
+func logf(s string) { logAt(1, s) }
 
 var (
 	id       string
@@ -73,7 +73,7 @@ const descriptor = `{"namespace":"","version":1,"title":"Test plugin","keys":[
 
 //go:wasmexport dev_init
 func devInit() int32 {
-	batch, _ := read(hEventRead)
+	batch, _ := read(hostcall.EventRead)
 	evs, err := abi.DecodeEvents(batch)
 	if err != nil || len(evs) != 1 || evs[0].Kind != abi.EvInit {
 		return 3
@@ -93,9 +93,9 @@ func devInit() int32 {
 	case id == "badinit":
 		return 7
 	case id == "refused":
-		if rc := call(hNsRegister, []byte(descriptor)); rc != 0 {
+		if rc := call(hostcall.NsRegister, []byte(descriptor)); rc != 0 {
 			msg := "sdk: register namespace: " + abi.Errno(rc).Error()
-			call(func(p unsafe.Pointer, n uint32) int32 { return hLog(3, p, n) }, []byte(msg))
+			logAt(3, msg)
 			return 1
 		}
 		return 0
@@ -111,43 +111,43 @@ func devInit() int32 {
 		probe()
 		return 0
 	case id == "badns":
-		logf("bad descriptor rc=" + strconv.Itoa(int(call(hNsRegister, []byte(`{"namespace":"","keys":[{"name":"x","type":"nonsense"}]}`)))))
-		logf("foreign namespace rc=" + strconv.Itoa(int(call(hNsRegister, []byte(`{"namespace":"f_other","version":1,"title":"x","keys":[]}`)))))
+		logf("bad descriptor rc=" + strconv.Itoa(int(call(hostcall.NsRegister, []byte(`{"namespace":"","keys":[{"name":"x","type":"nonsense"}]}`)))))
+		logf("foreign namespace rc=" + strconv.Itoa(int(call(hostcall.NsRegister, []byte(`{"namespace":"f_other","version":1,"title":"x","keys":[]}`)))))
 		return 0
 	case id == "periph":
 		periphInit()
 		return 0
 	case id == "garbage":
-		logf("outside rc=" + strconv.Itoa(int(hSKPublish(unsafe.Pointer(uintptr(0x7ffffff0)), 4096))))
-		logf("malformed rc=" + strconv.Itoa(int(call(hSKPublish, []byte{1, 2, 3}))))
-		logf("huge rc=" + strconv.Itoa(int(hLog(1, nil, 1<<30))))
-		logf("badlevel rc=" + strconv.Itoa(int(call(func(p unsafe.Pointer, n uint32) int32 { return hLog(9, p, n) }, []byte("x")))))
+		logf("outside rc=" + strconv.Itoa(int(hostcall.SKPublish(unsafe.Add(unsafe.Pointer(nil), 0x7ffffff0), 4096))))
+		logf("malformed rc=" + strconv.Itoa(int(call(hostcall.SKPublish, []byte{1, 2, 3}))))
+		logf("huge rc=" + strconv.Itoa(int(hostcall.Log(1, nil, 1<<30))))
+		logf("badlevel rc=" + strconv.Itoa(int(logAt(9, "x"))))
 		return 0
 	}
 	if caps["config"] {
-		rc := call(hNsRegister, []byte(descriptor))
+		rc := call(hostcall.NsRegister, []byte(descriptor))
 		logf("ns_register rc=" + strconv.Itoa(int(rc)))
 		if rc == 0 {
-			logf("second ns_register rc=" + strconv.Itoa(int(call(hNsRegister, []byte(descriptor)))))
+			logf("second ns_register rc=" + strconv.Itoa(int(call(hostcall.NsRegister, []byte(descriptor)))))
 		}
-		if v, n := read(hConfigGet); n >= 0 {
+		if v, n := read(hostcall.ConfigGet); n >= 0 {
 			lastCfg = string(v)
 		}
 	}
 	if caps["signalk.subscribe"] {
-		call(hSKSubscribe, abi.AppendStrings(nil, []string{"environment.*"}))
+		call(hostcall.SKSubscribe, abi.AppendStrings(nil, []string{"environment.*"}))
 	}
 	if caps["signalk.put"] {
-		call(hSKPutHandle, abi.AppendStrings(nil, []string{"electrical.switches.*", "bench.publish"}))
+		call(hostcall.SKPutHandle, abi.AppendStrings(nil, []string{"electrical.switches.*", "bench.publish"}))
 	}
 	if caps["health"] {
-		call(hHealthReport, abi.AppendHealthReport(nil, abi.HealthReport{Name: "state", State: abi.HealthNormal, Message: "started"}))
+		call(hostcall.HealthReport, abi.AppendHealthReport(nil, abi.HealthReport{Name: "state", State: abi.HealthNormal, Message: "started"}))
 	}
 	if caps["gpio"] {
-		hGPIOWatch(4, abi.EdgeBoth)
+		hostcall.GPIOWatch(4, abi.EdgeBoth)
 	}
 	if caps["can"] {
-		call(hCANFilter, abi.AppendCANFilters(nil, []abi.CANFilter{{ID: 0x100, Mask: 0x700}}))
+		call(hostcall.CANFilter, abi.AppendCANFilters(nil, []abi.CANFilter{{ID: 0x100, Mask: 0x700}}))
 	}
 	logf("started " + id)
 	return 0
@@ -156,41 +156,41 @@ func devInit() int32 {
 // probe calls every host function once with a valid argument and records the answers.
 func probe() {
 	v := abi.AppendValues(nil, []abi.PathValue{{Path: "test.value", Value: abi.Number(1)}})
-	probes["log"] = call(func(p unsafe.Pointer, n uint32) int32 { return hLog(1, p, n) }, []byte("probe"))
-	probes["ns_register"] = call(hNsRegister, []byte(descriptor))
-	_, probes["config_get"] = read(hConfigGet)
-	probes["sk_publish"] = call(hSKPublish, v)
-	probes["sk_meta"] = call(hSKMeta, abi.AppendMeta(nil, []abi.Meta{{Path: "test.value", JSON: []byte(`{"units":"m"}`)}}))
-	probes["sk_subscribe"] = call(hSKSubscribe, abi.AppendStrings(nil, []string{"test.*"}))
-	probes["sk_unsubscribe"] = call(hSKUnsubscribe, abi.AppendStrings(nil, []string{"test.*"}))
-	probes["sk_put_handle"] = call(hSKPutHandle, abi.AppendStrings(nil, []string{"test.put"}))
-	probes["sk_put_reply"] = call(hSKPutReply, abi.AppendPutReply(nil, abi.PutReply{ID: 99}))
-	probes["sk_put_send"] = call(hSKPutSend, abi.AppendPutSend(nil, "test.value", abi.Number(2)))
-	probes["health_report"] = call(hHealthReport, abi.AppendHealthReport(nil, abi.HealthReport{Name: "probe", State: abi.HealthWarn, Message: "probing"}))
-	probes["health_reboot"] = call(hHealthReport, abi.AppendHealthReport(nil, abi.HealthReport{Name: "probe", State: abi.HealthAlarm, Reboot: true}))
-	probes["timer_set"] = hTimerSet(1, 1000, 0)
-	probes["timer_cancel"] = hTimerCancel(1)
-	probes["power_hold"] = hPowerHold(1)
-	_, probes["clock_now"] = read(hClockNow)
-	probes["http_reply"] = call(hHTTPReply, abi.AppendHTTPResponse(nil, abi.HTTPResponse{ID: 12345, Status: 200}))
-	probes["sse_publish"] = call(hSSEPublish, abi.AppendSSEEvent(nil, abi.SSEEvent{Event: id, Retain: true, Data: []byte(`{"probe":true}`)}))
-	probes["gpio_read"] = hGPIORead(1)
-	probes["gpio_write"] = hGPIOWrite(2, 1)
-	probes["gpio_watch"] = hGPIOWatch(3, abi.EdgeBoth)
-	probes["can_send"] = call(hCANSend, abi.AppendCANFrame(nil, abi.CANFrame{ID: 0x123, Data: []byte{1, 2}}))
-	probes["can_filter"] = call(hCANFilter, abi.AppendCANFilters(nil, []abi.CANFilter{{ID: 0, Mask: 0}}))
-	probes["ble_scan"] = hBLEScan(1)
-	probes["ble_advertise"] = call(hBLEAdvertise, []byte{2, 1, 6})
-	probes["mdns_service"] = call(hMDNSService, abi.AppendMDNSService(nil, abi.MDNSService{Instance: id, Type: "_probe", Proto: "_tcp", Port: 8080, TXT: []string{"v=1"}}))
+	probes["log"] = logAt(1, "probe")
+	probes["ns_register"] = call(hostcall.NsRegister, []byte(descriptor))
+	_, probes["config_get"] = read(hostcall.ConfigGet)
+	probes["sk_publish"] = call(hostcall.SKPublish, v)
+	probes["sk_meta"] = call(hostcall.SKMeta, abi.AppendMeta(nil, []abi.Meta{{Path: "test.value", JSON: []byte(`{"units":"m"}`)}}))
+	probes["sk_subscribe"] = call(hostcall.SKSubscribe, abi.AppendStrings(nil, []string{"test.*"}))
+	probes["sk_unsubscribe"] = call(hostcall.SKUnsubscribe, abi.AppendStrings(nil, []string{"test.*"}))
+	probes["sk_put_handle"] = call(hostcall.SKPutHandle, abi.AppendStrings(nil, []string{"test.put"}))
+	probes["sk_put_reply"] = call(hostcall.SKPutReply, abi.AppendPutReply(nil, abi.PutReply{ID: 99}))
+	probes["sk_put_send"] = call(hostcall.SKPutSend, abi.AppendPutSend(nil, "test.value", abi.Number(2)))
+	probes["health_report"] = call(hostcall.HealthReport, abi.AppendHealthReport(nil, abi.HealthReport{Name: "probe", State: abi.HealthWarn, Message: "probing"}))
+	probes["health_reboot"] = call(hostcall.HealthReport, abi.AppendHealthReport(nil, abi.HealthReport{Name: "probe", State: abi.HealthAlarm, Reboot: true}))
+	probes["timer_set"] = hostcall.TimerSet(1, 1000, 0)
+	probes["timer_cancel"] = hostcall.TimerCancel(1)
+	probes["power_hold"] = hostcall.PowerHold(1)
+	_, probes["clock_now"] = read(hostcall.ClockNow)
+	probes["http_reply"] = call(hostcall.HTTPReply, abi.AppendHTTPResponse(nil, abi.HTTPResponse{ID: 12345, Status: 200}))
+	probes["sse_publish"] = call(hostcall.SSEPublish, abi.AppendSSEEvent(nil, abi.SSEEvent{Event: id, Retain: true, Data: []byte(`{"probe":true}`)}))
+	probes["gpio_read"] = hostcall.GPIORead(1)
+	probes["gpio_write"] = hostcall.GPIOWrite(2, 1)
+	probes["gpio_watch"] = hostcall.GPIOWatch(3, abi.EdgeBoth)
+	probes["can_send"] = call(hostcall.CANSend, abi.AppendCANFrame(nil, abi.CANFrame{ID: 0x123, Data: []byte{1, 2}}))
+	probes["can_filter"] = call(hostcall.CANFilter, abi.AppendCANFilters(nil, []abi.CANFilter{{ID: 0, Mask: 0}}))
+	probes["ble_scan"] = hostcall.BLEScan(1)
+	probes["ble_advertise"] = call(hostcall.BLEAdvertise, []byte{2, 1, 6})
+	probes["mdns_service"] = call(hostcall.MDNSService, abi.AppendMDNSService(nil, abi.MDNSService{Instance: id, Type: "_probe", Proto: "_tcp", Port: 8080, TXT: []string{"v=1"}}))
 	// A receive-only UDP socket on a free port, left open for the stop to close.
-	probes["net_open"] = call(hNetOpen, abi.AppendNetOpen(nil, abi.NetOpen{Proto: abi.NetUDP}))
-	probes["net_send"] = call(hNetSend, abi.AppendNetData(nil, abi.NetData{ID: 1, Data: []byte("x")}))
-	probes["net_close"] = hNetClose(99)
+	probes["net_open"] = call(hostcall.NetOpen, abi.AppendNetOpen(nil, abi.NetOpen{Proto: abi.NetUDP}))
+	probes["net_send"] = call(hostcall.NetSend, abi.AppendNetData(nil, abi.NetData{ID: 1, Data: []byte("x")}))
+	probes["net_close"] = hostcall.NetClose(99)
 }
 
 //go:wasmexport dev_event
 func devEvent() int32 {
-	batch, n := read(hEventRead)
+	batch, n := read(hostcall.EventRead)
 	if n < 0 {
 		return 2
 	}
@@ -228,16 +228,16 @@ func handle(e abi.Event) {
 		case strings.Contains(p.Path, "later"):
 			reply.Result = abi.PutDeferred
 			deferred = p.ID
-			hTimerSet(7, 100, 0)
+			hostcall.TimerSet(7, 100, 0)
 		case p.Value.Kind != abi.KindBool:
 			reply.Result, reply.Message = abi.PutInvalid, "want a bool"
 		default:
-			call(hSKPublish, abi.AppendValues(nil, []abi.PathValue{{Path: p.Path, Value: p.Value}}))
+			call(hostcall.SKPublish, abi.AppendValues(nil, []abi.PathValue{{Path: p.Path, Value: p.Value}}))
 		}
-		call(hSKPutReply, abi.AppendPutReply(nil, reply))
+		call(hostcall.SKPutReply, abi.AppendPutReply(nil, reply))
 	case abi.EvTimer:
 		if deferred != 0 {
-			call(hSKPutReply, abi.AppendPutReply(nil, abi.PutReply{ID: deferred, Result: abi.PutSuccess, Message: "done later"}))
+			call(hostcall.SKPutReply, abi.AppendPutReply(nil, abi.PutReply{ID: deferred, Result: abi.PutSuccess, Message: "done later"}))
 			deferred = 0
 		}
 	case abi.EvHTTP:
@@ -249,19 +249,19 @@ func handle(e abi.Event) {
 	case abi.EvGPIO:
 		g, err := abi.DecodeGPIOEdge(e.Data)
 		if err == nil {
-			hGPIOWrite(int32(g.Pin)+1, int32(g.Level))
+			hostcall.GPIOWrite(int32(g.Pin)+1, int32(g.Level))
 		}
 	case abi.EvCAN:
 		f, err := abi.DecodeCANFrame(e.Data)
 		if err == nil {
 			f.ID++
-			call(hCANSend, abi.AppendCANFrame(nil, f))
+			call(hostcall.CANSend, abi.AppendCANFrame(nil, f))
 		}
 	case abi.EvGATT, abi.EvPortal, abi.EvWiFi, abi.EvButton:
 		periphEvent(e)
 	case abi.EvStop:
 		logf("stopping " + id)
-		call(hHealthReport, abi.AppendHealthReport(nil, abi.HealthReport{Name: "state", State: abi.HealthNormal, Message: "stopped"}))
+		call(hostcall.HealthReport, abi.AppendHealthReport(nil, abi.HealthReport{Name: "state", State: abi.HealthNormal, Message: "stopped"}))
 	}
 }
 
@@ -279,11 +279,11 @@ func publishBench(v abi.Value) {
 		vals[i] = abi.PathValue{Path: "bench.value" + strconv.Itoa(i%10), Value: abi.Number(float64(i))}
 	}
 	if req.Batch {
-		call(hSKPublish, abi.AppendValues(nil, vals))
+		call(hostcall.SKPublish, abi.AppendValues(nil, vals))
 		return
 	}
 	for _, pv := range vals {
-		call(hSKPublish, abi.AppendValue(nil, pv.Path, pv.Value))
+		call(hostcall.SKPublish, abi.AppendValue(nil, pv.Path, pv.Value))
 	}
 }
 
@@ -304,5 +304,5 @@ func serveHTTP(h abi.HTTPRequest) {
 		body, _ = json.Marshal(map[string]any{"id": id, "method": h.Method, "route": h.Route, "path": h.Path,
 			"query": h.Query, "body": string(h.Body), "config": lastCfg, "received": received})
 	}
-	call(hHTTPReply, abi.AppendHTTPResponse(nil, abi.HTTPResponse{ID: h.ID, Status: 200, Body: body}))
+	call(hostcall.HTTPReply, abi.AppendHTTPResponse(nil, abi.HTTPResponse{ID: h.ID, Status: 200, Body: body}))
 }

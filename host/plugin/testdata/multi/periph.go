@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"devhost/abi"
+	"devhost/abi/hostcall"
 )
 
 // The periph part: a GATT service of two characteristics (0: read and write, answering a
@@ -26,29 +27,29 @@ var written = map[uint32][]byte{} // by connection
 func rc(name string, v int32) { logf(name + " rc=" + strconv.Itoa(int(v))) }
 
 func periphInit() {
-	rc("gatt_serve", call(hGATTServe, abi.AppendGATTService(nil, abi.GATTService{UUID: periphSvc, Chars: []abi.GATTChar{
+	rc("gatt_serve", call(hostcall.GATTServe, abi.AppendGATTService(nil, abi.GATTService{UUID: periphSvc, Chars: []abi.GATTChar{
 		{UUID: periphRW, Props: abi.GATTPropRead | abi.GATTPropWrite, Description: "prov-session"},
 		{UUID: periphNote, Props: abi.GATTPropNotify, Description: "note"}}})))
-	rc("ble_scan_response", call(hBLEScanResponse, []byte{5, 0x09, 'P', 'R', 'O', 'V'}))
-	rc("portal_serve", call(hPortalServe, abi.AppendStrings(nil, []string{"/prov-session"})))
-	rc("wifi_watch", hWifiWatch(1))
-	rc("button_watch", hButtonWatch(1))
-	rc("portal_hold", hPortalHold(1))
-	rc("wifi_provision", call(hWifiProvision, abi.AppendWiFiCredentials(nil, abi.WiFiCredentials{SSID: "boat", Passphrase: "longenough"})))
-	rc("wifi_provision short", call(hWifiProvision, abi.AppendWiFiCredentials(nil, abi.WiFiCredentials{SSID: "boat", Passphrase: "short"})))
-	if b, n := read(hWifiStatus); n >= 0 {
+	rc("ble_scan_response", call(hostcall.BLEScanResponse, []byte{5, 0x09, 'P', 'R', 'O', 'V'}))
+	rc("portal_serve", call(hostcall.PortalServe, abi.AppendStrings(nil, []string{"/prov-session"})))
+	rc("wifi_watch", hostcall.WiFiWatch(1))
+	rc("button_watch", hostcall.ButtonWatch(1))
+	rc("portal_hold", hostcall.PortalHold(1))
+	rc("wifi_provision", call(hostcall.WiFiProvision, abi.AppendWiFiCredentials(nil, abi.WiFiCredentials{SSID: "boat", Passphrase: "longenough"})))
+	rc("wifi_provision short", call(hostcall.WiFiProvision, abi.AppendWiFiCredentials(nil, abi.WiFiCredentials{SSID: "boat", Passphrase: "short"})))
+	if b, n := read(hostcall.WiFiStatus); n >= 0 {
 		var st abi.WiFiStatus
 		if json.Unmarshal(b, &st) == nil {
 			logf("wifi_status " + st.State + " configured=" + strconv.FormatBool(st.Configured) + " mac=" + st.MAC)
 		}
 	}
-	if b, n := read(hWifiScan); n >= 0 {
+	if b, n := read(hostcall.WiFiScan); n >= 0 {
 		var aps []abi.WiFiAP
 		if json.Unmarshal(b, &aps) == nil && len(aps) > 0 {
 			logf("wifi_scan " + aps[0].SSID + " " + aps[0].Auth)
 		}
 	}
-	if b, n := read(hProvPop); n >= 0 {
+	if b, n := read(hostcall.ProvPoP); n >= 0 {
 		logf("prov_pop " + string(b))
 	}
 }
@@ -75,20 +76,20 @@ func periphEvent(e abi.Event) {
 		case abi.GATTWrite:
 			written[g.Conn] = append([]byte(nil), g.Value...)
 			if string(g.Value) == "notify" {
-				rc("gatt_notify", call(hGATTNotify, abi.AppendGATTNotification(nil, abi.GATTNotification{Char: 1, Value: []byte("hello")})))
+				rc("gatt_notify", call(hostcall.GATTNotify, abi.AppendGATTNotification(nil, abi.GATTNotification{Char: 1, Value: []byte("hello")})))
 			}
 			var att uint8
 			if string(g.Value) == "refuse" {
 				att = 0x80
 			}
-			call(hGATTReply, abi.AppendGATTReply(nil, abi.GATTReply{ID: g.ID, ATT: att}))
+			call(hostcall.GATTReply, abi.AppendGATTReply(nil, abi.GATTReply{ID: g.ID, ATT: att}))
 		case abi.GATTRead:
 			v, ok := written[g.Conn]
 			if !ok {
-				call(hGATTReply, abi.AppendGATTReply(nil, abi.GATTReply{ID: g.ID, ATT: 0x0e}))
+				call(hostcall.GATTReply, abi.AppendGATTReply(nil, abi.GATTReply{ID: g.ID, ATT: 0x0e}))
 				return
 			}
-			call(hGATTReply, abi.AppendGATTReply(nil, abi.GATTReply{ID: g.ID, Value: reverse(v)}))
+			call(hostcall.GATTReply, abi.AppendGATTReply(nil, abi.GATTReply{ID: g.ID, Value: reverse(v)}))
 		}
 	case abi.EvPortal:
 		p, err := abi.DecodePortalRequest(e.Data)
@@ -102,13 +103,13 @@ func periphEvent(e abi.Event) {
 		if string(p.Body) == "ignore" {
 			return
 		}
-		call(hPortalReply, abi.AppendPortalResponse(nil, resp))
+		call(hostcall.PortalReply, abi.AppendPortalResponse(nil, resp))
 	case abi.EvWiFi:
 		var st abi.WiFiStatus
 		if json.Unmarshal(e.Data, &st) == nil {
 			logf("wifi " + st.State + " failure=" + st.Failure)
 			if st.State == "connected" {
-				hPortalHold(0)
+				hostcall.PortalHold(0)
 			}
 		}
 	case abi.EvButton:

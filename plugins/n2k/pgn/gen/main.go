@@ -59,28 +59,38 @@ type dbPGN struct {
 type db struct {
 	Version, License, Copyright string
 	PGNs                        []dbPGN
-	LookupEnumerations          []struct {
-		Name       string
-		EnumValues []struct {
-			Name  string
-			Value int64
-		}
-	}
-	LookupBitEnumerations []struct {
-		Name          string
-		EnumBitValues []struct {
-			Name string
-			Bit  int
-		}
-	}
-	LookupIndirectEnumerations []struct {
-		Name       string
-		EnumValues []struct {
-			Name           string
-			Value1, Value2 int64
-		}
-	}
+	LookupEnumerations          []lookupEnum
+	LookupBitEnumerations       []bitEnum
+	LookupIndirectEnumerations  []indirectEnum
 }
+
+// The lookup enumerations: a name and its values, by number, by bit or by two numbers.
+type (
+	lookupEnum struct {
+		Name       string
+		EnumValues []enumValue
+	}
+	enumValue struct {
+		Name  string
+		Value int64
+	}
+	bitEnum struct {
+		Name          string
+		EnumBitValues []bitValue
+	}
+	bitValue struct {
+		Name string
+		Bit  int
+	}
+	indirectEnum struct {
+		Name       string
+		EnumValues []indirectValue
+	}
+	indirectValue struct {
+		Name           string
+		Value1, Value2 int64
+	}
+)
 
 func main() {
 	out := flag.String("out", "tables_gen.go", "Go file to write")
@@ -112,6 +122,20 @@ func run(out, jsonPath string) error {
 		return err
 	}
 	return os.WriteFile(out, src, 0o644)
+}
+
+// writeLookups closes the literal before it and writes "var decl{...}": one line per table,
+// its name and its entries as entry formats them.
+func writeLookups[T, V any](b *bytes.Buffer, decl string, tables []T, table func(T) (string, []V), entry func(V) string) {
+	fmt.Fprintf(b, "}\n\nvar %s{\n", decl)
+	for _, t := range tables {
+		name, vs := table(t)
+		fmt.Fprintf(b, "%q: {", name)
+		for _, v := range vs {
+			b.WriteString(entry(v) + ", ")
+		}
+		b.WriteString("},\n")
+	}
 }
 
 // repoRoot walks up from the working directory to the directory holding go.mod.
@@ -272,30 +296,15 @@ func render(d *db) ([]byte, error) {
 		fmt.Fprintf(&b, "{%d, %d, %d},\n", pgns[i].PGN, i, j)
 		i = j
 	}
-	b.WriteString("}\n\nvar lookups = map[string]map[int64]string{\n")
-	for _, e := range d.LookupEnumerations {
-		fmt.Fprintf(&b, "%q: {", e.Name)
-		for _, v := range e.EnumValues {
-			fmt.Fprintf(&b, "%d: %q, ", v.Value, v.Name)
-		}
-		b.WriteString("},\n")
-	}
-	b.WriteString("}\n\nvar bitLookups = map[string]map[int]string{\n")
-	for _, e := range d.LookupBitEnumerations {
-		fmt.Fprintf(&b, "%q: {", e.Name)
-		for _, v := range e.EnumBitValues {
-			fmt.Fprintf(&b, "%d: %q, ", v.Bit, v.Name)
-		}
-		b.WriteString("},\n")
-	}
-	b.WriteString("}\n\nvar indirectLookups = map[string]map[[2]int64]string{\n")
-	for _, e := range d.LookupIndirectEnumerations {
-		fmt.Fprintf(&b, "%q: {", e.Name)
-		for _, v := range e.EnumValues {
-			fmt.Fprintf(&b, "{%d, %d}: %q, ", v.Value1, v.Value2, v.Name)
-		}
-		b.WriteString("},\n")
-	}
+	writeLookups(&b, "lookups = map[string]map[int64]string", d.LookupEnumerations,
+		func(e lookupEnum) (string, []enumValue) { return e.Name, e.EnumValues },
+		func(v enumValue) string { return fmt.Sprintf("%d: %q", v.Value, v.Name) })
+	writeLookups(&b, "bitLookups = map[string]map[int]string", d.LookupBitEnumerations,
+		func(e bitEnum) (string, []bitValue) { return e.Name, e.EnumBitValues },
+		func(v bitValue) string { return fmt.Sprintf("%d: %q", v.Bit, v.Name) })
+	writeLookups(&b, "indirectLookups = map[string]map[[2]int64]string", d.LookupIndirectEnumerations,
+		func(e indirectEnum) (string, []indirectValue) { return e.Name, e.EnumValues },
+		func(v indirectValue) string { return fmt.Sprintf("{%d, %d}: %q", v.Value1, v.Value2, v.Name) })
 	b.WriteString("}\n")
 	src, err := format.Source(b.Bytes())
 	if err != nil {
