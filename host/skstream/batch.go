@@ -18,7 +18,7 @@ type batcher struct {
 	batch         []entry
 	batchIdx      map[string]int
 	batchBytes    int
-	batchTS       int64 // the newest stamp of the batch's values (stamp.go), noStamp: none
+	batchTS       time.Time
 	batchTimer    clockwork.Timer
 	batchDeadline time.Time
 }
@@ -81,7 +81,7 @@ func (s *Stream) PublishValues(items ...sk.Value) error {
 		s.closeBatchLocked()
 	}
 	for i := range es {
-		s.addLocked(&es[i], ts)
+		s.addLocked(es[i], ts)
 	}
 	s.armLocked()
 	return nil
@@ -147,26 +147,28 @@ func (s *Stream) publish(e entry) error {
 	if !s.started || s.closed {
 		return ErrInvalidState
 	}
-	s.addLocked(&e, ts)
+	s.addLocked(e, ts)
 	s.armLocked()
 	return nil
 }
 
 // addLocked puts a checked value into the open batch (last value wins per path).
-func (s *Stream) addLocked(e *entry, ts int64) {
+func (s *Stream) addLocked(e entry, ts time.Time) {
 	size := e.size()
 	if i, ok := s.batchIdx[e.path]; ok {
 		s.batchBytes += size - s.batch[i].size()
-		s.batch[i] = *e
+		s.batch[i] = e
 	} else {
 		if len(s.batch) > 0 && s.batchBytes+size+deltaOverhead+len(s.label) > MaxMessageBytes {
 			s.closeBatchLocked()
 		}
 		s.batchIdx[e.path] = len(s.batch)
-		s.batch = append(s.batch, *e)
+		s.batch = append(s.batch, e)
 		s.batchBytes += size
 	}
-	s.batchTS = max(s.batchTS, ts)
+	if ts.After(s.batchTS) {
+		s.batchTS = ts
+	}
 }
 
 // armLocked closes the batch at once with sk.batch_ms 0, else opens its window.
@@ -204,11 +206,11 @@ func (s *Stream) closeBatchLocked() {
 	if len(s.batch) == 0 {
 		return
 	}
-	b := appendDelta(s.bufferLocked(s.batchBytes+deltaOverhead+len(s.label)), s.label, stampTime(s.batchTS), s.batch)
+	b := appendDelta(s.bufferLocked(s.batchBytes+deltaOverhead+len(s.label)), s.label, s.batchTS, s.batch)
 	clear(s.batch)
 	s.batch = s.batch[:0]
 	clear(s.batchIdx)
-	s.batchBytes, s.batchTS = 0, noStamp
+	s.batchBytes, s.batchTS = 0, time.Time{}
 	s.ring.add(false, b)
 	s.trimLocked()
 	s.wakeWriterLocked()
