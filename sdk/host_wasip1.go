@@ -27,6 +27,8 @@ func callIn(fn string, in []byte) int32 {
 		return hNsRegister(p, n)
 	case abi.FnSKMeta:
 		return hSKMeta(p, n)
+	case abi.FnSKPublishCtx:
+		return hSKPublishCtx(p, n)
 	case abi.FnSKSubscribe:
 		return hSKSubscribe(p, n)
 	case abi.FnSKUnsub:

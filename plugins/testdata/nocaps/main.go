@@ -29,6 +29,7 @@ func devInit() int32 {
 		abi.FnNsRegister:      in(hostcall.NsRegister, []byte(`{"version":1,"title":"No caps","keys":[]}`)),
 		abi.FnConfigGet:       in(hostcall.ConfigGet, buf),
 		abi.FnSKPublish:       in(hostcall.SKPublish, values),
+		abi.FnSKPublishCtx:    in(hostcall.SKPublishCtx, abi.AppendValue(abi.AppendContextValues(nil, "vessels.urn:mrn:imo:mmsi:230123456"), "nocaps.value", abi.Number(1))),
 		abi.FnSKMeta:          in(hostcall.SKMeta, abi.AppendMeta(nil, []abi.Meta{{Path: "nocaps.value", JSON: []byte(`{"units":"m"}`)}})),
 		abi.FnSKSubscribe:     in(hostcall.SKSubscribe, abi.AppendStrings(nil, []string{"*"})),
 		abi.FnSKUnsub:         in(hostcall.SKUnsubscribe, abi.AppendStrings(nil, []string{"*"})),

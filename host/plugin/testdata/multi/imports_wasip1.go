@@ -102,6 +102,9 @@ func hSKMeta(ptr unsafe.Pointer, n uint32) int32
 //go:wasmimport extism:host/user sk_publish
 func hSKPublish(ptr unsafe.Pointer, n uint32) int32
 
+//go:wasmimport extism:host/user sk_publish_ctx
+func hSKPublishCtx(ptr unsafe.Pointer, n uint32) int32
+
 //go:wasmimport extism:host/user sk_put_handle
 func hSKPutHandle(ptr unsafe.Pointer, n uint32) int32
 

@@ -28,6 +28,9 @@ func SKPublish(ptr, n uint32) int32
 //go:wasmimport extism:host/user sk_meta
 func SKMeta(ptr, n uint32) int32
 
+//go:wasmimport extism:host/user sk_publish_ctx
+func SKPublishCtx(ptr, n uint32) int32
+
 //go:wasmimport extism:host/user sk_subscribe
 func SKSubscribe(ptr, n uint32) int32
 
