@@ -99,3 +99,31 @@ func TestSKPublishCtx(t *testing.T) {
 		t.Fatalf("%d live contexts, want 3", len(s.ctxs.last))
 	}
 }
+
+// A plugin built for an older minor (bench: abi 1 without abi_minor, and the same module
+// declared 1.2) installs and publishes on this 1.3 host unchanged: its module does not import
+// sk_publish_ctx, and its values stay the own vessel's.
+func TestOlderMinorPluginsRun(t *testing.T) {
+	for _, minor := range []int{0, 2} {
+		t.Run(fmt.Sprintf("1.%d", minor), func(t *testing.T) {
+			h := newHarness(t)
+			h.run()
+			h.install(packGuest(t, "bench", func(m *abi.Manifest) { m.ABIMinor = minor }), nil)
+			h.waitState("bench", StateRunning)
+			if code, body := h.do("GET", "/bench/publish?n=3", nil); code != 200 {
+				t.Fatalf("publish: %d %s", code, body)
+			}
+			// The values leave when the call ends, after the reply.
+			waitFor(t, "3 values", func() bool {
+				h.sk.mu.Lock()
+				defer h.sk.mu.Unlock()
+				return len(h.sk.values) >= 3
+			})
+			h.sk.mu.Lock()
+			defer h.sk.mu.Unlock()
+			if len(h.sk.values) != 3 || h.sk.values[2] != (sktypes.Value{Path: "bench.value", Value: 2.0}) || len(h.sk.ctxValues) != 0 {
+				t.Fatalf("published %+v, other contexts %+v", h.sk.values, h.sk.ctxValues)
+			}
+		})
+	}
+}
