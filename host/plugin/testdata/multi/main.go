@@ -160,6 +160,8 @@ func probe() {
 	probes["ns_register"] = call(hNsRegister, []byte(descriptor))
 	_, probes["config_get"] = read(hConfigGet)
 	probes["sk_publish"] = call(hSKPublish, v)
+	probes["sk_publish_ctx"] = call(hSKPublishCtx, abi.AppendValues(abi.AppendContextValues(nil, "vessels.urn:mrn:imo:mmsi:230123456"),
+		[]abi.PathValue{{Path: "test.value", Value: abi.Number(3)}, {Value: abi.JSON([]byte(`{"name":"PROBE"}`))}}))
 	probes["sk_meta"] = call(hSKMeta, abi.AppendMeta(nil, []abi.Meta{{Path: "test.value", JSON: []byte(`{"units":"m"}`)}}))
 	probes["sk_subscribe"] = call(hSKSubscribe, abi.AppendStrings(nil, []string{"test.*"}))
 	probes["sk_unsubscribe"] = call(hSKUnsubscribe, abi.AppendStrings(nil, []string{"test.*"}))
