@@ -15,8 +15,9 @@ const Version = 1
 // Minor 2 added net_open, net_send and net_close with the net.client capability and the
 // net_data and net_state events, and what a provisioning plugin needs: the GATT server role
 // (ble.peripheral), portal-root routes (portal), the WiFi hand-off (wifi.prov), the proof of
-// possession (prov.pop) and the provisioning button (button).
-const Minor = 2
+// possession (prov.pop) and the provisioning button (button). Minor 3 added sk_publish_ctx:
+// values for another vessel, aid to navigation, base station, aircraft or SAR transponder.
+const Minor = 3
 
 // CheckVersion reports whether a plugin built for ABI major.minor runs on this host.
 func CheckVersion(major, minor int) error {
@@ -84,6 +85,7 @@ const (
 	FnPortalHold      = "portal_hold"       // minor 2
 	FnProvPoP         = "prov_pop"          // minor 2
 	FnButtonWatch     = "button_watch"      // minor 2
+	FnSKPublishCtx    = "sk_publish_ctx"    // minor 3
 )
 
 // Capability is a permission a manifest asks for and an operator grants at install.
@@ -92,7 +94,7 @@ type Capability string
 // Capabilities.
 const (
 	CapConfig       Capability = "config"            // ns_register, config_get, config events
-	CapSKPublish    Capability = "signalk.publish"   // sk_publish, sk_meta
+	CapSKPublish    Capability = "signalk.publish"   // sk_publish, sk_meta, sk_publish_ctx (minor 3)
 	CapSKSubscribe  Capability = "signalk.subscribe" // sk_subscribe, sk_unsubscribe, delta events
 	CapSKPut        Capability = "signalk.put"       // sk_put_handle, sk_put_reply, put events
 	CapSKPutSend    Capability = "signalk.put.send"  // sk_put_send, put answer events
@@ -143,6 +145,7 @@ var FunctionCapability = map[string]Capability{
 	FnConfigGet:       CapConfig,
 	FnSKPublish:       CapSKPublish,
 	FnSKMeta:          CapSKPublish,
+	FnSKPublishCtx:    CapSKPublish,
 	FnSKSubscribe:     CapSKSubscribe,
 	FnSKUnsub:         CapSKSubscribe,
 	FnSKPutHandle:     CapSKPut,
@@ -302,7 +305,7 @@ var Signatures = map[string]Signature{
 	FnGATTServe: sigIn, FnGATTReply: sigIn, FnGATTNotify: sigIn, FnBLEScanResponse: sigIn,
 	FnPortalServe: sigIn, FnPortalReply: sigIn, FnWiFiProvision: sigIn, FnWiFiStatus: sigIn,
 	FnWiFiWatch: sigOne, FnWiFiScan: sigIn, FnPortalHold: sigOne, FnProvPoP: sigIn,
-	FnButtonWatch: sigOne,
+	FnButtonWatch: sigOne, FnSKPublishCtx: sigIn,
 }
 
 // ParamNames names every host function's parameters as the table of ABI.md section 8 does:
@@ -324,6 +327,7 @@ var ParamNames = map[string][]string{
 	FnBLEScanResponse: {"ptr", "len"}, FnPortalServe: {"ptr", "len"}, FnPortalReply: {"ptr", "len"},
 	FnWiFiProvision: {"ptr", "len"}, FnWiFiStatus: {"ptr", "cap"}, FnWiFiWatch: {"on"},
 	FnWiFiScan: {"ptr", "cap"}, FnPortalHold: {"on"}, FnProvPoP: {"ptr", "cap"}, FnButtonWatch: {"on"},
+	FnSKPublishCtx: {"ptr", "len"},
 }
 
 // ExportSignature is the type of dev_init and dev_event: no parameters, one i32.

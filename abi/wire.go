@@ -33,6 +33,7 @@ type reader struct {
 	b     []byte
 	err   error
 	paths *PathTable // nil: every path is made and checked anew
+	root  bool       // the empty path is allowed, with a JSON object (sk_publish_ctx)
 }
 
 func (r *reader) fail(err error) {
@@ -201,14 +202,17 @@ type PathValue struct {
 // ValidPath reports whether p is a Signal K path: 1 to MaxPath bytes of dot-separated
 // non-empty segments of letters, digits, '_' and '-'.
 func ValidPath(p string) bool {
-	if len(p) == 0 || len(p) > MaxPath {
-		return false
-	}
+	return len(p) <= MaxPath && segments(p, '.')
+}
+
+// segments reports whether s is one or more non-empty segments of letters, digits, '_' and
+// '-' separated by sep: a path's (dots) or a context id's (colons).
+func segments(s string, sep byte) bool {
 	seg := 0
-	for i := 0; i < len(p); i++ {
-		c := p[i]
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		switch {
-		case c == '.':
+		case c == sep:
 			if seg == 0 {
 				return false
 			}
@@ -337,6 +341,8 @@ func (r *reader) value() PathValue {
 	if r.err == nil {
 		if err := pv.Value.Validate(); err != nil {
 			r.fail(fmt.Errorf("abi: path %s: %w", pv.Path, err))
+		} else if pv.Path == "" && (kind != KindJSON || !isJSONObject([]byte(pv.Value.Str))) {
+			r.fail(errors.New("abi: the empty path (the context's root) takes a JSON object"))
 		}
 	}
 	return pv
@@ -345,6 +351,10 @@ func (r *reader) value() PathValue {
 // path reads a value record's path and checks it (ValidPath), through the reader's table
 // when it has one.
 func (r *reader) path() string {
+	if r.root && r.err == nil && len(r.b) >= 4 && r.b[0]|r.b[1]|r.b[2]|r.b[3] == 0 {
+		r.b = r.b[4:]
+		return ""
+	}
 	if r.paths == nil {
 		p := r.str(MaxPath, "path")
 		if r.err == nil && !ValidPath(p) {

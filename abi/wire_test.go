@@ -562,3 +562,121 @@ func TestPathTable(t *testing.T) {
 		t.Errorf("the table holds %d paths, at most %d", len(table.m), MaxPathTable)
 	}
 }
+
+func TestValidContext(t *testing.T) {
+	for _, c := range []struct {
+		ctx  string
+		want string // part of the error; "" valid
+	}{
+		{"vessels.urn:mrn:imo:mmsi:230123456", ""},
+		{"atons.urn:mrn:imo:mmsi:992351000", ""},
+		{"shore.basestations.urn:mrn:imo:mmsi:002300001", ""},
+		{"aircraft.urn:mrn:imo:mmsi:111230001", ""},
+		{"sar.urn:mrn:imo:mmsi:970123456", ""},
+		{"vessels.urn:mrn:signalk:uuid:c0d79334-4e25-4245-8892-54e8ccc8021d", ""},
+		{"vessels." + "urn:mrn:" + strings.Repeat("a", MaxContext-len("vessels.urn:mrn:")), ""},
+		{"", "0 bytes"},
+		{"vessels.urn:mrn:" + strings.Repeat("a", MaxContext), "bytes"},
+		{"vessels.self", "own vessel publishes with sk_publish"},
+		{"vessels.unknown", "urn:mrn:"},
+		{"vessels.", "want vessels.<id>"},
+		{"vessels", "want vessels.<id>"},
+		{"shore.urn:mrn:imo:mmsi:002300001", "want vessels.<id>"},
+		{"Vessels.urn:mrn:imo:mmsi:230123456", "want"},
+		{"ships.urn:mrn:imo:mmsi:230123456", "want"},
+		{"vessels.urn:mrn:", "urn:mrn:"},
+		{"vessels.urn:mrn:imo::mmsi", "segments"},
+		{"vessels.urn:mrn:imo:mmsi:", "segments"},
+		{"vessels.urn:mrn:imo:mmsi:230.123", "segments"},
+		{"vessels.urn:mrn:imo:mmsi:23 0", "segments"},
+		{"vessels.urn:mrn:imo:mmsi:\"x", "segments"},
+		{"vessels.urn:mrn:imo:mmsi:*", "segments"},
+		{"vessels.urn:mrn:imo:mmsi:ä", "segments"},
+	} {
+		err := ValidContext(c.ctx)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v", c.ctx, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%q: error %v, want one with %q", c.ctx, err, c.want)
+		}
+	}
+}
+
+func TestContextValuesRoundTrip(t *testing.T) {
+	const ctx = "vessels.urn:mrn:imo:mmsi:230123456"
+	in := []PathValue{
+		{"navigation.position", JSON([]byte(`{"latitude":60.1,"longitude":24.9}`))},
+		{"navigation.speedOverGround", Number(3.2)},
+		{"", JSON([]byte(`{"mmsi":"230123456"}`))},
+		{"", JSON([]byte(`{"name":"ILMATAR"}`))},
+	}
+	b := AppendValues(AppendContextValues(nil, ctx), in)
+	c, out, err := DecodeContextValues(b, 0)
+	if err != nil || c != ctx || !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip: %q %v\n%+v\n%+v", c, err, in, out)
+	}
+	var table PathTable
+	for round := range 2 {
+		c, out, err := table.AppendDecodedContextValues(nil, b, 0)
+		if err != nil || c != ctx || !reflect.DeepEqual(in, out) {
+			t.Fatalf("round %d through a PathTable: %q %v %+v", round, c, err, out)
+		}
+	}
+	// sk_publish keeps refusing the root: it is another context's only.
+	if _, err := DecodeValues(AppendValue(nil, "", JSON([]byte(`{"name":"x"}`))), 0); err == nil {
+		t.Error("sk_publish decoded the empty path")
+	}
+}
+
+func TestDecodeContextValuesRefuses(t *testing.T) {
+	const ctx = "vessels.urn:mrn:imo:mmsi:230123456"
+	head := AppendContextValues(nil, ctx)
+	one := AppendValue(nil, "navigation.speedOverGround", Number(1))
+	var many []byte
+	for range 5 {
+		many = AppendValue(many, "a.b", Number(1))
+	}
+	for name, b := range map[string][]byte{
+		"nothing":         nil,
+		"no values":       head,
+		"self":            append(AppendContextValues(nil, "vessels.self"), one...),
+		"bad context":     append(AppendContextValues(nil, "vessels.x y"), one...),
+		"long context":    append(AppendContextValues(nil, strings.Repeat("v", MaxContext+1)), one...),
+		"context not utf": append(AppendContextValues(nil, "vessels.urn:mrn:\xff"), one...),
+		"truncated":       append(head, one[:len(one)-1]...),
+		"root number":     append(head, AppendValue(nil, "", Number(1))...),
+		"root array":      append(head, AppendValue(nil, "", JSON([]byte(`[1]`)))...),
+		"root string":     append(head, AppendValue(nil, "", String(`{}`))...),
+		"root null":       append(head, AppendValue(nil, "", JSON([]byte(`null`)))...),
+		"bad path":        append(head, AppendValue(nil, "a..b", Number(1))...),
+		"too many":        append(head, many...),
+	} {
+		if _, _, err := DecodeContextValues(b, 4); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+		var table PathTable
+		if _, out, err := table.AppendDecodedContextValues([]PathValue{{Path: "kept"}}, b, 4); err == nil || len(out) != 1 {
+			t.Errorf("%s: decoded through a PathTable, or dst changed: %v", name, out)
+		}
+	}
+}
+
+// FuzzContextValues: any bytes decode to an error or to a message that encodes back the same.
+func FuzzContextValues(f *testing.F) {
+	f.Add(AppendValue(AppendContextValues(nil, "atons.urn:mrn:imo:mmsi:992351000"), "", JSON([]byte(`{"name":"x"}`))))
+	f.Add(AppendNumber(AppendContextValues(nil, "vessels.urn:mrn:imo:mmsi:230123456"), "a.b", 1))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, vs, err := DecodeContextValues(b, 0)
+		if err != nil {
+			return
+		}
+		if ValidContext(c) != nil || len(vs) == 0 {
+			t.Fatalf("decoded %q with %d values", c, len(vs))
+		}
+		c2, vs2, err := DecodeContextValues(AppendValues(AppendContextValues(nil, c), vs), 0)
+		if err != nil || c2 != c || !reflect.DeepEqual(vs, vs2) {
+			t.Fatalf("re-encoded: %v", err)
+		}
+	})
+}

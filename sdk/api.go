@@ -190,14 +190,19 @@ func checkPath(path string) bool {
 	return true
 }
 
-// Flush sends the queued values now and returns the device's answer.
+// Flush sends the queued values now, the own vessel's then each other context's (PublishTo),
+// and returns the device's answers.
 func Flush() error {
-	if rt.pubN == 0 {
-		return nil
+	var err error
+	if rt.pubN > 0 {
+		rc := callIn(abi.FnSKPublish, rt.pub)
+		rt.pub, rt.pubN = rt.pub[:0], 0
+		err = hostErr("publish", rc)
 	}
-	rc := callIn(abi.FnSKPublish, rt.pub)
-	rt.pub, rt.pubN = rt.pub[:0], 0
-	return hostErr("publish", rc)
+	if len(rt.ctxPub) > 0 {
+		err = errors.Join(err, flushContexts())
+	}
+	return err
 }
 
 // DeclareMeta declares Signal K metadata for a non-standard path the plugin publishes; meta is

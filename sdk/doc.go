@@ -17,7 +17,8 @@
 // (configuration changes, Signal K deltas and PUTs, timers, HTTP requests, GPIO edges, CAN
 // frames, BLE adverts); handlers run one at a time and never concurrently. Values given to
 // Publish are buffered and sent in one host call when the handler returns, so a handler that
-// publishes a hundred values crosses into the host once.
+// publishes a hundred values crosses into the host once. PublishTo does the same for
+// another context (an AIS target: `vessels.urn:mrn:imo:mmsi:<mmsi>`), one call per context.
 //
 // Everything a plugin does goes through a capability its manifest asks for and the operator
 // granted; a call outside the grants fails with ErrPermission. Errors from the host are

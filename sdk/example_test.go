@@ -36,6 +36,27 @@ func ExamplePublish() {
 	// electrical.switches.pump.state true
 }
 
+// An AIS target's values go to its own context (ABI 1.3); the empty path sets members of the
+// context's root, such as the target's name.
+func ExamplePublishTo() {
+	h := &sdk.FakeHost{Manifest: manifest(abi.CapSKPublish)}
+	const target = "vessels.urn:mrn:imo:mmsi:230123456"
+	err := h.Start(&sdk.Plugin{OnInit: func(sdk.Info) error {
+		if err := sdk.PublishTo(target, "navigation.speedOverGround", 3.2); err != nil {
+			return err
+		}
+		return sdk.PublishTo(target, "", map[string]string{"name": "ILMATAR"})
+	}})
+	fmt.Println(err)
+	for _, pv := range h.Contexts[target] {
+		fmt.Printf("%q %v\n", pv.Path, pv.Value)
+	}
+	// Output:
+	// <nil>
+	// "navigation.speedOverGround" 3.2
+	// "" {"name":"ILMATAR"}
+}
+
 // Non-standard paths get their metadata declared.
 func ExampleDeclareMeta() {
 	h := &sdk.FakeHost{Manifest: manifest(abi.CapSKPublish)}

@@ -45,6 +45,7 @@ type FakeHost struct {
 	Clock abi.Clock
 
 	Published   []PathValue            // every value published, in order
+	Contexts    map[string][]PathValue // every value published to another context (PublishTo), by context, in order
 	Meta        map[string]string      // declared meta by path (JSON text)
 	Logs        []string               // "LEVEL message", in order
 	Health      map[string]FakeHealth  // by key <id>.<name>
@@ -68,7 +69,8 @@ type FakeHost struct {
 	Sockets     map[uint32]*FakeSocket // open sockets (net_open) by id
 	FakePeriph                         // ABI minor 2 (fakeperiph.go)
 
-	values     map[string]any // stored configuration values by key
+	values     map[string]any   // stored configuration values by key
+	ctxLast    map[string]int64 // live contexts: the uptime (ms) of their last publication
 	keys       []Key
 	registered bool // ns_register called by this instance
 	batch      []byte
@@ -133,6 +135,7 @@ func (h *FakeHost) Start(p *Plugin) error {
 	h.Meta, h.Health, h.Denied, h.Timers = map[string]string{}, map[string]FakeHealth{}, map[string]int{}, map[uint32]FakeTimer{}
 	h.openPuts, h.httpReply = map[uint32]bool{}, map[uint32]*abi.HTTPResponse{}
 	h.Sockets = map[uint32]*FakeSocket{}
+	h.Contexts, h.ctxLast = map[string][]PathValue{}, map[string]int64{}
 	h.gattReply, h.portalReply = map[uint32]*abi.GATTReply{}, map[uint32]*abi.PortalResponse{}
 	if h.values == nil {
 		h.values = map[string]any{}
@@ -249,6 +252,8 @@ func (h *FakeHost) in(fn string, b []byte) int32 {
 			return int32(abi.ErrInvalid)
 		}
 		h.Published = append(h.Published, vs...)
+	case abi.FnSKPublishCtx:
+		return h.publishContext(b)
 	case abi.FnSKMeta:
 		ms, err := abi.DecodeMeta(b)
 		if err != nil {
@@ -746,6 +751,29 @@ func (h *FakeHost) Stop() error {
 		current = nil
 	}
 	return err
+}
+
+// publishContext plays sk_publish_ctx: the device's cap of abi.MaxContexts live contexts,
+// a context live until abi.ContextIdleMs after its last publication (on Clock's uptime).
+func (h *FakeHost) publishContext(b []byte) int32 {
+	c, vs, err := abi.DecodeContextValues(b, 0)
+	if err != nil {
+		return int32(abi.ErrInvalid)
+	}
+	now := h.Clock.UptimeMs
+	if _, live := h.ctxLast[c]; !live && len(h.ctxLast) >= abi.MaxContexts {
+		for k, at := range h.ctxLast {
+			if now-at >= abi.ContextIdleMs {
+				delete(h.ctxLast, k)
+			}
+		}
+		if len(h.ctxLast) >= abi.MaxContexts {
+			return int32(abi.ErrLimit)
+		}
+	}
+	h.ctxLast[c] = now
+	h.Contexts[c] = append(h.Contexts[c], vs...)
+	return 0
 }
 
 // Values returns the latest value published at each path, by path.

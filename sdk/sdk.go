@@ -100,6 +100,7 @@ var rt struct {
 	buf     []byte // event_read buffer, reused
 	pub     []byte // buffered value records
 	pubN    int
+	ctxPub  []ctxQueue     // values queued for other contexts (PublishTo)
 	replies []abi.PutReply // PUT replies sent after the batch's values
 	// canPublish caches the signalk.publish grant: Publish checks it for every value.
 	canPublish bool
@@ -124,7 +125,7 @@ func resetState() {
 	p := rt.plugin
 	rt.plugin, rt.info, rt.started, rt.stopped = p, Info{}, false, false
 	rt.canPublish, rt.paths = false, [len(rt.paths)]string{}
-	rt.pub, rt.pubN, rt.replies = rt.pub[:0], 0, nil
+	rt.pub, rt.pubN, rt.replies, rt.ctxPub = rt.pub[:0], 0, nil, nil
 }
 
 // Granted reports whether the operator granted c.

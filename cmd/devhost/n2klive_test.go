@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"devhost/abi"
 	"devhost/host/signalk/sktest"
 	"devhost/plugins"
 	"devhost/plugins/n2k/skmeta"
@@ -33,61 +34,14 @@ func TestN2KLogIntoSignalKServer(t *testing.T) {
 		t.Fatalf("only %d paths decoded from %s", len(want), log)
 	}
 
-	s := sktest.Require(t, sktest.Options{})
-	d := newDev(t, withBinary(b.bin), withEnv("DEVHOST_KEYS="+b.keys))
-	connectSK(ctx, t, d, s)
-	eventually(t, "n2k running", func() bool {
-		r := d.call("GET", "/api/v1/plugins/n2k", "")
-		return r.status == 200 && r.json(t)["state"] == "running"
+	s, d := n2kDevice(ctx, t, b, log)
+	paths := n2kReadBack(t, want, func(p string) json.RawMessage {
+		v, _, err := s.Value(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
 	})
-	if r := d.call("PUT", "/api/v1/config", `{"f_n2k":{"enabled":true}}`); r.status != 200 {
-		t.Fatalf("enable: %d %s", r.status, r.body)
-	}
-	eventually(t, "n2k listening", func() bool {
-		r := d.call("GET", "/api/v1/n2k/status", "")
-		return r.status == 200 && r.json(t)["state"] != "disabled"
-	})
-
-	replay := exec.CommandContext(ctx, devctl, "board", "--data", filepath.Join(d.data, "flash"), "can", "replay", "--file", log, "--max")
-	if out, err := replay.CombinedOutput(); err != nil {
-		t.Fatalf("replay: %v\n%s", err, out)
-	}
-	paths := make([]string, 0, len(want))
-	for p := range want {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	// Every path, until each holds its last decoded value (bounded by hangGuard).
-	got := map[string]json.RawMessage{}
-	deadline := time.Now().Add(hangGuard)
-	for {
-		missing := 0
-		for _, p := range paths {
-			if n2kSameJSON(got[p], want[p]) {
-				continue
-			}
-			v, _, err := s.Value(ctx, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got[p] = v
-			if !n2kSameJSON(v, want[p]) {
-				missing++
-			}
-		}
-		if missing == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			for _, p := range paths {
-				if !n2kSameJSON(got[p], want[p]) {
-					t.Errorf("%s on the server: %s, want %s", p, got[p], want[p])
-				}
-			}
-			t.FailNow()
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 	st := d.call("GET", "/api/v1/n2k/status", "").json(t)
 	t.Logf("%d paths read back from signalk-server; device status: frames_in %v, deltas %v", len(paths), st["frames_in"], st["deltas"])
 
@@ -106,9 +60,174 @@ func TestN2KLogIntoSignalKServer(t *testing.T) {
 	}
 }
 
+// AIS targets reach the real signalk-server: the real AIS lines of canboat's Garmin AIS 800
+// sample (class B static data and a class A position) and the log made of every mapped PGN
+// (vessels, an aid to navigation, a base station, a SAR aircraft) replayed onto the
+// simulated bus of a device connected to the server. Every value the plugin decodes for a
+// target (what `devctl n2k decode` prints with the same module) reads back from the server's
+// REST API under the target's context, `/signalk/v1/api/vessels/urn:mrn:imo:mmsi:<mmsi>/...`,
+// the members of the target's root (name, mmsi, call sign) included.
+func TestN2KAISTargetsIntoSignalKServer(t *testing.T) {
+	b := buildBundled(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
+	defer cancel()
+	logs := []string{
+		filepath.Join(plugins.Dir(), "n2k", "testdata", "logs", "canboat-samples.raw"),
+		filepath.Join(plugins.Dir(), "n2k", "testdata", "logs", "mapped-pgns.log"),
+	}
+	// want: REST address under /signalk/v1/api → the last decoded value. A path's node is
+	// a leaf whose value is compared; a root member's node is the value itself.
+	want, leaf := map[string]json.RawMessage{}, map[string]bool{}
+	roots := map[string]bool{}
+	for _, log := range logs {
+		n2kDecode(ctx, t, b.wasm, log, func(c, path string, v json.RawMessage) {
+			if c == "" || abi.ValidContext(c) != nil || string(v) == "null" {
+				return
+			}
+			roots[strings.Split(c, ".urn:")[0]] = true
+			base := strings.ReplaceAll(c, ".", "/")
+			if path != "" {
+				addr := base + "/" + strings.ReplaceAll(path, ".", "/")
+				want[addr], leaf[addr] = v, true
+				return
+			}
+			var members map[string]json.RawMessage
+			if err := json.Unmarshal(v, &members); err != nil {
+				t.Fatalf("%s root %s: %v", c, v, err)
+			}
+			flattenMembers(base, members, want)
+		})
+	}
+	for _, r := range []string{"vessels", "atons", "shore.basestations", "sar"} {
+		if !roots[r] {
+			t.Fatalf("no %s target decoded from the logs (%v)", r, roots)
+		}
+	}
+
+	s, _ := n2kDevice(ctx, t, b, logs...)
+	addrs := n2kReadBack(t, want, func(a string) json.RawMessage {
+		code, body, err := s.Do(ctx, "GET", "/signalk/v1/api/"+a, s.AdminToken, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != 200 {
+			return nil
+		}
+		if !leaf[a] {
+			return body
+		}
+		var node struct {
+			Value json.RawMessage `json:"value"`
+		}
+		if json.Unmarshal(body, &node) != nil {
+			return nil
+		}
+		return node.Value
+	})
+	t.Logf("%d target values read back from signalk-server, %v", len(addrs), roots)
+	// The own vessel keeps its own values: no target's name became the boat's.
+	if code, body, err := s.Do(ctx, "GET", "/signalk/v1/api/vessels/self/name", s.AdminToken, nil); err == nil && code == 200 {
+		for _, a := range addrs {
+			if strings.HasSuffix(a, "/name") && string(body) == string(want[a]) {
+				t.Errorf("the own vessel's name is a target's: %s", body)
+			}
+		}
+	}
+}
+
+// flattenMembers adds the members of a context's root to want by REST address: an object
+// member goes one level down (communication/callsignVhf), anything else is a value.
+func flattenMembers(base string, members map[string]json.RawMessage, want map[string]json.RawMessage) {
+	for k, v := range members {
+		var sub map[string]json.RawMessage
+		if json.Unmarshal(v, &sub) == nil && sub != nil {
+			flattenMembers(base+"/"+k, sub, want)
+			continue
+		}
+		want[base+"/"+k] = v
+	}
+}
+
+// n2kDevice starts the real signalk-server and a device built as b (n2k bundled) connected
+// to it, enables the n2k plugin and replays logs onto the device's simulated bus.
+func n2kDevice(ctx context.Context, t *testing.T, b bundledBuild, logs ...string) (*sktest.Server, *dev) {
+	t.Helper()
+	s := sktest.Require(t, sktest.Options{})
+	d := newDev(t, withBinary(b.bin), withEnv("DEVHOST_KEYS="+b.keys))
+	connectSK(ctx, t, d, s)
+	eventually(t, "n2k running", func() bool {
+		r := d.call("GET", "/api/v1/plugins/n2k", "")
+		return r.status == 200 && r.json(t)["state"] == "running"
+	})
+	if r := d.call("PUT", "/api/v1/config", `{"f_n2k":{"enabled":true}}`); r.status != 200 {
+		t.Fatalf("enable: %d %s", r.status, r.body)
+	}
+	eventually(t, "n2k listening", func() bool {
+		r := d.call("GET", "/api/v1/n2k/status", "")
+		return r.status == 200 && r.json(t)["state"] != "disabled"
+	})
+	for _, log := range logs {
+		replay := exec.CommandContext(ctx, devctl, "board", "--data", filepath.Join(d.data, "flash"), "can", "replay", "--file", log, "--max")
+		if out, err := replay.CombinedOutput(); err != nil {
+			t.Fatalf("replay %s: %v\n%s", log, err, out)
+		}
+	}
+	return s, d
+}
+
+// n2kReadBack reads every key of want with read until each holds its wanted value (numbers
+// within 1e-6 relative), bounded by hangGuard, and answers the keys, sorted.
+func n2kReadBack(t *testing.T, want map[string]json.RawMessage, read func(key string) json.RawMessage) []string {
+	t.Helper()
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	got := map[string]json.RawMessage{}
+	same := func(k string) bool { return got[k] != nil && n2kSameJSON(got[k], want[k]) }
+	deadline := time.Now().Add(hangGuard)
+	for {
+		missing := 0
+		for _, k := range keys {
+			if same(k) {
+				continue
+			}
+			if got[k] = read(k); !same(k) {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return keys
+		}
+		if time.Now().After(deadline) {
+			for _, k := range keys {
+				if !same(k) {
+					t.Errorf("%s on the server: %s, want %s", k, got[k], want[k])
+				}
+			}
+			t.FailNow()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // n2kDecodedValues runs devctl n2k decode with module wasm over log and answers the last value
-// of each path (null values and the vessel-root path left out).
+// of each own-vessel path (null values and the vessel-root path left out).
 func n2kDecodedValues(ctx context.Context, t *testing.T, wasm, log string) map[string]json.RawMessage {
+	t.Helper()
+	want := map[string]json.RawMessage{}
+	n2kDecode(ctx, t, wasm, log, func(context, path string, v json.RawMessage) {
+		if context == "" && path != "" && string(v) != "null" {
+			want[path] = v
+		}
+	})
+	return want
+}
+
+// n2kDecode runs devctl n2k decode with module wasm over log and calls fn with every value
+// of every delta, in order, with the delta's context ("" for the own vessel).
+func n2kDecode(ctx context.Context, t *testing.T, wasm, log string, fn func(context, path string, v json.RawMessage)) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, devctl, "n2k", "decode", "--module", wasm, log)
 	var stderr bytes.Buffer
@@ -117,11 +236,11 @@ func n2kDecodedValues(ctx context.Context, t *testing.T, wasm, log string) map[s
 	if err != nil {
 		t.Fatalf("n2k decode: %v\n%s", err, stderr.Bytes())
 	}
-	want := map[string]json.RawMessage{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	for sc.Scan() {
 		var delta struct {
+			Context string `json:"context"`
 			Updates []struct {
 				Values []struct {
 					Path  string          `json:"path"`
@@ -134,14 +253,10 @@ func n2kDecodedValues(ctx context.Context, t *testing.T, wasm, log string) map[s
 		}
 		for _, u := range delta.Updates {
 			for _, v := range u.Values {
-				if v.Path == "" || string(v.Value) == "null" {
-					continue
-				}
-				want[v.Path] = v.Value
+				fn(delta.Context, v.Path, v.Value)
 			}
 		}
 	}
-	return want
 }
 
 // n2kSameJSON compares two JSON values, numbers within 1e-6 relative.

@@ -101,6 +101,10 @@ type SignalK interface {
 	// Publish queues values for vessels.self; it never blocks. It keeps the values, not the
 	// slice: the caller reuses it.
 	Publish(values ...sk.Value) error
+	// PublishContext is Publish for another context (abi.ValidContext's grammar, checked
+	// by the caller): another vessel, an aid to navigation, a base station...; a value with
+	// the empty path carries a JSON object of members of the context's root.
+	PublishContext(context string, values ...sk.Value) error
 	// DeclareMeta declares the metadata of a non-standard path.
 	DeclareMeta(path string, meta json.RawMessage) error
 	// Subscribe delivers deltas for an exact path or a family (`prefix.*`, `prefix*`, `*`).

@@ -475,14 +475,15 @@ func decode[T any](t testing.TB, b []byte) T {
 
 // fakeSK records what plugins do with Signal K.
 type fakeSK struct {
-	mu      sync.Mutex
-	values  []sk.Value
-	metas   map[string]string
-	subs    map[string]func(sk.Delta)
-	puts    map[string]sk.PutHandler
-	sent    []sk.Value
-	answers []func(sk.PutAnswer)
-	down    bool
+	mu        sync.Mutex
+	values    []sk.Value
+	ctxValues map[string][]sk.Value
+	metas     map[string]string
+	subs      map[string]func(sk.Delta)
+	puts      map[string]sk.PutHandler
+	sent      []sk.Value
+	answers   []func(sk.PutAnswer)
+	down      bool
 }
 
 func newFakeSK() *fakeSK {
@@ -493,6 +494,16 @@ func (f *fakeSK) Publish(vs ...sk.Value) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.values = append(f.values, vs...)
+	return nil
+}
+
+func (f *fakeSK) PublishContext(context string, vs ...sk.Value) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ctxValues == nil {
+		f.ctxValues = map[string][]sk.Value{}
+	}
+	f.ctxValues[context] = append(f.ctxValues[context], vs...)
 	return nil
 }
 

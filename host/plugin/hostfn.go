@@ -38,6 +38,7 @@ func hostFunctions() []hostFn {
 		{abi.FnConfigGet, fnConfigGet},
 		{abi.FnSKPublish, fnSKPublish},
 		{abi.FnSKMeta, fnSKMeta},
+		{abi.FnSKPublishCtx, fnSKPublishCtx},
 		{abi.FnSKSubscribe, fnSKSubscribe},
 		{abi.FnSKUnsub, fnSKUnsubscribe},
 		{abi.FnSKPutHandle, fnSKPutHandle},
@@ -188,6 +189,33 @@ func fnSKPublish(s *session, st []uint64) int32 {
 		return int32(abi.ErrState)
 	}
 	if err := sk.Publish(out...); err != nil {
+		return int32(errno(err, abi.ErrState))
+	}
+	return 0
+}
+
+// fnSKPublishCtx publishes another context's values (ABI 1.3), within the instance's cap on
+// live contexts.
+func fnSKPublishCtx(s *session, st []uint64) int32 {
+	b, e := s.view(p32(st, 0), p32(st, 1))
+	if e != 0 {
+		return int32(e)
+	}
+	c, out, err := s.pub.decodeContext(b)
+	if err != nil {
+		s.p.m.log.Debug("sk_publish_ctx refused", "plugin", s.p.id, "err", err)
+		return int32(abi.ErrInvalid)
+	}
+	defer s.pub.release()
+	sk := s.p.m.opts.SignalK
+	if sk == nil {
+		return int32(abi.ErrState)
+	}
+	if !s.ctxs.admit(c, s.p.m.clk.Now()) {
+		s.p.m.log.Warn("sk_publish_ctx: too many contexts", "plugin", s.p.id, "context", c, "live", abi.MaxContexts)
+		return int32(abi.ErrLimit)
+	}
+	if err := sk.PublishContext(c, out...); err != nil {
 		return int32(errno(err, abi.ErrState))
 	}
 	return 0

@@ -1,6 +1,8 @@
 package plugin
 
 import (
+	"time"
+
 	"devhost/abi"
 	sktypes "devhost/host/sk"
 )
@@ -24,14 +26,61 @@ func (p *publisher) decode(b []byte) ([]sktypes.Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	return p.convert(vals), nil
+}
+
+func (p *publisher) convert(vals []abi.PathValue) []sktypes.Value {
 	out := p.out[:0]
 	for _, v := range vals {
 		out = append(out, sktypes.Value{Path: v.Path, Value: valueToSK(v.Value)})
 	}
 	clear(vals) // keep no value strings alive between calls
 	p.vals, p.out = vals[:0], out
-	return out, nil
+	return out
+}
+
+// decodeContext decodes an sk_publish_ctx message as decode does an sk_publish one, with
+// its context.
+func (p *publisher) decodeContext(b []byte) (string, []sktypes.Value, error) {
+	c, vals, err := p.paths.AppendDecodedContextValues(p.vals[:0], b, abi.MaxValuesPerCall)
+	if err != nil {
+		return "", nil, err
+	}
+	return c, p.convert(vals), nil
 }
 
 // release drops what the last batch referred to, once the client has taken it.
 func (p *publisher) release() { clear(p.out) }
+
+// contextTable is the flood cap of sk_publish_ctx: the contexts one instance published to
+// within abi.ContextIdleMs, at most abi.MaxContexts of them. Like publisher it lives on the
+// plugin's worker goroutine.
+type contextTable struct {
+	last map[string]time.Time // context → its last publication
+}
+
+// admit records a publication to context at now, and reports false when context is new
+// while abi.MaxContexts others are live. The table is swept only when it is full, so a
+// plugin publishing to its usual few targets pays one map update per call.
+func (t *contextTable) admit(context string, now time.Time) bool {
+	if _, ok := t.last[context]; ok {
+		t.last[context] = now
+		return true
+	}
+	if t.last == nil {
+		t.last = make(map[string]time.Time)
+	}
+	if len(t.last) >= abi.MaxContexts {
+		idle := now.Add(-abi.ContextIdleMs * time.Millisecond)
+		for c, at := range t.last {
+			if !at.After(idle) {
+				delete(t.last, c)
+			}
+		}
+		if len(t.last) >= abi.MaxContexts {
+			return false
+		}
+	}
+	t.last[context] = now
+	return true
+}

@@ -431,7 +431,7 @@ func TestCapabilitiesDenied(t *testing.T) {
 				}
 				return
 			}
-			want := map[string]int32{"log": 0, "ns_register": 0, "config_get": 42, "sk_publish": 0, "sk_meta": 0,
+			want := map[string]int32{"log": 0, "ns_register": 0, "config_get": 42, "sk_publish": 0, "sk_publish_ctx": 0, "sk_meta": 0,
 				"sk_subscribe": 0, "sk_unsubscribe": 0, "sk_put_handle": 0, "sk_put_reply": int32(abi.ErrNotFound),
 				"sk_put_send": 1, "health_report": 0, "health_reboot": int32(abi.ErrPermission), "timer_set": 0,
 				"timer_cancel": 0, "power_hold": 0, "clock_now": abi.ClockSize, "http_reply": int32(abi.ErrNotFound),
@@ -448,6 +448,12 @@ func TestCapabilitiesDenied(t *testing.T) {
 			}
 			if h.power.count() != 1 || len(h.sk.published()) != 1 || h.sk.metas["test.value"] != `{"units":"m"}` {
 				t.Errorf("effects: holds %d, published %v, metas %v", h.power.count(), h.sk.published(), h.sk.metas)
+			}
+			h.sk.mu.Lock()
+			target := h.sk.ctxValues["vessels.urn:mrn:imo:mmsi:230123456"]
+			h.sk.mu.Unlock()
+			if len(target) != 2 || target[1].Path != "" || string(target[1].Value.(json.RawMessage)) != `{"name":"PROBE"}` {
+				t.Errorf("published to the target %+v", target)
 			}
 			if c, ok := h.condition("probeall.probe"); !ok || c.State != "warn" || c.RebootOnAlarm {
 				t.Errorf("plugin condition %+v", c)

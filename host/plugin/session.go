@@ -33,8 +33,9 @@ type session struct {
 	// errLine is the last line the plugin logged at error level in the call in progress or
 	// the last one: its own words for why it answered non-zero.
 	errLine string
-	pub     publisher  // sk_publish's decoding state
-	meter   *callMeter // of the call in progress, nil between calls
+	pub     publisher    // sk_publish's decoding state
+	ctxs    contextTable // sk_publish_ctx's live contexts
+	meter   *callMeter   // of the call in progress, nil between calls
 
 	callMu   sync.Mutex
 	stopping bool               // a stop was asked: no further event calls

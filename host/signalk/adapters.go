@@ -60,6 +60,10 @@ func (a streamAdapter) Publish(values ...sk.Value) error {
 	return mapStreamErr(a.s.PublishValues(values...))
 }
 
+func (a streamAdapter) PublishContext(context string, values ...sk.Value) error {
+	return mapStreamErr(a.s.PublishContext(context, values...))
+}
+
 func (a streamAdapter) DeclareMeta(path string, meta json.RawMessage, period time.Duration) error {
 	return mapStreamErr(a.s.DeclareMeta(path, meta, period))
 }

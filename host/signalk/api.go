@@ -2,6 +2,7 @@ package signalk
 
 import (
 	"context"
+	"devhost/abi"
 	"devhost/host/sk"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,38 @@ func (c *Client) Publish(values ...sk.Value) error {
 		}
 	}
 	return c.stream.Publish(values...)
+}
+
+// PublishContext queues values for another context than vessels.self: another vessel, an
+// aid to navigation, a base station, an aircraft or a SAR transponder (abi.ValidContext's
+// grammar, `vessels.urn:mrn:imo:mmsi:230123456`). They are batched, buffered and drained as
+// the own vessel's values, one delta message per context. A value with the empty path and a
+// JSON object sets members at the context's root (a target's name, mmsi, call sign).
+func (c *Client) PublishContext(context string, values ...sk.Value) error {
+	if err := checkStarted(c); err != nil {
+		return err
+	}
+	if err := abi.ValidContext(context); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	for _, v := range values {
+		if v.Path == "" {
+			if raw, ok := v.Value.(json.RawMessage); ok && isObject(raw) {
+				continue
+			}
+			return fmt.Errorf("%w: the root of %s takes a JSON object", ErrInvalidArgument, context)
+		}
+		if err := checkValue(v); err != nil {
+			return err
+		}
+	}
+	return c.stream.PublishContext(context, values...)
+}
+
+// isObject reports whether raw is one JSON object.
+func isObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && m != nil
 }
 
 func checkValue(v sk.Value) error {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -353,6 +355,38 @@ func TestPublishAPI(t *testing.T) {
 	} {
 		if err := f(); !errors.Is(err, ErrInvalidArgument) {
 			t.Fatalf("bad value accepted: %v", err)
+		}
+	}
+}
+
+// Another context's values go to the stream under their context; a context outside the
+// grammar, the own vessel's, a root that is not an object and a bad path are refused.
+func TestPublishContextAPI(t *testing.T) {
+	r := newRig(t, nil, nil)
+	r.start()
+	eventually(t, "started", r.c.started.Load)
+	const ctx = "vessels.urn:mrn:imo:mmsi:230123456"
+	if err := r.c.PublishContext(ctx, sk.Value{Path: "navigation.speedOverGround", Value: 3.5},
+		sk.Value{Path: "", Value: json.RawMessage(`{"name":"ILMATAR"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	r.stream.mu.Lock()
+	got := slices.Clone(r.stream.contexts)
+	r.stream.mu.Unlock()
+	if !slices.Equal(got, []string{ctx}) {
+		t.Fatalf("contexts %v", got)
+	}
+	for name, err := range map[string]error{
+		"self":        r.c.PublishContext("vessels.self", sk.Value{Path: "a.b", Value: 1.0}),
+		"no urn":      r.c.PublishContext("vessels.230123456", sk.Value{Path: "a.b", Value: 1.0}),
+		"unknown":     r.c.PublishContext("boats.urn:mrn:imo:mmsi:230123456", sk.Value{Path: "a.b", Value: 1.0}),
+		"root number": r.c.PublishContext(ctx, sk.Value{Path: "", Value: 1.0}),
+		"root array":  r.c.PublishContext(ctx, sk.Value{Path: "", Value: json.RawMessage(`[1]`)}),
+		"bad path":    r.c.PublishContext(ctx, sk.Value{Path: "a..b", Value: 1.0}),
+		"nan":         r.c.PublishContext(ctx, sk.Value{Path: "a.b", Value: math.NaN()}),
+	} {
+		if !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
 		}
 	}
 }

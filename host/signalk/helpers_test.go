@@ -65,6 +65,7 @@ type fakeStream struct {
 	mu        sync.Mutex
 	targets   []Target
 	published []sk.Value
+	contexts  []string
 	subs      map[string]func(sk.Delta)
 	connected bool
 	putErr    error
@@ -106,6 +107,13 @@ func (s *fakeStream) setConnected(b bool) {
 func (s *fakeStream) Publish(values ...sk.Value) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.published = append(s.published, values...)
+	return nil
+}
+func (s *fakeStream) PublishContext(context string, values ...sk.Value) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.contexts = append(s.contexts, context)
 	s.published = append(s.published, values...)
 	return nil
 }

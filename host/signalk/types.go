@@ -121,6 +121,9 @@ type Stream interface {
 	Status() any
 	Connected() bool
 	Publish(values ...sk.Value) error
+	// PublishContext is Publish for another context than vessels.self, one message per
+	// context per batch (checked by the caller: abi.ValidContext).
+	PublishContext(context string, values ...sk.Value) error
 	// DeclareMeta declares a path's metadata; a period above zero adds `timeout` = 2.5 × period.
 	DeclareMeta(path string, meta json.RawMessage, period time.Duration) error
 	Subscribe(pattern string, fn func(sk.Delta)) (cancel func(), err error)

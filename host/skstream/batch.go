@@ -11,17 +11,32 @@ import (
 	"devhost/host/sk"
 )
 
-// batcher is the open batch: values published since the last delta message, one entry per
-// path (a newer value replaces an older one in place), closed into a delta message when the
-// batch time runs out or the message is full. Guarded by Stream.mu.
+// batcher is the open batch: values published since the last delta messages, one group
+// per context (the own vessel's and up to MaxBatchContexts others), one entry per path in a
+// group (a newer value replaces an older one in place), each group closed into one delta
+// message when the batch time runs out or its message is full. Guarded by Stream.mu.
 type batcher struct {
-	batch         []entry
-	batchIdx      map[string]int
-	batchBytes    int
-	batchTS       time.Time
+	self          group
+	others        []*group          // other contexts, in the order they joined the batch
+	otherIdx      map[string]*group // others by context
+	spareGroups   []*group          // emptied groups kept for the next batch's contexts
 	batchTimer    clockwork.Timer
 	batchDeadline time.Time
 }
+
+// group is one context's part of the open batch.
+type group struct {
+	context  string // "" for vessels.self
+	entries  []entry
+	idx      map[string]int
+	bytes    int
+	ts       time.Time // the newest measurement time among the entries
+	overhead int       // the message's bytes besides its values
+}
+
+// MaxBatchContexts bounds the other contexts in one open batch: one more closes the batch
+// early, so a burst of targets costs a bounded amount of memory before it reaches the ring.
+const MaxBatchContexts = 64
 
 // PublishNumber publishes a number for vessels.self; NaN and infinities are sent as null.
 func (s *Stream) PublishNumber(path string, v float64) error {
@@ -60,13 +75,27 @@ func (s *Stream) Publish(path string, v any) error {
 // PublishValues publishes several values into the same batch: all of them or, when one is
 // refused, none.
 func (s *Stream) PublishValues(items ...sk.Value) error {
+	return s.PublishContext("", items...)
+}
+
+// PublishContext is PublishValues for another context than vessels.self (""): another
+// vessel, an aid to navigation, a base station... (`vessels.urn:mrn:imo:mmsi:230123456`).
+// The context is checked as a path (letters, digits and `._-:`); the caller checks the
+// Signal K grammar. Besides paths, a value may have the empty path with a JSON object: the
+// members set at the context's root; such values are all kept, never replaced.
+func (s *Stream) PublishContext(context string, items ...sk.Value) error {
+	if context != "" {
+		if err := checkPath(context); err != nil {
+			return fmt.Errorf("context: %w", err)
+		}
+	}
 	es := make([]entry, len(items))
 	for i, it := range items {
 		e, err := toEntry(it.Path, it.Value)
 		if err != nil {
 			return err
 		}
-		if err := s.checkEntry(&e); err != nil {
+		if err := s.checkEntry(context, &e); err != nil {
 			return err
 		}
 		es[i] = e
@@ -77,15 +106,51 @@ func (s *Stream) PublishValues(items ...sk.Value) error {
 	if !s.started || s.closed {
 		return ErrInvalidState
 	}
-	if total := batchSize(es); total+deltaOverhead+len(s.label) > MaxMessageBytes-s.batchBytes {
-		s.closeBatchLocked()
+	g := s.groupLocked(context)
+	if total := batchSize(es); total+g.overhead > MaxMessageBytes-g.bytes {
+		s.fullLocked(g)
 	}
 	for i := range es {
-		s.addLocked(es[i], ts)
+		s.addLocked(g, es[i], ts)
 	}
 	s.armLocked()
 	return nil
 }
+
+// groupLocked answers the open batch's group of a context, adding it (and closing a batch
+// that holds MaxBatchContexts others already).
+func (s *Stream) groupLocked(context string) *group {
+	if context == "" {
+		if s.self.idx == nil {
+			s.self.idx = make(map[string]int)
+			s.self.overhead = deltaOverhead + len(s.label)
+		}
+		return &s.self
+	}
+	if g := s.otherIdx[context]; g != nil {
+		return g
+	}
+	if len(s.others) >= MaxBatchContexts {
+		s.closeBatchLocked()
+	}
+	var g *group
+	if n := len(s.spareGroups); n > 0 {
+		g, s.spareGroups = s.spareGroups[n-1], s.spareGroups[:n-1]
+	} else {
+		g = &group{idx: make(map[string]int)}
+	}
+	g.context, g.overhead = context, contextOverhead(context)+len(s.label)
+	if s.otherIdx == nil {
+		s.otherIdx = make(map[string]*group)
+	}
+	s.otherIdx[context] = g
+	s.others = append(s.others, g)
+	return g
+}
+
+// contextOverhead is a message's bytes besides its values and label, for a context other
+// than vessels.self.
+func contextOverhead(context string) int { return deltaOverhead - len("vessels.self") + len(context) }
 
 func batchSize(es []entry) int {
 	n := 0
@@ -127,18 +192,29 @@ func toEntry(path string, v any) (entry, error) {
 	return entry{path: path, kind: kindJSON, raw: b}, nil
 }
 
-func (s *Stream) checkEntry(e *entry) error {
-	if err := checkPath(e.path); err != nil {
-		return err
+func (s *Stream) checkEntry(context string, e *entry) error {
+	overhead := deltaOverhead
+	if context != "" {
+		overhead = contextOverhead(context)
 	}
-	if e.size()+deltaOverhead+len(s.label) > MaxMessageBytes {
+	switch {
+	case context != "" && e.path == "":
+		if e.kind != kindJSON || e.raw[0] != '{' {
+			return fmt.Errorf("%w: the root of %s takes a JSON object", ErrInvalidArgument, context)
+		}
+	default:
+		if err := checkPath(e.path); err != nil {
+			return err
+		}
+	}
+	if e.size()+overhead+len(s.label) > MaxMessageBytes {
 		return fmt.Errorf("%w: value for %q is larger than a message", ErrInvalidArgument, e.path)
 	}
 	return nil
 }
 
 func (s *Stream) publish(e entry) error {
-	if err := s.checkEntry(&e); err != nil {
+	if err := s.checkEntry("", &e); err != nil {
 		return err
 	}
 	ts := s.stamp()
@@ -147,27 +223,31 @@ func (s *Stream) publish(e entry) error {
 	if !s.started || s.closed {
 		return ErrInvalidState
 	}
-	s.addLocked(e, ts)
+	s.addLocked(s.groupLocked(""), e, ts)
 	s.armLocked()
 	return nil
 }
 
-// addLocked puts a checked value into the open batch (last value wins per path).
-func (s *Stream) addLocked(e entry, ts time.Time) {
+// addLocked puts a checked value into a group of the open batch (last value wins per path;
+// root values are all kept). A group whose message would grow past MaxMessageBytes goes to
+// the ring first.
+func (s *Stream) addLocked(g *group, e entry, ts time.Time) {
 	size := e.size()
-	if i, ok := s.batchIdx[e.path]; ok {
-		s.batchBytes += size - s.batch[i].size()
-		s.batch[i] = e
+	if i, ok := g.idx[e.path]; ok && e.path != "" {
+		g.bytes += size - g.entries[i].size()
+		g.entries[i] = e
 	} else {
-		if len(s.batch) > 0 && s.batchBytes+size+deltaOverhead+len(s.label) > MaxMessageBytes {
-			s.closeBatchLocked()
+		if len(g.entries) > 0 && g.bytes+size+g.overhead > MaxMessageBytes {
+			s.fullLocked(g)
 		}
-		s.batchIdx[e.path] = len(s.batch)
-		s.batch = append(s.batch, e)
-		s.batchBytes += size
+		if e.path != "" {
+			g.idx[e.path] = len(g.entries)
+		}
+		g.entries = append(g.entries, e)
+		g.bytes += size
 	}
-	if ts.After(s.batchTS) {
-		s.batchTS = ts
+	if ts.After(g.ts) {
+		g.ts = ts
 	}
 }
 
@@ -176,7 +256,7 @@ func (s *Stream) armLocked() {
 	switch {
 	case s.set.BatchMS == 0:
 		s.closeBatchLocked()
-	case len(s.batch) > 0 && s.batchDeadline.IsZero():
+	case s.batchDeadline.IsZero() && (len(s.self.entries) > 0 || len(s.others) > 0):
 		d := time.Duration(s.set.BatchMS) * time.Millisecond
 		s.batchDeadline = s.clk.Now().Add(d)
 		if s.batchTimer == nil {
@@ -197,20 +277,47 @@ func (s *Stream) batchExpired() {
 	s.closeBatchLocked()
 }
 
-// closeBatchLocked turns the open batch into one delta message at the end of the ring.
+// closeBatchLocked turns the open batch into delta messages at the end of the ring, one per
+// context: the own vessel's first, then the others in the order they joined.
 func (s *Stream) closeBatchLocked() {
 	s.batchDeadline = time.Time{}
 	if s.batchTimer != nil {
 		s.batchTimer.Stop()
 	}
-	if len(s.batch) == 0 {
+	if s.self.idx != nil {
+		s.emitLocked(&s.self)
+	}
+	for i, g := range s.others {
+		s.emitLocked(g)
+		delete(s.otherIdx, g.context)
+		g.context = ""
+		s.spareGroups = append(s.spareGroups, g)
+		s.others[i] = nil
+	}
+	s.others = s.others[:0]
+}
+
+// fullLocked sends a group that has no room for more: alone in the batch, the batch closes
+// (the next value opens a new window); beside others, it goes out by itself and the window
+// stays open for them.
+func (s *Stream) fullLocked(g *group) {
+	if g == &s.self && len(s.others) == 0 {
+		s.closeBatchLocked()
 		return
 	}
-	b := appendDelta(s.bufferLocked(s.batchBytes+deltaOverhead+len(s.label)), s.label, s.batchTS, s.batch)
-	clear(s.batch)
-	s.batch = s.batch[:0]
-	clear(s.batchIdx)
-	s.batchBytes, s.batchTS = 0, time.Time{}
+	s.emitLocked(g)
+}
+
+// emitLocked turns a group into one delta message at the end of the ring and empties it.
+func (s *Stream) emitLocked(g *group) {
+	if len(g.entries) == 0 {
+		return
+	}
+	b := appendDelta(s.bufferLocked(g.bytes+g.overhead), g.context, s.label, g.ts, g.entries)
+	clear(g.entries)
+	g.entries = g.entries[:0]
+	clear(g.idx)
+	g.bytes, g.ts = 0, time.Time{}
 	s.ring.add(false, b)
 	s.trimLocked()
 	s.wakeWriterLocked()

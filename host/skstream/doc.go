@@ -1,5 +1,5 @@
 // Package skstream owns the device's Signal K delta stream over a WebSocket: publishing values
-// for vessels.self in batches, the offline ring and its drain, raw frames, flush, subscriptions
+// for vessels.self (and for other contexts, such as AIS targets) in batches, the offline ring and its drain, raw frames, flush, subscriptions
 // and inbound deltas, PUT in both directions, and metadata reconciliation for non-standard
 // paths (spec "Signal K client behaviour", "Signal K wire documents", the sk.* keys). Server
 // choice, the access token, TLS trust and the REST face live elsewhere; they hand this package
@@ -15,6 +15,11 @@
 //     values were measured. The device clock is read at most once per 100 ms and carried
 //     forward with the monotonic clock in between (stamp.go), so a clock set or step shows
 //     in the stamps within 100 ms.
+//   - Values for another context (PublishContext: `vessels.urn:mrn:imo:mmsi:...`) join the
+//     same window in a group of their own: each context is one message when the window
+//     closes (the own vessel's first), under the same ring, drain and size rules. A window
+//     holds at most MaxBatchContexts other contexts; one more closes it early. A group that
+//     fills its message goes out by itself while the window stays open for the others.
 //   - A message is at most 16 KiB: a batch that would grow past it closes early, and a single
 //     value that cannot fit is refused with ErrInvalidArgument. NaN and infinities are sent as
 //     null. Paths are 1..256 bytes of letters, digits and `._-:` without empty segments.

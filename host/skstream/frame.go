@@ -247,9 +247,16 @@ const deltaOverhead = len(`{"context":"vessels.self","updates":[{"timestamp":"20
 // names a source `<label>.<src>` ($source), and without a src it fills in "XX".
 const SourceSrc = "devhost"
 
-// appendDelta encodes one delta message with one update.
-func appendDelta(b []byte, label string, ts time.Time, entries []entry) []byte {
-	b = append(b, `{"context":"vessels.self","updates":[{`...)
+// appendDelta encodes one delta message with one update; context "" is vessels.self.
+func appendDelta(b []byte, context, label string, ts time.Time, entries []entry) []byte {
+	if context == "" {
+		b = append(b, `{"context":"vessels.self","updates":[{`...)
+	} else {
+		// A context passed checkPath, as the paths below: copied as is.
+		b = append(b, `{"context":"`...)
+		b = append(b, context...)
+		b = append(b, `","updates":[{`...)
+	}
 	if !ts.IsZero() {
 		b = append(b, `"timestamp":"`...)
 		b = ts.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")

@@ -82,7 +82,7 @@ func TestAppendDeltaIsValidJSON(t *testing.T) {
 		{path: "a.b", kind: kindBool, b: false},
 		{path: "a.j", kind: kindJSON, raw: []byte(`[1,{"x":null}]`)},
 	}
-	b := appendDelta(nil, "dev.h", ts, es)
+	b := appendDelta(nil, "", "dev.h", ts, es)
 	var doc struct {
 		Context string `json:"context"`
 		Updates []struct {

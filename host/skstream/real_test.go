@@ -143,6 +143,24 @@ func TestRealServer(t *testing.T) {
 		}
 	})
 
+	t.Run("another context", func(t *testing.T) {
+		const target = "vessels.urn:mrn:imo:mmsi:230999001"
+		must(t, s.PublishContext(target, sk.Value{Path: "navigation.speedOverGround", Value: 3.5},
+			sk.Value{Path: "", Value: json.RawMessage(`{"name":"ILMATAR"}`)},
+			sk.Value{Path: "", Value: json.RawMessage(`{"mmsi":"230999001"}`)}))
+		must(t, s.Flush(ctx, 5*time.Second))
+		base := "/signalk/v1/api/vessels/urn:mrn:imo:mmsi:230999001/"
+		for addr, want := range map[string]string{"navigation/speedOverGround/value": "3.5", "name": `"ILMATAR"`, "mmsi": `"230999001"`} {
+			eventually(t, addr, func() bool {
+				st, body, err := srv.Do(ctx, http.MethodGet, base+addr, srv.AdminToken, nil)
+				return err == nil && st == http.StatusOK && string(body) == want
+			})
+		}
+		if v, _, err := srv.Value(ctx, "navigation.speedOverGround"); err != nil || string(v) == "3.5" {
+			t.Fatalf("the target's value on the own vessel: %s %v", v, err)
+		}
+	})
+
 	t.Run("meta reconciled", func(t *testing.T) {
 		eventually(t, "meta reconciled", func() bool { return s.Status().Meta.Reconciled == 1 })
 		st, body, err := srv.Do(ctx, http.MethodGet, "/signalk/v1/api/vessels/self/dev/skstream/temperature/meta", srv.AdminToken, nil)

@@ -94,7 +94,6 @@ func New(opts Options) *Stream {
 		label:         "dev." + opts.Hostname,
 		jitter:        opts.Jitter,
 		set:           normalize(opts.Settings),
-		batcher:       batcher{batchIdx: make(map[string]int)},
 		outbound:      outbound{changed: make(chan struct{})},
 		link:          link{netUp: true, kick: make(chan struct{}, 1)},
 		subscriptions: subscriptions{subs: make(map[uint64]*subscriber)},

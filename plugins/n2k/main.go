@@ -28,7 +28,11 @@
 // event n2k_delta, in arrays of up to 8000 bytes sent when full, every second and before
 // each status answer; `devctl n2k decode` reads them). Overrides apply to the values and to
 // n2k_delta; the rate limit to the values sent to Signal K only, so the delta events stay a
-// full trace of the decoder.
+// full trace of the decoder. AIS targets (other vessels, aids to navigation, base stations,
+// SAR transponders) go to Signal K under their own context (`vessels.urn:mrn:imo:mmsi:...`,
+// ABI 1.3), their name, MMSI and call sign at the context's root; overrides and the rate
+// limit are the own vessel's and leave them alone, and a report without a valid MMSI
+// context (`vessels.unknown`) stays in the delta events.
 //
 // GET /api/v1/n2k/status and the SSE event n2k (retained, sent once a second while it
 // changes) carry the status: state (disabled, listening, receiving, silent; connecting,
@@ -297,8 +301,9 @@ func (p *plugin) publish(d *skmap.Delta) {
 	values := d.Updates[0].Values
 	if d.Context != "" {
 		// An AIS target's values are about another vessel, an aid to navigation or a base
-		// station: the host publishes the own vessel's paths only, so they go out in the
-		// delta event alone, and the own vessel's path overrides leave them as they are.
+		// station: they go to the server under that context, as n2k-signalk sends them. The
+		// own vessel's path overrides, meta and rate limit leave them as they are.
+		p.publishTarget(d.Context, values)
 		values = nil
 	}
 	if p.overrides.Len() > 0 {

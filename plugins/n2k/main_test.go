@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -364,12 +366,14 @@ func TestCompositeValuePublishedAsJSON(t *testing.T) {
 	t.Fatalf("no navigation.position in %+v", h.Published)
 }
 
-// An AIS target's values are another vessel's: they go in the delta events, with their
-// context, and never onto the own vessel's paths.
-func TestAISTargetOnlyInDeltaEvents(t *testing.T) {
+// An AIS target's values are another vessel's: they go to Signal K under the target's
+// context (the MMSI at its root), in the delta events with their context, and never onto
+// the own vessel's paths, whatever the own vessel's path overrides say.
+func TestAISTargetPublishedUnderItsContext(t *testing.T) {
 	h := fakeHost(t)
 	defer h.Stop()
-	if err := h.SetConfig(map[string]any{"enabled": true, "deltas": true}); err != nil {
+	overrides := `[{"from":"navigation","to":"own.navigation"}]`
+	if err := h.SetConfig(map[string]any{"enabled": true, "deltas": true, "path_overrides": overrides, "rate_ms": 1000}); err != nil {
 		t.Fatal(err)
 	}
 	data, err := decode.Encode(129038, map[string]any{"messageId": 1.0, "userId": 244660001.0,
@@ -378,14 +382,34 @@ func TestAISTargetOnlyInDeltaEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := decode.Message{Header: decode.Header{Prio: 4, PGN: 129038, Src: 40, Dst: 255}, Data: data}
-	for _, f := range decode.Frames(msg, 0, nil) {
-		h.CANReceive(sdk.CANFrame{ID: f.ID, Extended: true, Data: f.Data})
+	for range 2 { // the rate limit is the own vessel's: both reports go out
+		for _, f := range decode.Frames(msg, 0, nil) {
+			h.CANReceive(sdk.CANFrame{ID: f.ID, Extended: true, Data: f.Data})
+		}
 	}
 	getStatus(t, h) // sends the deltas gathered
 	for _, v := range h.Published {
-		if v.Path == "navigation.position" || v.Path == "navigation.speedOverGround" {
+		if strings.Contains(v.Path, "navigation.") {
 			t.Errorf("AIS target published on the own vessel: %+v", v)
 		}
+	}
+	const ctx = "vessels.urn:mrn:imo:mmsi:244660001"
+	got := map[string][]string{}
+	for _, v := range h.Contexts[ctx] {
+		got[v.Path] = append(got[v.Path], v.Value.String())
+	}
+	want := map[string][]string{
+		"navigation.position":        {`{"longitude":4.5,"latitude":52.1}`, `{"longitude":4.5,"latitude":52.1}`},
+		"navigation.speedOverGround": {"5.2", "5.2"},
+		"":                           {`{"mmsi":"244660001"}`, `{"mmsi":"244660001"}`},
+	}
+	for path, vs := range want {
+		if !slices.Equal(got[path], vs) {
+			t.Errorf("%s: %v, want %v (all: %v)", path, got[path], vs, got)
+		}
+	}
+	if len(h.Contexts) != 1 {
+		t.Errorf("contexts %v", h.Contexts)
 	}
 	found := false
 	for _, e := range h.SSE {

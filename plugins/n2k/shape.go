@@ -85,27 +85,52 @@ func (p *plugin) shape(cfg sdk.Config) {
 	}
 }
 
-// publishValue sends one value to Signal K; a number that is not finite goes as null.
-func (p *plugin) publishValue(path string, v any) {
+// publishValue sends one value of the own vessel to Signal K.
+func (p *plugin) publishValue(path string, v any) { p.publishIn("", path, v) }
+
+// publishTarget sends an AIS target's values to Signal K under its context; a context the
+// device does not take (vessels.unknown, a report without an MMSI) is left out.
+func (p *plugin) publishTarget(context string, values []skmap.Value) {
+	if sdk.ValidContext(context) != nil {
+		return
+	}
+	for _, v := range values {
+		p.publishIn(context, v.Path, v.Value)
+	}
+}
+
+// publishIn sends one value to Signal K, for the own vessel (context "") or another; a
+// number that is not finite goes as null.
+func (p *plugin) publishIn(context, path string, v any) {
 	var err error
 	switch x := v.(type) {
 	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			err = sdk.Publish(path, nil)
-		} else {
+		switch {
+		case math.IsNaN(x) || math.IsInf(x, 0):
+			err = publish(context, path, nil)
+		case context == "":
 			err = sdk.PublishNumber(path, x)
+		default:
+			err = sdk.PublishTo(context, path, x)
 		}
 	case string, bool, nil:
-		err = sdk.Publish(path, x)
+		err = publish(context, path, x)
 	default:
 		// A composite (position, attitude...): written by hand, as reflection is slow
 		// inside the sandbox.
 		p.val = skmap.AppendValue(p.val[:0], x)
-		err = sdk.Publish(path, json.RawMessage(p.val))
+		err = publish(context, path, json.RawMessage(p.val))
 	}
 	if err != nil {
-		sdk.Logf(sdk.LevelWarn, "publish %s: %v", path, err)
+		sdk.Logf(sdk.LevelWarn, "publish %s %s: %v", context, path, err)
 	}
+}
+
+func publish(context, path string, v any) error {
+	if context == "" {
+		return sdk.Publish(path, v)
+	}
+	return sdk.PublishTo(context, path, v)
 }
 
 // metaBudget bounds the meta declarations of the plugin: the device keeps a bounded table of

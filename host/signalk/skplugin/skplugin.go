@@ -117,6 +117,12 @@ func (a *adapter) Publish(values ...sk.Value) error {
 	return errno(err)
 }
 
+// PublishContext passes another context's values on: PUTs and their kept state are the own
+// vessel's only.
+func (a *adapter) PublishContext(context string, values ...sk.Value) error {
+	return errno(a.c.PublishContext(context, values...))
+}
+
 // registerPath registers an exact path with the client, with its kept state as the current
 // one, unless the path was dropped meanwhile. regMu is held.
 func (a *adapter) registerPath(path string) {

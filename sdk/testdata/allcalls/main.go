@@ -15,6 +15,7 @@ func init() {
 		_ = sdk.RegisterNamespace(sdk.Namespace{})
 		_, _ = sdk.GetConfig()
 		_ = sdk.Publish("a.b", 1)
+		_ = sdk.PublishTo("vessels.urn:mrn:imo:mmsi:230123456", "a.b", 1)
 		_ = sdk.Flush()
 		_ = sdk.DeclareMeta("a.b", nil)
 		_ = sdk.Subscribe("a.*")

@@ -160,6 +160,8 @@ func probe() {
 	probes["ns_register"] = call(hostcall.NsRegister, []byte(descriptor))
 	_, probes["config_get"] = read(hostcall.ConfigGet)
 	probes["sk_publish"] = call(hostcall.SKPublish, v)
+	probes["sk_publish_ctx"] = call(hostcall.SKPublishCtx, abi.AppendValues(abi.AppendContextValues(nil, "vessels.urn:mrn:imo:mmsi:230123456"),
+		[]abi.PathValue{{Path: "test.value", Value: abi.Number(3)}, {Value: abi.JSON([]byte(`{"name":"PROBE"}`))}}))
 	probes["sk_meta"] = call(hostcall.SKMeta, abi.AppendMeta(nil, []abi.Meta{{Path: "test.value", JSON: []byte(`{"units":"m"}`)}}))
 	probes["sk_subscribe"] = call(hostcall.SKSubscribe, abi.AppendStrings(nil, []string{"test.*"}))
 	probes["sk_unsubscribe"] = call(hostcall.SKUnsubscribe, abi.AppendStrings(nil, []string{"test.*"}))

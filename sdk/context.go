@@ -1,0 +1,134 @@
+package sdk
+
+import (
+	"errors"
+	"fmt"
+
+	"devhost/abi"
+)
+
+// Other contexts (ABI 1.3): values about another vessel, an aid to navigation, a base
+// station, an aircraft or a SAR transponder, as an AIS receiver hears them. They are
+// queued per context beside the own vessel's values and sent with them, one host call per
+// context, so a context the device refuses (its cap on live contexts) costs only its own
+// values.
+
+// MaxContexts is how many contexts one plugin instance may publish to at a time: a context
+// is live until abi.ContextIdleMs (10 minutes) after its last publication, and publishing to
+// a new one while MaxContexts are live fails with ErrLimit.
+const MaxContexts = abi.MaxContexts
+
+// ctxQueue is the queued values of one context.
+type ctxQueue struct {
+	context string
+	buf     []byte // the sk_publish_ctx message: the context, then value records
+	n       int
+}
+
+// ValidContext reports why context is not one PublishTo takes (nil when it is):
+// `vessels.<id>`, `atons.<id>`, `shore.basestations.<id>`, `aircraft.<id>` or `sar.<id>`,
+// the id `urn:mrn:` then colon-separated segments of letters, digits, _ and -
+// (`vessels.urn:mrn:imo:mmsi:230123456`). vessels.self is not one: Publish is for the own
+// vessel.
+func ValidContext(context string) error {
+	if err := abi.ValidContext(context); err != nil {
+		return fmt.Errorf("sdk: %w: %w", err, ErrInvalid)
+	}
+	return nil
+}
+
+// PublishTo queues a Signal K value for another context (ValidContext); queued values go to
+// the device when the running handler returns (or at Flush), each context's in one call,
+// after the own vessel's. The empty path with a JSON object (a map, a struct,
+// json.RawMessage) sets members of the context's root: a target's name, mmsi or
+// communication.callsignVhf. It fails at once on a malformed context, path or value and
+// without the signalk.publish capability; the device's refusal (ErrLimit past MaxContexts
+// live contexts) comes from Flush. Needs ABI 1.3 (manifest abi_minor 3).
+func PublishTo(context, path string, v any) error {
+	q := contextQueue(context)
+	if q == nil {
+		if err := ValidContext(context); err != nil {
+			return err
+		}
+	}
+	val, err := ToValue(v)
+	if err != nil {
+		return fmt.Errorf("%w: %w", err, ErrInvalid)
+	}
+	if path == "" {
+		if val.Kind != abi.KindJSON || !isObject(val.Str) {
+			return fmt.Errorf("sdk: publish to %s: the root takes a JSON object: %w", context, ErrInvalid)
+		}
+	} else if !checkPath(path) {
+		return invalidPath(path)
+	}
+	if !rt.canPublish {
+		return errNoPublish()
+	}
+	if q == nil {
+		rt.ctxPub = append(rt.ctxPub, ctxQueue{context: context, buf: abi.AppendContextValues(nil, context)})
+		q = &rt.ctxPub[len(rt.ctxPub)-1]
+	}
+	q.buf = abi.AppendValue(q.buf, path, val)
+	q.n++
+	if q.n == abi.MaxValuesPerCall || len(q.buf) > abi.MaxMessage-(abi.MaxPath+abi.MaxValue+16) {
+		return flushContext(q)
+	}
+	return nil
+}
+
+// isObject reports whether a JSON text (valid: ToValue checked it) is an object.
+func isObject(text string) bool {
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{':
+			return true
+		}
+		return false
+	}
+	return false
+}
+
+// contextQueue answers the queue of a context (checked when it was made), nil for a context
+// not queued in this batch; the last one used first: a plugin usually publishes several
+// values of one target in a row.
+func contextQueue(context string) *ctxQueue {
+	if n := len(rt.ctxPub); n > 0 && rt.ctxPub[n-1].context == context {
+		return &rt.ctxPub[n-1]
+	}
+	for i := range rt.ctxPub {
+		if rt.ctxPub[i].context == context {
+			return &rt.ctxPub[i]
+		}
+	}
+	return nil
+}
+
+// flushContext sends one context's queued values.
+func flushContext(q *ctxQueue) error {
+	if q.n == 0 {
+		return nil
+	}
+	rc := callIn(abi.FnSKPublishCtx, q.buf)
+	q.buf, q.n = abi.AppendContextValues(q.buf[:0], q.context), 0
+	if rc < 0 {
+		return fmt.Errorf("sdk: publish to %s: %w", q.context, abi.Errno(rc))
+	}
+	return nil
+}
+
+// flushContexts sends every context's queued values and forgets the contexts: the next
+// batch's targets are other ones.
+func flushContexts() error {
+	var errs []error
+	for i := range rt.ctxPub {
+		if err := flushContext(&rt.ctxPub[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	clear(rt.ctxPub)
+	rt.ctxPub = rt.ctxPub[:0]
+	return errors.Join(errs...)
+}
