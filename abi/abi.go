@@ -16,7 +16,9 @@ const Version = 1
 // net_data and net_state events, and what a provisioning plugin needs: the GATT server role
 // (ble.peripheral), portal-root routes (portal), the WiFi hand-off (wifi.prov), the proof of
 // possession (prov.pop) and the provisioning button (button).
-const Minor = 2
+// Minor 3 added dormant: a plugin whose work is off asks to be closed until a Wake condition
+// holds, so that it costs (almost) nothing at rest.
+const Minor = 3
 
 // CheckVersion reports whether a plugin built for ABI major.minor runs on this host.
 func CheckVersion(major, minor int) error {
@@ -84,6 +86,7 @@ const (
 	FnPortalHold      = "portal_hold"       // minor 2
 	FnProvPoP         = "prov_pop"          // minor 2
 	FnButtonWatch     = "button_watch"      // minor 2
+	FnDormant         = "dormant"           // minor 3
 )
 
 // Capability is a permission a manifest asks for and an operator grants at install.
@@ -180,6 +183,7 @@ var FunctionCapability = map[string]Capability{
 	FnPortalHold:      CapWiFiProv,
 	FnProvPoP:         CapProvPoP,
 	FnButtonWatch:     CapButton,
+	FnDormant:         "",
 }
 
 // Errno is the error a host function answers, as a negative i32 result. Errno values are
@@ -302,7 +306,7 @@ var Signatures = map[string]Signature{
 	FnGATTServe: sigIn, FnGATTReply: sigIn, FnGATTNotify: sigIn, FnBLEScanResponse: sigIn,
 	FnPortalServe: sigIn, FnPortalReply: sigIn, FnWiFiProvision: sigIn, FnWiFiStatus: sigIn,
 	FnWiFiWatch: sigOne, FnWiFiScan: sigIn, FnPortalHold: sigOne, FnProvPoP: sigIn,
-	FnButtonWatch: sigOne,
+	FnButtonWatch: sigOne, FnDormant: sigIn,
 }
 
 // ParamNames names every host function's parameters as the table of ABI.md section 8 does:
@@ -324,6 +328,7 @@ var ParamNames = map[string][]string{
 	FnBLEScanResponse: {"ptr", "len"}, FnPortalServe: {"ptr", "len"}, FnPortalReply: {"ptr", "len"},
 	FnWiFiProvision: {"ptr", "len"}, FnWiFiStatus: {"ptr", "cap"}, FnWiFiWatch: {"on"},
 	FnWiFiScan: {"ptr", "cap"}, FnPortalHold: {"on"}, FnProvPoP: {"ptr", "cap"}, FnButtonWatch: {"on"},
+	FnDormant: {"ptr", "len"},
 }
 
 // ExportSignature is the type of dev_init and dev_event: no parameters, one i32.

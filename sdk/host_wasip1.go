@@ -53,6 +53,8 @@ func callIn(fn string, in []byte) int32 {
 		return hNetOpen(p, n)
 	case abi.FnNetSend:
 		return hNetSend(p, n)
+	case abi.FnDormant:
+		return hDormant(p, n)
 	}
 	if f := periphIn[fn]; f != nil {
 		return f(p, n)

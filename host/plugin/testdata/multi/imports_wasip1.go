@@ -33,6 +33,9 @@ func hClockNow(ptr unsafe.Pointer, cap uint32) int32
 //go:wasmimport extism:host/user config_get
 func hConfigGet(ptr unsafe.Pointer, cap uint32) int32
 
+//go:wasmimport extism:host/user dormant
+func hDormant(ptr unsafe.Pointer, n uint32) int32
+
 //go:wasmimport extism:host/user event_read
 func hEventRead(ptr unsafe.Pointer, cap uint32) int32
 
