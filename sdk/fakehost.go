@@ -560,6 +560,11 @@ func (h *FakeHost) SetConfig(values map[string]any) error {
 	if err != nil {
 		return err
 	}
+	// As on the device, values that meet a dormant request's condition withdraw it.
+	var vals map[string]json.RawMessage
+	if h.Dormant != nil && json.Unmarshal(b, &vals) == nil && h.Dormant.ConfigWakes(vals) {
+		h.Dormant = nil
+	}
 	return h.deliver(abi.Event{Kind: abi.EvConfig, Data: b})
 }
 
@@ -836,6 +841,14 @@ func (h *FakeHost) dormant(b []byte) int32 {
 		if !slices.ContainsFunc(h.keys, func(key Key) bool { return key.Name == k }) {
 			return int32(abi.ErrInvalid)
 		}
+	}
+	// A condition that holds already would wake the plugin at once.
+	var vals map[string]json.RawMessage
+	if b, err := h.effective(); len(w.Config) > 0 && (err != nil || json.Unmarshal(b, &vals) != nil || w.ConfigWakes(vals)) {
+		return int32(abi.ErrState)
+	}
+	if w.WiFiUnconfigured && !h.WiFi.Configured {
+		return int32(abi.ErrState)
 	}
 	h.Dormant = &w
 	return 0
