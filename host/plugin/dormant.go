@@ -94,10 +94,13 @@ func (p *plugin) wokenBy(w abi.Wake) bool {
 	return false
 }
 
-// readyToSleep reports whether the instance asked to be dormant and is idle: nothing queued
-// for it, nothing waiting for it to wake, no deferred PUT open.
-func (p *plugin) readyToSleep(s *session) bool {
-	if s.dormant == nil || !p.inbox.empty() {
+// startDozing reports whether the instance asked to be dormant and is idle: nothing queued
+// for it, nothing waiting for it to wake, no deferred PUT open. When it is, the plugin is
+// dozing from then on: what holdForWake takes waits for the next instance instead of going
+// to this one, which is about to close (holdForWake pushes under the same lock, so an event
+// is either in the inbox seen empty here or in pending).
+func (p *plugin) startDozing(s *session) bool {
+	if s.dormant == nil {
 		return false
 	}
 	s.putMu.Lock()
@@ -105,7 +108,11 @@ func (p *plugin) readyToSleep(s *session) bool {
 	s.putMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return deferred == 0 && len(p.pending) == 0
+	if deferred > 0 || len(p.pending) > 0 || !p.inbox.empty() {
+		return false
+	}
+	p.dozing = true
+	return true
 }
 
 // keepDormant records the instance's request (and the namespace it registered) so that a
@@ -249,14 +256,14 @@ func (p *plugin) signalWake() {
 // after trying the running instance once more (it may have started meanwhile).
 func (p *plugin) holdForWake(e queued) bool {
 	p.mu.Lock()
-	if p.dozing {
-		p.pending = append(p.pending, e)
-		p.mu.Unlock()
-		p.signalWake()
-		return true
+	if !p.dozing {
+		defer p.mu.Unlock()
+		return p.inbox.push(p.gen.Load(), e)
 	}
+	p.pending = append(p.pending, e)
 	p.mu.Unlock()
-	return p.inbox.push(p.gen.Load(), e)
+	p.signalWake()
+	return true
 }
 
 // takePending hands what waited for the instance of generation gen over to its inbox; from

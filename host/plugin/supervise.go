@@ -73,6 +73,11 @@ func (p *plugin) supervise(ctx context.Context) {
 			}
 			continue
 		}
+		if dormant { // stopped or disabled while dormant: nothing wakes it any more
+			dormant = false
+			p.unroute()
+			p.dropPending()
+		}
 		p.idle(w)
 		var retryC <-chan time.Time
 		if retry != nil {
@@ -286,7 +291,7 @@ func (p *plugin) runOnce(ctx context.Context) (*command, error) {
 	}()
 	// sleep closes an idle instance that asked to be dormant.
 	sleep := func() bool {
-		if !p.readyToSleep(s) {
+		if !p.startDozing(s) {
 			return false
 		}
 		p.stopInstance(s)
