@@ -17,7 +17,9 @@ const Version = 1
 // (ble.peripheral), portal-root routes (portal), the WiFi hand-off (wifi.prov), the proof of
 // possession (prov.pop) and the provisioning button (button). Minor 3 added sk_publish_ctx:
 // values for another vessel, aid to navigation, base station, aircraft or SAR transponder.
-const Minor = 3
+// Minor 4 added dormant: a plugin whose work is off asks to be closed until a Wake condition
+// holds, so that it costs (almost) nothing at rest.
+const Minor = 4
 
 // CheckVersion reports whether a plugin built for ABI major.minor runs on this host.
 func CheckVersion(major, minor int) error {
@@ -86,6 +88,7 @@ const (
 	FnProvPoP         = "prov_pop"          // minor 2
 	FnButtonWatch     = "button_watch"      // minor 2
 	FnSKPublishCtx    = "sk_publish_ctx"    // minor 3
+	FnDormant         = "dormant"           // minor 4
 )
 
 // Capability is a permission a manifest asks for and an operator grants at install.
@@ -183,6 +186,7 @@ var FunctionCapability = map[string]Capability{
 	FnPortalHold:      CapWiFiProv,
 	FnProvPoP:         CapProvPoP,
 	FnButtonWatch:     CapButton,
+	FnDormant:         "",
 }
 
 // Errno is the error a host function answers, as a negative i32 result. Errno values are
@@ -305,7 +309,7 @@ var Signatures = map[string]Signature{
 	FnGATTServe: sigIn, FnGATTReply: sigIn, FnGATTNotify: sigIn, FnBLEScanResponse: sigIn,
 	FnPortalServe: sigIn, FnPortalReply: sigIn, FnWiFiProvision: sigIn, FnWiFiStatus: sigIn,
 	FnWiFiWatch: sigOne, FnWiFiScan: sigIn, FnPortalHold: sigOne, FnProvPoP: sigIn,
-	FnButtonWatch: sigOne, FnSKPublishCtx: sigIn,
+	FnButtonWatch: sigOne, FnSKPublishCtx: sigIn, FnDormant: sigIn,
 }
 
 // ParamNames names every host function's parameters as the table of ABI.md section 8 does:
@@ -328,6 +332,7 @@ var ParamNames = map[string][]string{
 	FnWiFiProvision: {"ptr", "len"}, FnWiFiStatus: {"ptr", "cap"}, FnWiFiWatch: {"on"},
 	FnWiFiScan: {"ptr", "cap"}, FnPortalHold: {"on"}, FnProvPoP: {"ptr", "cap"}, FnButtonWatch: {"on"},
 	FnSKPublishCtx: {"ptr", "len"},
+	FnDormant: {"ptr", "len"},
 }
 
 // ExportSignature is the type of dev_init and dev_event: no parameters, one i32.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -67,6 +68,7 @@ type FakeHost struct {
 	Calls       []string               // every host function called, in order
 	Timers      map[uint32]FakeTimer   // armed timers by id
 	Sockets     map[uint32]*FakeSocket // open sockets (net_open) by id
+	Dormant     *abi.Wake              // the instance's dormant request; nil: none or withdrawn
 	FakePeriph                         // ABI minor 2 (fakeperiph.go)
 
 	values     map[string]any   // stored configuration values by key
@@ -334,6 +336,8 @@ func (h *FakeHost) in(fn string, b []byte) int32 {
 		h.CANFilters = fs
 	case abi.FnMDNSService:
 		return h.mdnsService(b)
+	case abi.FnDormant:
+		return h.dormant(b)
 	case abi.FnNetOpen, abi.FnNetSend:
 		return h.netIn(fn, b)
 	case abi.FnBLEAdvertise:
@@ -560,6 +564,11 @@ func (h *FakeHost) SetConfig(values map[string]any) error {
 	b, err := h.effective()
 	if err != nil {
 		return err
+	}
+	// As on the device, values that meet a dormant request's condition withdraw it.
+	var vals map[string]json.RawMessage
+	if h.Dormant != nil && json.Unmarshal(b, &vals) == nil && h.Dormant.ConfigWakes(vals) {
+		h.Dormant = nil
 	}
 	return h.deliver(abi.Event{Kind: abi.EvConfig, Data: b})
 }
@@ -836,4 +845,39 @@ func errnoOf(err error) abi.Errno {
 		return e
 	}
 	return abi.ErrInvalid
+}
+
+// dormant is the host's side of Dormant and Awake: the request is kept in h.Dormant. As
+// the device does, a condition must be one the plugin may use, and a configuration key one
+// of its registered namespace.
+func (h *FakeHost) dormant(b []byte) int32 {
+	if len(b) == 0 {
+		h.Dormant = nil
+		return 0
+	}
+	w, err := abi.DecodeWake(b)
+	switch {
+	case err != nil:
+		return int32(abi.ErrInvalid)
+	case w.Button && !abi.HasCapability(h.Granted, abi.CapButton),
+		w.WiFiUnconfigured && !abi.HasCapability(h.Granted, abi.CapWiFiProv):
+		return int32(abi.ErrPermission)
+	case len(w.Config) > 0 && !h.registered:
+		return int32(abi.ErrState)
+	}
+	for k := range w.Config {
+		if !slices.ContainsFunc(h.keys, func(key Key) bool { return key.Name == k }) {
+			return int32(abi.ErrInvalid)
+		}
+	}
+	// A condition that holds already would wake the plugin at once.
+	var vals map[string]json.RawMessage
+	if b, err := h.effective(); len(w.Config) > 0 && (err != nil || json.Unmarshal(b, &vals) != nil || w.ConfigWakes(vals)) {
+		return int32(abi.ErrState)
+	}
+	if w.WiFiUnconfigured && !h.WiFi.Configured {
+		return int32(abi.ErrState)
+	}
+	h.Dormant = &w
+	return 0
 }

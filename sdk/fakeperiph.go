@@ -232,5 +232,8 @@ func (h *FakeHost) Button(seconds int) error {
 	if !h.ButtonWatch || !abi.HasCapability(h.Granted, abi.CapButton) {
 		return nil
 	}
+	if h.Dormant != nil && h.Dormant.Button {
+		h.Dormant = nil // a press wakes a plugin that sleeps until one
+	}
 	return h.deliver(abi.Event{Kind: abi.EvButton, Data: abi.AppendTimer(nil, uint32(seconds))})
 }

@@ -33,6 +33,9 @@ func ClockNow(ptr unsafe.Pointer, cap uint32) int32
 //go:wasmimport extism:host/user config_get
 func ConfigGet(ptr unsafe.Pointer, cap uint32) int32
 
+//go:wasmimport extism:host/user dormant
+func Dormant(ptr unsafe.Pointer, n uint32) int32
+
 //go:wasmimport extism:host/user event_read
 func EventRead(ptr unsafe.Pointer, cap uint32) int32
 
@@ -163,6 +166,8 @@ func Call(name string, ptr unsafe.Pointer, n uint32, args ...int64) int32 {
 		return ClockNow(ptr, n)
 	case "config_get":
 		return ConfigGet(ptr, n)
+	case "dormant":
+		return Dormant(ptr, n)
 	case "event_read":
 		return EventRead(ptr, n)
 	case "gatt_notify":

@@ -95,8 +95,8 @@ func makeBundled() (bundledBuild, error) {
 }
 
 // A device built as `make build` builds it carries plugins/n2k: a fresh device lists it
-// running and idle (f_n2k.enabled false); a removal lasts across reboots; a factory reset
-// brings it back.
+// dormant (f_n2k.enabled false: no instance until enabled; GET /n2k/status wakes it to
+// answer); a removal lasts across reboots; a factory reset brings it back.
 func TestBundledN2KPluginOnAFreshDevice(t *testing.T) {
 	b := buildBundled(t)
 	bin, keys := b.bin, b.keys
@@ -151,7 +151,7 @@ func TestBundledN2KPluginOnAFreshDevice(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 				continue
 			}
-			if p["state"] == "running" {
+			if p["state"] == "dormant" { // idle: closed until f_n2k.enabled changes
 				if p["version"] != man.Version || p["wanted"] != "running" {
 					t.Fatalf("%s: n2k %v %v", when, p["version"], p["wanted"])
 				}

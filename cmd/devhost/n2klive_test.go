@@ -155,13 +155,22 @@ func n2kDevice(ctx context.Context, t *testing.T, b bundledBuild, logs ...string
 	s := sktest.Require(t, sktest.Options{})
 	d := newDev(t, withBinary(b.bin), withEnv("DEVHOST_KEYS="+b.keys))
 	connectSK(ctx, t, d, s)
-	eventually(t, "n2k running", func() bool {
+	// A fresh device's n2k is dormant (f_n2k.enabled false): no instance, no memory, and
+	// enabling it is what wakes it.
+	eventually(t, "n2k dormant", func() bool {
 		r := d.call("GET", "/api/v1/plugins/n2k", "")
-		return r.status == 200 && r.json(t)["state"] == "running"
+		return r.status == 200 && r.json(t)["state"] == "dormant"
 	})
+	if p := d.call("GET", "/api/v1/plugins/n2k", "").json(t); p["memory"] != 0.0 || fmt.Sprint(p["wake"]) != "map[config:map[enabled:false]]" {
+		t.Fatalf("dormant n2k: memory %v wake %v", p["memory"], p["wake"])
+	}
 	if r := d.call("PUT", "/api/v1/config", `{"f_n2k":{"enabled":true}}`); r.status != 200 {
 		t.Fatalf("enable: %d %s", r.status, r.body)
 	}
+	eventually(t, "n2k woken", func() bool {
+		r := d.call("GET", "/api/v1/plugins/n2k", "")
+		return r.status == 200 && r.json(t)["state"] == "running"
+	})
 	eventually(t, "n2k listening", func() bool {
 		r := d.call("GET", "/api/v1/n2k/status", "")
 		return r.status == 200 && r.json(t)["state"] != "disabled"

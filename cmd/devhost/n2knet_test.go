@@ -157,9 +157,9 @@ func TestN2KNetworkGateway(t *testing.T) {
 	b := buildBundled(t)
 	lines, frames := ydRawLog(t)
 	d := newDev(t, withBinary(b.bin), withEnv("DEVHOST_KEYS="+b.keys))
-	eventually(t, "n2k running", func() bool {
+	eventually(t, "n2k dormant", func() bool {
 		r := d.call("GET", "/api/v1/plugins/n2k", "")
-		return r.status == 200 && r.json(t)["state"] == "running"
+		return r.status == 200 && r.json(t)["state"] == "dormant"
 	})
 	for _, bad := range []string{`{"gateway_port":65536}`, `{"gateway_port":-1}`, `{"source":"nmea0183"}`, `{"gateway_host":"` + strings.Repeat("a", 254) + `"}`} {
 		r := d.call("PUT", "/api/v1/config", `{"f_n2k":`+bad+`}`)

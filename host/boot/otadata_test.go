@@ -208,3 +208,37 @@ func TestNothingBootableFlashesAgain(t *testing.T) {
 		t.Fatalf("ota_0 holds %q", b)
 	}
 }
+
+// At power-on the bootloader hashes ota_0 while comparing the executable with it (one hash
+// for both questions): a damaged ota_0 is still refused, whether the executable is the one
+// flashed (nothing else bootable: flashed again) or a new one (flashed anyway), and an
+// executable of ota_0's size with other bytes is still a new one.
+func TestPowerOnWithOneHash(t *testing.T) {
+	for _, c := range []struct {
+		name, slot0, exe, want string
+	}{
+		{"damaged ota_0, same executable", "onX", "one", "one"},
+		{"damaged ota_0, new executable", "onX", "two", "two"},
+		{"intact ota_0, new executable of the same size", "one", "onf", "onf"},
+		{"intact ota_0, longer executable", "one", "one more", "one more"},
+		{"intact ota_0, same executable", "one", "one", "one"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newSlotRig(t, "one")
+			r.boot(true)
+			if err := os.WriteFile(SlotPath(r.dir, 0), []byte(c.slot0), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(r.s.o.Exe, []byte(c.exe), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			n, d := r.boot(true)
+			if n != 0 || d.Slots[0].State != SlotValid {
+				t.Fatalf("slot %d %+v", n, d)
+			}
+			if b, _ := os.ReadFile(SlotPath(r.dir, 0)); string(b) != c.want {
+				t.Fatalf("ota_0 holds %q, want %q", b, c.want)
+			}
+		})
+	}
+}

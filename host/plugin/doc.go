@@ -41,7 +41,18 @@
 //     resume). At most 2 uploads are open; one idle for 10 minutes is discarded. An upload
 //     lives in the partition's .uploads (emptied at boot) and is discarded once installed or
 //     refused. Committing is optional: POST /plugins {upload} verifies too.
-//   - States: loading → running; a failure → failed, restarted after 1 s, 2 s, 4 s ... at most
+//   - Dormancy (ABI 1.4, dormant.go): a plugin whose work is off calls dormant with the
+//     conditions that wake it (abi.Wake). Once the instance is idle (nothing queued, no
+//     deferred PUT) the host stops it in order, releases its compiled module and frees the
+//     heap; the state is dormant (GET /plugins: memory 0 and wake, the conditions). The
+//     namespace stays registered, the routes stay routed and retained events stay. A request
+//     to a route waits (pending) for the instance it wakes; a config write, a press or the
+//     station losing its networks wakes it when its conditions say so; an operator's start
+//     wakes it too. The record keeps the conditions and the descriptor: a boot registers the
+//     namespace from it and does not start the plugin while no condition holds. A request
+//     whose condition holds already is refused (ErrState), so a plugin cannot loop between
+//     closing and starting.
+//   - States: loading → running (or dormant); a failure → failed, restarted after 1 s, 2 s, 4 s ... at most
 //     60 s; 5 failures in a row → disabled, kept across reboots with the reason, until an
 //     operator starts it (which resets the count). Running 60 s resets the count. Failures
 //     no restart can cure (bundle unreadable or no longer trusted, a module that does not
@@ -170,7 +181,8 @@
 //   - session.go: one running instance and its open requests; hostfn.go: the ABI's host
 //     functions; inbox.go: events waiting for the next batch; deps.go: the device interfaces;
 //     skresult.go: ABI PUT results to the host's (package sk); mdns.go: mdns_service;
-//     net.go: the net.client sockets (net_open, net_send, net_close) and their goroutines.
+//     net.go: the net.client sockets (net_open, net_send, net_close) and their goroutines;
+//     dormant.go: dormancy (the dormant host function, doze, pending events, the record).
 //   - http.go: the REST API; upload.go: chunked uploads and downloads; partition.go: the
 //     `plugins` partition on disk; configadapter.go: the f_<id> namespaces; trust/: keys.
 //

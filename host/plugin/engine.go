@@ -32,18 +32,14 @@ import (
 // sandboxed instances of them through extism's CompiledPlugin and Plugin; the checks extism
 // has no API for go to wazero directly (see the package doc).
 type engine struct {
-	cache    wazero.CompilationCache
-	cacheDir string // where cache keeps its files; "" in memory
+	cacheDir string // where compiled code is kept; "" in memory
 	pages    uint32 // linear memory cap per memory, in 64 KiB pages (the cap less the stack)
 	stack    uint32 // stack budget per instance, in bytes
 	funcs    []extism.HostFunction
-	// checker compiles modules for checkLink, with extism's runtime configuration and the
-	// same compilation cache: wazero shares one compiled copy of a module between runtimes
-	// of one cache, so the checker finds the module extism compiled just before. wasi is
-	// the WASI the plugins link against, as the checker declares it. Both are made at the
-	// first compilation (the configuration is final then).
-	checker wazero.Runtime
-	wasi    map[string]api.FunctionDefinition
+	// wasi is the WASI the plugins link against, as a checker's runtime declares it, made at
+	// the first check; checks counts the modules compiled for checkLink.
+	wasi   map[string]api.FunctionDefinition
+	checks int
 	// unbounded compiles without the fuel that enforces the time limit. Only the benchmarks
 	// set it, for a comparison.
 	unbounded bool
@@ -58,6 +54,17 @@ type engine struct {
 // functions instantiated in that runtime for its instances to link against.
 type compiled struct {
 	cp *extism.CompiledPlugin
+	// cache is the module's own compilation cache (over the shared directory): extism's
+	// Close closes its runtime, and a runtime with a cache leaves the compiled code in the
+	// cache's engine (wazero closes compiled modules there only one by one, and extism keeps
+	// its compiled module to itself). Closing the cache too is what frees the code.
+	cache wazero.CompilationCache
+}
+
+// close releases the compiled module: its runtime, then its code.
+func (c *compiled) close(ctx context.Context) {
+	_ = c.cp.Close(ctx)
+	_ = c.cache.Close(ctx)
 }
 
 // shared is a compiled module and how many plugins use it: plugins built from the same
@@ -81,17 +88,12 @@ func newEngine(cacheDir string, capPages, stack uint32, funcs []hostFn) (*engine
 	if stack == 0 || capPages <= stackPages {
 		return nil, fmt.Errorf("plugin: a memory cap of %d pages leaves no linear memory beside a %d byte stack", capPages, stack)
 	}
-	var cache wazero.CompilationCache
 	code := ""
 	if cacheDir != "" {
 		code = codeCacheDir(cacheDir)
-		c, err := wazero.NewCompilationCacheWithDir(code)
-		if err != nil {
+		if err := os.MkdirAll(code, 0o755); err != nil {
 			return nil, fmt.Errorf("plugin: compilation cache: %w", err)
 		}
-		cache = c
-	} else {
-		cache = wazero.NewCompilationCache()
 	}
 	hf := make([]extism.HostFunction, 0, len(funcs))
 	for _, f := range funcs {
@@ -107,17 +109,31 @@ func newEngine(cacheDir string, capPages, stack uint32, funcs []hostFn) (*engine
 	}, nil, []api.ValueType{api.ValueTypeI32})
 	r.SetNamespace(abi.Module)
 	hf = append(hf, r)
-	return &engine{cache: cache, cacheDir: code, pages: capPages - stackPages, stack: stack, funcs: hf,
+	return &engine{cacheDir: code, pages: capPages - stackPages, stack: stack, funcs: hf,
 		compiled: map[string]*shared{}}, nil
 }
 
-func (e *engine) close(ctx context.Context) {
-	e.compiling.Lock()
-	if e.checker != nil {
-		_ = e.checker.Close(ctx)
+// moduleCache is a compilation cache of one module's own over the shared directory.
+func (e *engine) moduleCache() (wazero.CompilationCache, error) {
+	if e.cacheDir == "" {
+		return wazero.NewCompilationCache(), nil
 	}
-	e.compiling.Unlock()
-	_ = e.cache.Close(ctx)
+	c, err := wazero.NewCompilationCacheWithDir(e.cacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("plugin: compilation cache: %w", err)
+	}
+	return c, nil
+}
+
+// close releases what is still compiled.
+func (e *engine) close(ctx context.Context) {
+	e.mu.Lock()
+	left := e.compiled
+	e.compiled = map[string]*shared{}
+	e.mu.Unlock()
+	for _, s := range left {
+		s.c.close(ctx)
+	}
 }
 
 // codeCacheDir is where compiled code is kept under the cache directory. Code compiled
@@ -225,7 +241,7 @@ func (e *engine) release(key string) {
 	}
 	delete(e.compiled, key)
 	e.mu.Unlock()
-	_ = s.c.cp.Close(context.Background())
+	s.c.close(context.Background())
 }
 
 // compile bounds the module's stack and its time (instrument), has extism compile it in a runtime
@@ -238,7 +254,11 @@ func (e *engine) compile(ctx context.Context, module []byte, key string) (*compi
 	if err != nil {
 		return nil, err
 	}
-	rc := e.runtimeConfig()
+	cache, err := e.moduleCache()
+	if err != nil {
+		return nil, err
+	}
+	rc := e.runtimeConfig(cache)
 	ctx = experimental.WithFunctionListenerFactory(ctx, capture{})
 	// extism compiles first and the check follows, before anything is instantiated: the
 	// code wazero shares between the two runtimes keeps the decoded module of whichever
@@ -249,16 +269,16 @@ func (e *engine) compile(ctx context.Context, module []byte, key string) (*compi
 	man := extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: guarded, Name: "main"}}}
 	cp, err := extism.NewCompiledPlugin(ctx, man, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, e.funcs)
 	if err != nil {
+		_ = cache.Close(context.Background())
 		return nil, permanent(fmt.Errorf("compile: %w", err))
 	}
+	c := &compiled{cp: cp, cache: cache}
 	marker := e.linkedMarker(guarded)
 	if _, err := os.Stat(marker); marker == "" || err != nil {
-		cm, err := e.check(ctx, guarded)
-		if err != nil {
-			_ = cp.Close(context.Background())
+		if err := e.check(ctx, rc, guarded); err != nil {
+			c.close(context.Background())
 			return nil, err
 		}
-		_ = cm.Close(context.Background())
 	}
 	if marker != "" {
 		// Without it the next start checks again: a failure to write costs time, not safety.
@@ -266,7 +286,7 @@ func (e *engine) compile(ctx context.Context, module []byte, key string) (*compi
 			_ = os.WriteFile(marker, nil, 0o644)
 		}
 	}
-	return &compiled{cp: cp}, nil
+	return c, nil
 }
 
 // linkedMarker names the file that records, beside the compiled code, that a module passed
@@ -309,35 +329,37 @@ var linkFingerprint = sync.OnceValue(func() string {
 // runtimeConfig is the configuration of every runtime: the per-memory cap and the
 // compilation cache. wazero's own termination checks stay off: the time limits are enforced
 // through the module's fuel (package fuel, refuel), at a fraction of their cost.
-func (e *engine) runtimeConfig() wazero.RuntimeConfig {
+func (e *engine) runtimeConfig(cache wazero.CompilationCache) wazero.RuntimeConfig {
 	return wazero.NewRuntimeConfig().
-		WithCompilationCache(e.cache).
+		WithCompilationCache(cache).
 		WithMemoryLimitPages(e.pages)
 }
 
-// check compiles the module in the checker and runs checkLink on its declarations; the
-// caller closes the compiled module (extism's compiled plugin keeps the shared code).
-// extism compiles the module in its own runtime and exposes neither the compiled module nor
-// its imports, and an instance's exports only by name: the types are wazero's to tell.
-func (e *engine) check(ctx context.Context, module []byte) (wazero.CompiledModule, error) {
-	if e.checker == nil {
-		rt := wazero.NewRuntimeWithConfig(ctx, e.runtimeConfig())
+// check compiles the module for checkLink in a runtime of the module's configuration rc: it
+// shares the module's cache, where the code extism compiled just before is found, so the
+// check compiles nothing again. extism compiles the module in its own runtime and exposes
+// neither the compiled module nor its imports, and an instance's exports only by name: the
+// types are wazero's to tell.
+func (e *engine) check(ctx context.Context, rc wazero.RuntimeConfig, module []byte) error {
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	defer rt.Close(context.Background())
+	if e.wasi == nil {
 		if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-			_ = rt.Close(context.Background())
-			return nil, fmt.Errorf("compile: wasi: %w", err)
+			return fmt.Errorf("compile: wasi: %w", err)
 		}
-		e.checker = rt
 		e.wasi = rt.Module(wasi_snapshot_preview1.ModuleName).ExportedFunctionDefinitions()
 	}
-	cm, err := e.checker.CompileModule(ctx, module)
+	e.checks++
+	cm, err := rt.CompileModule(ctx, module)
 	if err != nil {
-		return nil, permanent(fmt.Errorf("compile: %w", err))
+		return permanent(fmt.Errorf("compile: %w", err))
 	}
+	// Closed explicitly: a runtime's close leaves compiled modules in the cache's engine.
+	defer cm.Close(context.Background())
 	if err := checkLink(e.wasi, cm); err != nil {
-		_ = cm.Close(context.Background())
-		return nil, permanent(fmt.Errorf("link: %w", err))
+		return permanent(fmt.Errorf("link: %w", err))
 	}
-	return cm, nil
+	return nil
 }
 
 // checkLink tells, from the compiled module's declared imports and exports, whether it is a

@@ -252,7 +252,7 @@ func TestLinkVerdictKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.release(key)
-	if e.checker != nil {
+	if e.checks != 0 {
 		t.Error("the known module was compiled for the check again")
 	}
 	if _, _, err := e.acquire(context.Background(), bad); err == nil || !isPermanent(err) {

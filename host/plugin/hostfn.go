@@ -63,6 +63,7 @@ func hostFunctions() []hostFn {
 		{abi.FnNetOpen, fnNetOpen},
 		{abi.FnNetSend, fnNetSend},
 		{abi.FnNetClose, fnNetClose},
+		{abi.FnDormant, fnDormant},
 	}
 	defs = append(defs, periphFunctions...)
 	out := make([]hostFn, 0, len(defs))

@@ -165,6 +165,13 @@ func (b *inbox) markConfig(gen uint64) {
 	}
 }
 
+// empty reports whether nothing waits for the next batch.
+func (b *inbox) empty() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.q) == 0 && !b.config
+}
+
 // dropTimer forgets a queued firing of a cancelled timer.
 func (b *inbox) dropTimer(id uint32) {
 	b.mu.Lock()

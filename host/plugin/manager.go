@@ -298,6 +298,7 @@ func (m *Manager) ConfigChanged(ns, _ string) {
 	}
 	if p := m.get(id); p != nil {
 		p.inbox.markConfig(p.gen.Load())
+		p.signalWake() // a dormant plugin looks at its conditions again
 	}
 }
 

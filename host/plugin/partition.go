@@ -56,6 +56,8 @@ type record struct {
 	SHA256      string   `json:"sha256"`
 	// Reason is why the plugin is disabled, kept so the operator sees it after a reboot.
 	Reason string `json:"reason,omitempty"`
+	// Dormant is the dormancy the plugin asked for (dormant.go); a new bundle starts without.
+	Dormant *dormantRecord `json:"dormant,omitempty"`
 }
 
 type partition struct{ dir string }

@@ -23,6 +23,7 @@ const (
 	StateFailed   State = "failed"   // its instance failed; a restart is scheduled
 	StateStopped  State = "stopped"  // an operator stopped it
 	StateDisabled State = "disabled" // it failed too often (or cannot run); an operator must start it
+	StateDormant  State = "dormant"  // its work is off: no instance until a wake condition holds
 )
 
 // Start asks a stopped, failed or disabled plugin to run; its failure count starts afresh.
@@ -106,6 +107,12 @@ type plugin struct {
 
 	compiled    *compiled
 	compiledKey string
+	// Dormancy (dormant.go): dozing while dormant or waking up, events that wait for the
+	// next instance, wake signals doze, routed tells the routes are on the router.
+	dozing  bool
+	pending []queued
+	wake    chan struct{}
+	routed  bool
 	// loadCancel ends the load in progress (compile, start, init); nil when not loading.
 	loadCancel context.CancelFunc
 }
@@ -117,7 +124,7 @@ type command struct {
 
 func (m *Manager) newPlugin(rec record) *plugin {
 	p := &plugin{m: m, id: rec.ID, rec: rec, inbox: newInbox(), ctl: make(chan command, 8),
-		exited: make(chan struct{}), healthNames: map[string]bool{}}
+		exited: make(chan struct{}), healthNames: map[string]bool{}, wake: make(chan struct{}, 1)}
 	p.log = m.opts.PluginLogger(rec.ID)
 	switch rec.Wanted {
 	case WantRunning:

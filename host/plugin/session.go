@@ -43,6 +43,7 @@ type session struct {
 	cancel   context.CancelFunc // of the call in progress
 
 	nsCalled  bool
+	dormant   *abi.Wake // the instance asked to be dormant (dormant.go)
 	subs      map[string]func()
 	putPats   map[string]func()
 	timers    map[uint32]*holder

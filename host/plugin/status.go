@@ -178,6 +178,8 @@ type Status struct {
 	Namespace   *string          `json:"namespace"`
 	Routes      []abi.Route      `json:"routes"`
 	Events      []string         `json:"events"`
+	// Wake is what wakes a dormant plugin (state dormant): its abi.Wake conditions.
+	Wake *abi.Wake `json:"wake,omitempty"`
 }
 
 func (p *plugin) status() Status {
@@ -216,6 +218,10 @@ func (p *plugin) status() Status {
 	if p.nsRegistered {
 		ns := abi.Namespace(p.id)
 		st.Namespace = &ns
+	}
+	if p.state == StateDormant && p.rec.Dormant != nil {
+		w := p.rec.Dormant.Wake
+		st.Wake = &w
 	}
 	return st
 }

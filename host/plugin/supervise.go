@@ -12,7 +12,6 @@ import (
 
 	"devhost/abi"
 	"devhost/host/api"
-	"devhost/host/sk"
 )
 
 // supervise is the plugin's life: load and run an instance while it should run, restart it
@@ -31,6 +30,12 @@ func (p *plugin) supervise(ctx context.Context) {
 		}
 	}
 	defer stopRetry()
+	defer func() {
+		p.unroute()
+		p.dropPending()
+	}()
+	// dormant: the next turn waits for a wake condition instead of starting an instance.
+	dormant := p.restoreDormant()
 	for {
 		w, halted := p.wanted()
 		if halted {
@@ -38,11 +43,20 @@ func (p *plugin) supervise(ctx context.Context) {
 			return
 		}
 		if w == WantRunning && retry == nil {
-			cmd, err := p.runOnce(ctx)
+			var cmd *command
+			var err error
+			if dormant {
+				dormant = false
+				cmd = p.doze(ctx)
+			} else if cmd, err = p.runOnce(ctx); errors.Is(err, errDormant) {
+				dormant, err = true, nil
+				p.fallAsleep()
+			}
 			if ctx.Err() != nil {
 				return
 			}
 			if err != nil {
+				p.dropPending()
 				retry = p.failed(err)
 			}
 			if cmd != nil {
@@ -50,11 +64,19 @@ func (p *plugin) supervise(ctx context.Context) {
 					stopRetry()
 				}
 				if w, _ := p.wanted(); w != WantRunning {
+					dormant = false
+					p.unroute()
+					p.dropPending()
 					p.idle(w)
 				}
 				close(cmd.done)
 			}
 			continue
+		}
+		if dormant { // stopped or disabled while dormant: nothing wakes it any more
+			dormant = false
+			p.unroute()
+			p.dropPending()
 		}
 		p.idle(w)
 		var retryC <-chan time.Time
@@ -251,33 +273,32 @@ func (p *plugin) runOnce(ctx context.Context) (*command, error) {
 	p.mu.Lock()
 	p.sess = s
 	p.mu.Unlock()
-	routed := false
+	p.takePending(gen)
+	asleep := false // closed at its own request: the routes stay
 	defer func() {
-		if routed && p.m.opts.Router != nil {
-			p.m.opts.Router.RemoveApp(p.id)
+		if !asleep {
+			p.unroute()
 		}
 		p.gen.Store(0)
 		inst.close()
 		s.end()
 		for _, e := range p.inbox.close() {
-			if e.done != nil {
-				e.done()
-			}
-			if e.http != nil {
-				e.http.reply <- abi.HTTPResponse{ID: e.http.id, Status: http.StatusServiceUnavailable,
-					Body: []byte(`{"error":"internal","message":"the plugin stopped"}`)}
-			}
-			if e.put != nil {
-				e.put.reply(sk.PutFailure, "the plugin stopped")
-			}
-			if e.req != nil {
-				e.req.reply <- nil
-			}
+			answerDropped(e)
 		}
 		p.mu.Lock()
 		p.sess = nil
 		p.mu.Unlock()
 	}()
+	// sleep closes an idle instance that asked to be dormant.
+	sleep := func() bool {
+		if !p.startDozing(s) {
+			return false
+		}
+		p.stopInstance(s)
+		p.keepDormant(*s.dormant)
+		asleep = true
+		return true
+	}
 
 	if err := p.init(lctx, s); err != nil {
 		if s.aborted() || stopped() {
@@ -285,11 +306,11 @@ func (p *plugin) runOnce(ctx context.Context) (*command, error) {
 		}
 		return nil, err
 	}
-	if routes := p.routes(s); len(routes) > 0 && p.m.opts.Router != nil {
-		if err := p.m.opts.Router.AddApp(p.id, routes...); err != nil {
-			return nil, permanent(fmt.Errorf("routes: %w", err))
-		}
-		routed = true
+	if err := p.route(s.caps[abi.CapHTTP]); err != nil {
+		return nil, permanent(fmt.Errorf("routes: %w", err))
+	}
+	if sleep() {
+		return nil, errDormant
 	}
 	// The stability timer exists before the state shows running (see failed).
 	stable := p.m.clk.NewTimer(p.m.opts.StableAfter)
@@ -317,6 +338,9 @@ func (p *plugin) runOnce(ctx context.Context) (*command, error) {
 					continue // the stop command (or the shutdown) is waiting
 				}
 				return nil, err
+			}
+			if sleep() {
+				return nil, errDormant
 			}
 		case <-stable.Chan():
 			p.mu.Lock()
@@ -371,6 +395,7 @@ func sortCaps(cs []abi.Capability) {
 // deliver hands the next batch to the instance.
 func (p *plugin) deliver(ctx context.Context, s *session) error {
 	evs, cfg := p.inbox.take()
+	p.stillAsleep(s, evs, cfg)
 	size := 0
 	for _, e := range evs {
 		size += abi.EventHeader + len(e.payload)
@@ -431,16 +456,38 @@ func (p *plugin) stopInstance(s *session) {
 	}
 }
 
-// routes are the manifest's endpoints, when http is granted.
-func (p *plugin) routes(s *session) []api.Route {
-	if !s.caps[abi.CapHTTP] {
+// route puts the manifest's endpoints on the router, when http is granted. They stay there
+// while the plugin is dormant (a request wakes it) and go when it stops or fails.
+func (p *plugin) route(granted bool) error {
+	rt := p.m.opts.Router
+	p.mu.Lock()
+	done := p.routed
+	p.mu.Unlock()
+	if done || rt == nil || !granted || len(p.man.Routes) == 0 {
 		return nil
 	}
 	out := make([]api.Route, 0, len(p.man.Routes))
 	for _, r := range p.man.Routes {
 		out = append(out, api.Route{Method: r.Method, Path: r.Path, Public: r.Public, Handler: p.serveRoute(r)})
 	}
-	return out
+	if err := rt.AddApp(p.id, out...); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.routed = true
+	p.mu.Unlock()
+	return nil
+}
+
+// unroute takes the endpoints off the router.
+func (p *plugin) unroute() {
+	p.mu.Lock()
+	done := p.routed
+	p.routed = false
+	p.mu.Unlock()
+	if done {
+		p.m.opts.Router.RemoveApp(p.id)
+	}
 }
 
 // maxHTTPWait bounds how long a request to a plugin endpoint waits for its answer.
@@ -465,7 +512,7 @@ func (p *plugin) serveRoute(rt abi.Route) http.HandlerFunc {
 		}
 		payload := abi.AppendHTTPRequest(nil, abi.HTTPRequest{ID: req.id, Method: r.Method, Route: rt.Path,
 			Path: path, Query: r.URL.RawQuery, Body: body})
-		if !p.inbox.push(p.gen.Load(), queued{kind: abi.EvHTTP, payload: payload, http: req}) {
+		if !p.holdForWake(queued{kind: abi.EvHTTP, payload: payload, http: req}) {
 			api.WriteErr(w, api.Errorf(http.StatusServiceUnavailable, api.CodeInternal, "plugin %s is not taking requests", p.id))
 			return
 		}

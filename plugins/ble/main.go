@@ -24,7 +24,9 @@ package main
 //go:generate env GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o ble.wasm .
 
 import (
+	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,6 +83,7 @@ type plugin struct {
 	served   string        // the transport up: a scheme, or ""
 	uptime   time.Duration // the clock as last read, while the scan runs (ticking)
 	held     bool          // the portal hold
+	hasBtn   bool          // the board has the button
 	timers   map[uint32]func()
 	log      func(string)
 }
@@ -90,7 +93,7 @@ func newPlugin() *plugin {
 }
 
 func (p *plugin) handlers() *sdk.Plugin {
-	return &sdk.Plugin{OnInit: p.start, OnConfig: p.configure, OnTimer: p.timer, OnHTTP: p.serve,
+	return &sdk.Plugin{OnInit: p.start, OnConfig: p.reconfigure, OnTimer: p.timer, OnHTTP: p.serve,
 		OnBLE: p.advert, OnGATT: p.gattEvent, OnPortal: p.portal, OnWiFi: p.wifi, OnButton: p.button}
 }
 
@@ -138,15 +141,42 @@ func (p *plugin) start(sdk.Info) error {
 		return err
 	}
 	// A board without the button provisions at boot only.
-	if err := sdk.ButtonWatch(true); err != nil && !errors.Is(err, sdk.ErrUnavailable) {
+	err = sdk.ButtonWatch(true)
+	if err != nil && !errors.Is(err, sdk.ErrUnavailable) {
 		return err
 	}
+	p.hasBtn = err == nil
 	p.configure(cfg)
 	if cfg.Bool("prov") && !st.Configured {
 		p.flow.Start()
 	}
 	p.emit()
+	p.sleepIfIdle()
 	return nil
+}
+
+// sleepIfIdle asks the host to close the plugin while it has nothing to do: the gateway
+// off and no provisioning running or run by this instance (its outcome stays readable in
+// GET /prov until the next boot). A change of gateway or prov wakes it, and while prov is
+// on so do a press of the button and the station losing all its networks: what would start
+// provisioning.
+func (p *plugin) sleepIfIdle() {
+	doc := p.flow.Doc()
+	if p.cfg.Bool("gateway") || doc.Active || doc.GotCredentials {
+		return
+	}
+	on := p.cfg.Bool("prov")
+	w := sdk.Wake{Config: map[string]json.RawMessage{"gateway": json.RawMessage("false"), "prov": json.RawMessage(strconv.FormatBool(on))},
+		Button: on && p.hasBtn, WiFiUnconfigured: on}
+	if err := sdk.Dormant(w); err != nil {
+		p.log("dormant: " + err.Error())
+	}
+}
+
+// reconfigure is OnConfig: configure, then sleep if there is nothing left to do.
+func (p *plugin) reconfigure(cfg sdk.Config) {
+	p.configure(cfg)
+	p.sleepIfIdle()
 }
 
 // configure follows f_ble: the sensors table, the scan, provisioning's switch and scheme.
@@ -222,6 +252,9 @@ func (p *plugin) provChanged(doc prov.Doc) {
 		p.held = hold
 	}
 	p.emit()
+	if !doc.Active {
+		p.sleepIfIdle()
+	}
 }
 
 // transport brings one scheme's transport up or down.

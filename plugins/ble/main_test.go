@@ -82,6 +82,9 @@ func portalExchange(h *sdk.FakeHost, conn string) protocomm.Exchange {
 // credentials into slot 0, the portal is held, and the station's outcome reaches the app.
 func TestProvisionOverGATT(t *testing.T) {
 	h := start(t, false)
+	if h.Dormant != nil {
+		t.Fatalf("dormant while provisioning: %+v", h.Dormant)
+	}
 	if d := doc(t, h, "/prov"); d["active"] != true || d["scheme"] != "ble" || d["service_name"] != "PROV_0A0B0C" || d["pop"] != "abcd1234" {
 		t.Fatalf("GET /prov: %v", d)
 	}
@@ -178,6 +181,13 @@ func TestProvisionOverPortal(t *testing.T) {
 // unknown one listed undecoded; the status and the ble event say so.
 func TestGateway(t *testing.T) {
 	h := start(t, true)
+	// Nothing to do with a network configured and the gateway off: dormant until the
+	// gateway or prov changes, the button is pressed or the station loses its networks.
+	want := sdk.Wake{Config: map[string]json.RawMessage{"gateway": json.RawMessage("false"), "prov": json.RawMessage("true")},
+		Button: true, WiFiUnconfigured: true}
+	if h.Dormant == nil || !h.Dormant.Equal(want) {
+		t.Fatalf("dormant request: %+v", h.Dormant)
+	}
 	if d := doc(t, h, "/prov"); d["active"] != false {
 		t.Fatalf("provisioning with a network configured: %v", d)
 	}
@@ -185,8 +195,8 @@ func TestGateway(t *testing.T) {
 		"sensors": `[{"address":"AA:BB:CC:DD:EE:01","kind":"bthome","key":"","prefix":"environment.cabin"}]`}); err != nil {
 		t.Fatal(err)
 	}
-	if !h.Scanning {
-		t.Fatal("not scanning")
+	if !h.Scanning || h.Dormant != nil {
+		t.Fatalf("scanning %v, dormant %+v", h.Scanning, h.Dormant)
 	}
 	adv := []byte{0x02, 0x01, 0x06, 0x07, 0x16, 0xd2, 0xfc, 0x40, 0x02, 0xc4, 0x09}
 	for _, addr := range []string{"11:22:33:44:55:66", "aa:bb:cc:dd:ee:01"} {

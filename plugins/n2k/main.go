@@ -45,6 +45,7 @@ package main
 //go:generate env GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o n2k.wasm .
 
 import (
+	"encoding/json"
 	"hash/fnv"
 	"runtime/debug"
 	"strconv"
@@ -167,7 +168,7 @@ func newPlugin() *plugin {
 }
 
 func (p *plugin) handlers() *sdk.Plugin {
-	return &sdk.Plugin{OnInit: p.start, OnConfig: p.configure, OnCAN: p.frame, OnTimer: p.timer, OnHTTP: p.serve, OnPut: p.put,
+	return &sdk.Plugin{OnInit: p.start, OnConfig: p.reconfigure, OnCAN: p.frame, OnTimer: p.timer, OnHTTP: p.serve, OnPut: p.put,
 		OnNetData: p.netData, OnNetState: p.netState}
 }
 
@@ -188,7 +189,31 @@ func (p *plugin) start(info sdk.Info) error {
 	}
 	p.readClock()
 	p.configure(cfg)
-	return sdk.SetTimer(timerTick, time.Second, time.Second)
+	if err := sdk.SetTimer(timerTick, time.Second, time.Second); err != nil {
+		return err
+	}
+	p.sleepIfOff()
+	return nil
+}
+
+// reconfigure is OnConfig: configure, then sleep while disabled.
+func (p *plugin) reconfigure(cfg sdk.Config) {
+	p.configure(cfg)
+	p.sleepIfOff()
+}
+
+// sleepOff is the dormant request of a disabled gateway: f_n2k.enabled turning true wakes it.
+var sleepOff = sdk.Wake{Config: map[string]json.RawMessage{"enabled": json.RawMessage("false")}}
+
+// sleepIfOff asks the host to close the plugin while it is disabled: its compiled code and
+// memory go back to the device, f_n2k stays served, and enabling it starts it again.
+func (p *plugin) sleepIfOff() {
+	if p.enabled {
+		return
+	}
+	if err := sdk.Dormant(sleepOff); err != nil {
+		_ = sdk.Log(sdk.LevelWarn, "dormant: "+err.Error())
+	}
 }
 
 func (p *plugin) readClock() {

@@ -65,8 +65,15 @@ func TestIdleUntilEnabled(t *testing.T) {
 	if st := getStatus(t, h); st["state"] != "disabled" || st["address"] != nil {
 		t.Errorf("status %v", st)
 	}
+	// Disabled, it asks to be dormant until enabled changes.
+	if h.Dormant == nil || !h.Dormant.Equal(sleepOff) {
+		t.Fatalf("dormant request while disabled: %+v", h.Dormant)
+	}
 	if err := h.SetConfig(map[string]any{"enabled": true}); err != nil {
 		t.Fatal(err)
+	}
+	if h.Dormant != nil {
+		t.Fatalf("dormant while enabled: %+v", h.Dormant)
 	}
 	if len(h.CANFilters) != 1 {
 		t.Fatalf("filters %v", h.CANFilters)
@@ -93,6 +100,9 @@ func TestIdleUntilEnabled(t *testing.T) {
 	}
 	if len(h.CANFilters) != 0 {
 		t.Errorf("filters after disabling: %v", h.CANFilters)
+	}
+	if h.Dormant == nil {
+		t.Error("no dormant request after disabling")
 	}
 }
 

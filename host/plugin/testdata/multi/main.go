@@ -15,6 +15,8 @@
 //	garbage   calls host functions with pointers outside its memory and malformed messages
 //	periph    serves a GATT service and a portal path and uses the WiFi hand-off (ABI 1.2;
 //	          see periph.go)
+//	sleepy*   registers its namespace and asks to be dormant while level is 3 (ABI 1.4),
+//	          again after every config event that leaves level at 3
 //	anything else: a well-behaved plugin (see handle)
 package main
 
@@ -117,6 +119,20 @@ func devInit() int32 {
 	case id == "periph":
 		periphInit()
 		return 0
+	case strings.HasPrefix(id, "sleepy"):
+		call(hNsRegister, []byte(descriptor))
+		if v, n := read(hConfigGet); n >= 0 {
+			lastCfg = string(v)
+		}
+		logf("started " + id)
+		logf("no condition rc=" + strconv.Itoa(int(call(hDormant, []byte(`{}`)))))
+		logf("unknown key rc=" + strconv.Itoa(int(call(hDormant, []byte(`{"config":{"nope":1}}`)))))
+		logf("button rc=" + strconv.Itoa(int(call(hDormant, []byte(`{"button":true}`)))))
+		logf("holds now rc=" + strconv.Itoa(int(call(hDormant, []byte(`{"config":{"level":4}}`)))))
+		if strings.Contains(lastCfg, `"level":3`) {
+			sleep()
+		}
+		return 0
 	case id == "garbage":
 		logf("outside rc=" + strconv.Itoa(int(hostcall.SKPublish(unsafe.Add(unsafe.Pointer(nil), 0x7ffffff0), 4096))))
 		logf("malformed rc=" + strconv.Itoa(int(call(hostcall.SKPublish, []byte{1, 2, 3}))))
@@ -151,6 +167,11 @@ func devInit() int32 {
 	}
 	logf("started " + id)
 	return 0
+}
+
+// sleep asks to be dormant until level is not 3.
+func sleep() {
+	logf("dormant rc=" + strconv.Itoa(int(call(hDormant, []byte(`{"config":{"level":3}}`)))))
 }
 
 // probe calls every host function once with a valid argument and records the answers.
@@ -211,6 +232,9 @@ func handle(e abi.Event) {
 	case abi.EvConfig:
 		lastCfg = string(e.Data)
 		logf("config " + lastCfg)
+		if strings.HasPrefix(id, "sleepy") && strings.Contains(lastCfg, `"level":3`) {
+			sleep()
+		}
 	case abi.EvDelta:
 		vs, err := abi.DecodeValues(e.Data, 0)
 		if err == nil {
