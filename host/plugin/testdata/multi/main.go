@@ -120,15 +120,15 @@ func devInit() int32 {
 		periphInit()
 		return 0
 	case strings.HasPrefix(id, "sleepy"):
-		call(hNsRegister, []byte(descriptor))
-		if v, n := read(hConfigGet); n >= 0 {
+		call(hostcall.NsRegister, []byte(descriptor))
+		if v, n := read(hostcall.ConfigGet); n >= 0 {
 			lastCfg = string(v)
 		}
 		logf("started " + id)
-		logf("no condition rc=" + strconv.Itoa(int(call(hDormant, []byte(`{}`)))))
-		logf("unknown key rc=" + strconv.Itoa(int(call(hDormant, []byte(`{"config":{"nope":1}}`)))))
-		logf("button rc=" + strconv.Itoa(int(call(hDormant, []byte(`{"button":true}`)))))
-		logf("holds now rc=" + strconv.Itoa(int(call(hDormant, []byte(`{"config":{"level":4}}`)))))
+		logf("no condition rc=" + strconv.Itoa(int(call(hostcall.Dormant, []byte(`{}`)))))
+		logf("unknown key rc=" + strconv.Itoa(int(call(hostcall.Dormant, []byte(`{"config":{"nope":1}}`)))))
+		logf("button rc=" + strconv.Itoa(int(call(hostcall.Dormant, []byte(`{"button":true}`)))))
+		logf("holds now rc=" + strconv.Itoa(int(call(hostcall.Dormant, []byte(`{"config":{"level":4}}`)))))
 		if strings.Contains(lastCfg, `"level":3`) {
 			sleep()
 		}
@@ -171,7 +171,7 @@ func devInit() int32 {
 
 // sleep asks to be dormant until level is not 3.
 func sleep() {
-	logf("dormant rc=" + strconv.Itoa(int(call(hDormant, []byte(`{"config":{"level":3}}`)))))
+	logf("dormant rc=" + strconv.Itoa(int(call(hostcall.Dormant, []byte(`{"config":{"level":3}}`)))))
 }
 
 // probe calls every host function once with a valid argument and records the answers.
