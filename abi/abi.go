@@ -332,7 +332,7 @@ var ParamNames = map[string][]string{
 	FnWiFiProvision: {"ptr", "len"}, FnWiFiStatus: {"ptr", "cap"}, FnWiFiWatch: {"on"},
 	FnWiFiScan: {"ptr", "cap"}, FnPortalHold: {"on"}, FnProvPoP: {"ptr", "cap"}, FnButtonWatch: {"on"},
 	FnSKPublishCtx: {"ptr", "len"},
-	FnDormant: {"ptr", "len"},
+	FnDormant:      {"ptr", "len"},
 }
 
 // ExportSignature is the type of dev_init and dev_event: no parameters, one i32.
