@@ -115,6 +115,19 @@ func startChild(ctx context.Context, clk clockwork.Clock, name string, cmd *exec
 	case c.url = <-announced:
 		return c, nil
 	case <-c.done:
+		// A child that announces itself and exits at once makes both cases ready: the
+		// output it wrote before exiting decides, once read (or the timeout runs out).
+		select {
+		case c.url = <-announced:
+			return c, nil
+		case <-c.drained:
+		case <-timer.Chan():
+		}
+		select {
+		case c.url = <-announced:
+			return c, nil
+		default:
+		}
 		err = fmt.Errorf("%s exited before answering: %v", name, c.waitErr)
 	case <-timer.Chan():
 		err = fmt.Errorf("%s did not announce itself within %v", name, timeout)
