@@ -142,6 +142,8 @@ func TestPutInFlightCap(t *testing.T) {
 	}
 	c.Send(t, fmt.Sprintf(`{"requestId":%q,"state":"COMPLETED","statusCode":200}`, ids[3]))
 	eventually(t, "slot freed", func() bool { return f.s.Status().Put.Pending == MaxPutsInFlight-1 })
+	// The answer's callback runs after the slot is freed, outside the stream's lock.
+	eventually(t, "answer delivered", func() bool { return len(rs.get()) == 1 })
 	if _, err := f.s.Put("a.b", 99, rs.add); err != nil {
 		t.Fatalf("put after a slot freed: %v", err)
 	}
