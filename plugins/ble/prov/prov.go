@@ -364,19 +364,22 @@ func (d device) ApplyConfig() error {
 	}
 	c := *f.pending
 	f.pending = nil
-	// Marked before the store: the station may join (and the portal be asked down) before
-	// Store returns, and the app must still read the outcome.
+	// Marked and announced before the store: the station may join (and the portal be asked
+	// down) before Store returns, and the app must still read the outcome, so whoever holds
+	// the portal for it learns of the credentials first.
 	wasGot := f.gotCreds
 	f.gotCreds, f.applied, f.sawAttempt, f.connectedAt, f.finalRead = true, true, false, time.Time{}, false
 	d2 := f.docLocked()
 	f.mu.Unlock()
+	f.changed(d2)
 	if err := f.opts.Store(c.ssid, c.psk); err != nil {
 		f.mu.Lock()
 		f.gotCreds, f.applied = wasGot, false
+		d3 := f.docLocked()
 		f.mu.Unlock()
+		f.changed(d3)
 		return fmt.Errorf("prov: store credentials: %w", err)
 	}
-	f.changed(d2)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package prov
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,9 @@ type rig struct {
 	slot0 [2]string
 	docs  []Doc
 	c     *protocomm.Client
+	// storeErr is what Store answers; atStore, the last Doc announced when Store ran.
+	storeErr error
+	atStore  Doc
 }
 
 func newRig(t *testing.T) *rig {
@@ -28,6 +32,12 @@ func newRig(t *testing.T) *rig {
 		Store: func(ssid, psk string) error {
 			r.mu.Lock()
 			defer r.mu.Unlock()
+			if len(r.docs) > 0 {
+				r.atStore = r.docs[len(r.docs)-1]
+			}
+			if r.storeErr != nil {
+				return r.storeErr
+			}
 			r.slot0 = [2]string{ssid, psk}
 			return nil
 		},
@@ -257,5 +267,36 @@ func TestRestartEndsSessions(t *testing.T) {
 	r.flow.Start()
 	if r.flow.Handler() == h1 {
 		t.Fatal("a restarted provisioning serves the old handler")
+	}
+}
+
+// The credentials are announced before they are stored: storing them may join the station
+// and take the portal down at once, and the plugin holds the portal for the app on that
+// announcement. A store that fails takes the announcement back.
+func TestCredentialsAnnouncedBeforeStore(t *testing.T) {
+	r := newRig(t)
+	r.flow.Start()
+	r.provision("boat", "password1")
+	if !r.atStore.GotCredentials || !r.atStore.Active {
+		t.Fatalf("doc announced when Store ran: %+v", r.atStore)
+	}
+
+	r = newRig(t)
+	r.storeErr = errors.New("flash full")
+	r.flow.Start()
+	if err := r.c.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.c.SetConfig("boat", "password1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.c.ApplyConfig(); err == nil {
+		t.Fatal("apply succeeded with a failing store")
+	}
+	r.mu.Lock()
+	last := r.docs[len(r.docs)-1]
+	r.mu.Unlock()
+	if !r.atStore.GotCredentials || last.GotCredentials || !last.Active {
+		t.Fatalf("at store %+v, after the failure %+v", r.atStore, last)
 	}
 }
