@@ -83,9 +83,12 @@ type plugin struct {
 	served   string        // the transport up: a scheme, or ""
 	uptime   time.Duration // the clock as last read, while the scan runs (ticking)
 	held     bool          // the portal hold
-	hasBtn   bool          // the board has the button
-	timers   map[uint32]func()
-	log      func(string)
+	// restarting is set while configure stops and starts provisioning on a new scheme: the
+	// stop in between is no reason to sleep.
+	restarting bool
+	hasBtn     bool // the board has the button
+	timers     map[uint32]func()
+	log        func(string)
 }
 
 func newPlugin() *plugin {
@@ -199,9 +202,11 @@ func (p *plugin) configure(cfg sdk.Config) {
 	}
 	if p.flow.Active() && (old.Bool("prov") != cfg.Bool("prov") || old.String("prov_scheme") != cfg.String("prov_scheme")) {
 		// A new scheme restarts provisioning on it; prov off ends it.
+		p.restarting = cfg.Bool("prov")
 		p.flow.Stop()
-		if cfg.Bool("prov") {
+		if p.restarting {
 			p.flow.Start()
+			p.restarting = false
 		}
 	}
 }
@@ -252,7 +257,7 @@ func (p *plugin) provChanged(doc prov.Doc) {
 		p.held = hold
 	}
 	p.emit()
-	if !doc.Active {
+	if !doc.Active && !p.restarting {
 		p.sleepIfIdle()
 	}
 }

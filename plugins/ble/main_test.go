@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"devhost/abi"
@@ -151,6 +152,13 @@ func TestProvisionOverPortal(t *testing.T) {
 	}
 	if d := doc(t, h, "/ble/status"); d["prov"].(map[string]any)["scheme"] != "softap" {
 		t.Fatalf("GET /ble/status: %v", d)
+	}
+	// The restart on the new scheme passes through no provisioning at all: no reason to
+	// ask to sleep (the host would refuse, the station being unconfigured).
+	for _, l := range h.Logs {
+		if strings.Contains(l, "dormant") {
+			t.Fatalf("while changing the scheme: %q", l)
+		}
 	}
 	// Every exchange on a new connection: the cookie carries the session.
 	n := 0
