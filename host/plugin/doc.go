@@ -43,7 +43,7 @@
 //     refused. Committing is optional: POST /plugins {upload} verifies too.
 //   - Dormancy (ABI 1.4, dormant.go): a plugin whose work is off calls dormant with the
 //     conditions that wake it (abi.Wake). Once the instance is idle (nothing queued, no
-//     deferred PUT) the host stops it in order, releases its compiled module and frees the
+//     deferred PUT, no request in the last minute) the host stops it in order, releases its compiled module and frees the
 //     heap; the state is dormant (GET /plugins: memory 0 and wake, the conditions). The
 //     namespace stays registered, the routes stay routed and retained events stay. A request
 //     to a route waits (pending) for the instance it wakes; a config write, a press or the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"runtime/debug"
+	"time"
 
 	"devhost/abi"
 	"devhost/host/sk"
@@ -94,14 +95,25 @@ func (p *plugin) wokenBy(w abi.Wake) bool {
 	return false
 }
 
+// requestLinger is how long an instance that asked to be dormant stays after a request it
+// answered: a page that polls a dormant plugin's route would otherwise load it again for
+// every poll (a whole load each time), and one that stops polling lets it sleep again.
+const requestLinger = time.Minute
+
 // startDozing reports whether the instance asked to be dormant and is idle: nothing queued
-// for it, nothing waiting for it to wake, no deferred PUT open. When it is, the plugin is
-// dozing from then on: what holdForWake takes waits for the next instance instead of going
-// to this one, which is about to close (holdForWake pushes under the same lock, so an event
-// is either in the inbox seen empty here or in pending).
-func (p *plugin) startDozing(s *session) bool {
+// for it, nothing waiting for it to wake, no deferred PUT open, no request in the last
+// requestLinger. When it is, the plugin is dozing from then on: what holdForWake takes
+// waits for the next instance instead of going to this one, which is about to close
+// (holdForWake pushes under the same lock, so an event is either in the inbox seen empty
+// here or in pending). When only the linger keeps it, wait is what is left of it.
+func (p *plugin) startDozing(s *session) (ok bool, wait time.Duration) {
 	if s.dormant == nil {
-		return false
+		return false, 0
+	}
+	if !s.lastRequest.IsZero() {
+		if left := requestLinger - p.m.clk.Since(s.lastRequest); left > 0 {
+			return false, left
+		}
 	}
 	s.putMu.Lock()
 	deferred := len(s.putDeferred)
@@ -109,10 +121,10 @@ func (p *plugin) startDozing(s *session) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if deferred > 0 || len(p.pending) > 0 || !p.inbox.empty() {
-		return false
+		return false, 0
 	}
 	p.dozing = true
-	return true
+	return true, 0
 }
 
 // keepDormant records the instance's request (and the namespace it registered) so that a
@@ -212,10 +224,7 @@ func (p *plugin) doze(ctx context.Context) *command {
 	p.dozing = true
 	p.mu.Unlock()
 	if bt := p.m.opts.Button; w.Button && bt != nil {
-		cancel := bt.Watch(func(seconds int) {
-			p.holdForWake(queued{kind: abi.EvButton, payload: abi.AppendTimer(nil, uint32(max(seconds, 0)))})
-		})
-		defer cancel()
+		p.carryButton(bt)
 	}
 	if wf := p.m.opts.WiFi; w.WiFiUnconfigured && wf != nil {
 		cancel := wf.Watch(func(st abi.WiFiStatus) {
@@ -235,11 +244,46 @@ func (p *plugin) doze(ctx context.Context) *command {
 		}
 		select {
 		case <-ctx.Done():
+			p.dropButtonCarry()
 			return nil
 		case <-p.wake:
 		case cmd := <-p.ctl:
+			p.dropButtonCarry()
 			return &cmd
 		}
+	}
+}
+
+// carryButton watches the button for a dormant plugin: a press waits in pending for the
+// instance it wakes (holdForWake), and the watch stays while that instance loads.
+func (p *plugin) carryButton(bt Button) {
+	p.mu.Lock()
+	has := p.btnCarry != nil
+	p.mu.Unlock()
+	if has {
+		return
+	}
+	c := bt.Watch(func(seconds int) {
+		p.holdForWake(queued{kind: abi.EvButton, payload: abi.AppendTimer(nil, uint32(max(seconds, 0)))})
+	})
+	p.mu.Lock()
+	p.btnCarry = c
+	p.mu.Unlock()
+}
+
+// takeButtonCarry hands the carried watch over; nil when there is none.
+func (p *plugin) takeButtonCarry() func() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.btnCarry
+	p.btnCarry = nil
+	return c
+}
+
+// dropButtonCarry ends the carried watch, if any.
+func (p *plugin) dropButtonCarry() {
+	if c := p.takeButtonCarry(); c != nil {
+		c()
 	}
 }
 

@@ -15,6 +15,17 @@ func (c *logCapture) count(sub string) int {
 	return strings.Count(strings.Join(c.lines, "\n"), sub)
 }
 
+// waitAsleep waits until plugin id is dormant with its memory released, moving the fake
+// clock on so that the linger after its last request passes.
+func (h *harness) waitAsleep(id string) {
+	h.t.Helper()
+	waitFor(h.t, id+" asleep", func() bool {
+		h.clk.Advance(requestLinger / 8)
+		s, _ := h.m.Status(id)
+		return s.State == StateDormant && s.Memory == 0
+	})
+}
+
 // A plugin that asks to be dormant is closed once idle: its namespace stays served, a
 // request to its routes wakes it and is answered, a reboot keeps it dormant without starting
 // it, and a write to a key it sleeps on wakes it for good.
@@ -50,7 +61,12 @@ func TestDormantPlugin(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(string(body), `\"greeting\":\"ahoy\"`) {
 		t.Fatalf("GET /sleepy/x while dormant: %d %s", code, body)
 	}
-	waitFor(t, "asleep again", func() bool { s, _ := h.m.Status("sleepy"); return s.State == StateDormant && s.Memory == 0 })
+	// It stays a while after the request (a page polling it would reload it every time).
+	h.clk.Advance(requestLinger / 2)
+	if s, _ := h.m.Status("sleepy"); s.State != StateRunning {
+		t.Fatalf("%s right after a request", s.State)
+	}
+	h.waitAsleep("sleepy")
 	if n := h.logs.count("started sleepy"); n != 2 {
 		t.Fatalf("%d starts, want 2", n)
 	}
@@ -79,16 +95,49 @@ func TestDormantPlugin(t *testing.T) {
 		t.Fatalf("awake: %s %v", s.State, s.Wake)
 	}
 
-	// Back to 3: it asks again and sleeps; an operator's stop takes its routes away.
+	// Back to 3: it asks again and sleeps (once the request above is a minute old); an
+	// operator's stop takes its routes away.
 	if err := h.cfg.Set("f_sleepy", "level", 3); err != nil {
 		t.Fatal(err)
 	}
-	h.waitState("sleepy", StateDormant)
+	h.waitAsleep("sleepy")
 	if _, err := h.m.Stop("sleepy"); err != nil {
 		t.Fatal(err)
 	}
 	h.waitState("sleepy", StateStopped)
 	if code, _ := h.do(http.MethodGet, "/sleepy/x", nil); code != http.StatusNotFound {
 		t.Fatalf("GET /sleepy/x of a stopped plugin: %d", code)
+	}
+}
+
+// A press of the button while a dormant plugin loads (woken by a request) reaches the new
+// instance: the watch that was to wake the plugin stays until the instance's init is over.
+func TestDormantButtonPressWhileWaking(t *testing.T) {
+	h, _, _, fb := periphHarness(t)
+	h.install(pack(t, manifest("napper", abi.CapLog, abi.CapButton, abi.CapHTTP), loadKey(t, "publisher")), nil)
+	h.waitState("napper", StateDormant)
+	if !h.logs.has("nap rc=0") {
+		t.Fatal("the dormant request was refused")
+	}
+	loading, release := make(chan struct{}), make(chan struct{})
+	h.m.startHook = func(string) { close(loading); <-release }
+	answered := make(chan int, 1)
+	go func() {
+		code, _ := h.do(http.MethodGet, "/napper/x", nil)
+		answered <- code
+	}()
+	<-loading
+	pressed := fb.press(3)
+	close(release)
+	if !pressed {
+		t.Fatal("nothing watched the button while the plugin loaded")
+	}
+	if code := <-answered; code != http.StatusOK {
+		t.Fatalf("GET /napper/x: %d", code)
+	}
+	waitFor(t, "the press reaching the new instance", func() bool { return h.logs.has("napper pressed rc=0") })
+	h.waitState("napper", StateRunning)
+	if fb.press(1) {
+		t.Error("the carried watch outlived the load of an instance that does not watch the button")
 	}
 }

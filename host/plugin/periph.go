@@ -472,6 +472,10 @@ func fnButtonWatch(s *session, st []uint64) int32 {
 	bt := s.p.m.opts.Button
 	gen, in := s.gen, s.p.inbox
 	return toggleWatch(st, bt != nil, &s.periph.btnCancel, func() (func(), error) {
+		if c := s.p.takeButtonCarry(); c != nil {
+			// The watch that was to wake this instance: presses during its start included.
+			return c, nil
+		}
 		return bt.Watch(func(seconds int) {
 			in.push(gen, queued{kind: abi.EvButton, payload: abi.AppendTimer(nil, uint32(max(seconds, 0)))})
 		}), nil

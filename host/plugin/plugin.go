@@ -113,6 +113,10 @@ type plugin struct {
 	pending []queued
 	wake    chan struct{}
 	routed  bool
+	// btnCarry is a dormant plugin's watch of the button, carried into the instance it wakes
+	// until that instance watches the button itself (it takes the watch over) or its init is
+	// over: a press while the instance loads waits for it instead of being lost.
+	btnCarry func()
 	// loadCancel ends the load in progress (compile, start, init); nil when not loading.
 	loadCancel context.CancelFunc
 }

@@ -37,6 +37,10 @@ type session struct {
 	ctxs    contextTable // sk_publish_ctx's live contexts
 	meter   *callMeter   // of the call in progress, nil between calls
 
+	// lastRequest is when a request (HTTP, portal, GATT) was last delivered: a dormant
+	// request waits requestLinger after it (worker goroutine only).
+	lastRequest time.Time
+
 	callMu   sync.Mutex
 	stopping bool               // a stop was asked: no further event calls
 	broken   bool               // a call failed: the instance is closed, never call it again

@@ -212,6 +212,7 @@ func (p *plugin) releaseCompiled() {
 // runOnce loads, starts and runs one instance. It returns the command that ended it in
 // order, or the failure that ended it.
 func (p *plugin) runOnce(ctx context.Context) (*command, error) {
+	defer p.dropButtonCarry() // a load that ends before init
 	// Loading (compile, start, init) runs under lctx, which a stop or a removal cancels:
 	// whatever phase the plugin is in, they win. The check and the cancel func are set under
 	// one lock with the wanted state, so a stop either sees the cancel func or is seen here.
@@ -289,9 +290,23 @@ func (p *plugin) runOnce(ctx context.Context) (*command, error) {
 		p.sess = nil
 		p.mu.Unlock()
 	}()
-	// sleep closes an idle instance that asked to be dormant.
+	// sleep closes an idle instance that asked to be dormant. When a recent request keeps
+	// it, linger looks again once that has passed.
+	var linger clockwork.Timer
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
 	sleep := func() bool {
-		if !p.startDozing(s) {
+		ok, wait := p.startDozing(s)
+		if !ok {
+			if wait > 0 {
+				if linger != nil {
+					linger.Stop()
+				}
+				linger = p.m.clk.NewTimer(wait)
+			}
 			return false
 		}
 		p.stopInstance(s)
@@ -300,7 +315,10 @@ func (p *plugin) runOnce(ctx context.Context) (*command, error) {
 		return true
 	}
 
-	if err := p.init(lctx, s); err != nil {
+	err = p.init(lctx, s)
+	// A press while the instance loaded has reached it; from now on only its own watch counts.
+	p.dropButtonCarry()
+	if err != nil {
 		if s.aborted() || stopped() {
 			return p.takeCommand(ctx), nil
 		}
@@ -339,6 +357,11 @@ func (p *plugin) runOnce(ctx context.Context) (*command, error) {
 				}
 				return nil, err
 			}
+			if sleep() {
+				return nil, errDormant
+			}
+		case <-timerChan(linger):
+			linger = nil
 			if sleep() {
 				return nil, errDormant
 			}
@@ -405,6 +428,9 @@ func (p *plugin) deliver(ctx context.Context, s *session) error {
 		batch = abi.AppendEvent(batch, e.kind, e.payload)
 		if e.http != nil {
 			s.httpOpen[e.http.id] = e.http
+		}
+		if e.http != nil || e.req != nil {
+			s.lastRequest = p.m.clk.Now()
 		}
 		if e.put != nil {
 			s.openPut(e.put)
@@ -541,4 +567,12 @@ func (p *plugin) takeCommand(ctx context.Context) *command {
 	case <-ctx.Done():
 		return nil
 	}
+}
+
+// timerChan is t's channel, or nil (never ready) when there is no timer.
+func timerChan(t clockwork.Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.Chan()
 }

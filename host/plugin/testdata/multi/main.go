@@ -17,6 +17,8 @@
 //	          see periph.go)
 //	sleepy*   registers its namespace and asks to be dormant while level is 3 (ABI 1.4),
 //	          again after every config event that leaves level at 3
+//	napper*   asks to be dormant until the button is pressed (ABI 1.4) and stays awake once
+//	          a press reaches it
 //	anything else: a well-behaved plugin (see handle)
 package main
 
@@ -132,6 +134,10 @@ func devInit() int32 {
 		if strings.Contains(lastCfg, `"level":3`) {
 			sleep()
 		}
+		return 0
+	case strings.HasPrefix(id, "napper"):
+		logf("started " + id)
+		logf("nap rc=" + strconv.Itoa(int(call(hostcall.Dormant, []byte(`{"button":true}`)))))
 		return 0
 	case id == "garbage":
 		logf("outside rc=" + strconv.Itoa(int(hostcall.SKPublish(unsafe.Add(unsafe.Pointer(nil), 0x7ffffff0), 4096))))
@@ -283,7 +289,13 @@ func handle(e abi.Event) {
 			f.ID++
 			call(hostcall.CANSend, abi.AppendCANFrame(nil, f))
 		}
-	case abi.EvGATT, abi.EvPortal, abi.EvWiFi, abi.EvButton:
+	case abi.EvButton:
+		if strings.HasPrefix(id, "napper") {
+			logf("napper pressed rc=" + strconv.Itoa(int(call(hostcall.Dormant, nil))))
+			return
+		}
+		periphEvent(e)
+	case abi.EvGATT, abi.EvPortal, abi.EvWiFi:
 		periphEvent(e)
 	case abi.EvStop:
 		logf("stopping " + id)
