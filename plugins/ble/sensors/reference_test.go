@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"time"
 
@@ -230,20 +229,6 @@ func TestReferenceValues(t *testing.T) {
 				t.Errorf("%s: Decode publishes %v that the reference does not", p, v.Value)
 			}
 		})
-	}
-}
-
-// sameValue compares a decoded value with the reference's JSON value: numbers within 1e-9
-// relative (exactly when zero), strings and booleans exactly.
-func sameValue(got, want any) bool {
-	switch w := want.(type) {
-	case float64:
-		return approx(got, w)
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		return ok && reflect.DeepEqual(g, w)
-	default:
-		return got == want
 	}
 }
 
