@@ -57,14 +57,24 @@ func sample() []byte {
 	)
 }
 
+// instrumented is module after Instrument, which must accept it.
+func instrumented(t *testing.T, module []byte) []byte {
+	t.Helper()
+	out, err := Instrument(module, "env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // instantiate instantiates module with env.seven and the refuel import, whose calls are
-// counted and which ends the call once stop says so.
+// counted and which ends the call once stop says so (nil: never).
 func instantiate(t *testing.T, module []byte, refuels *int, stop func() bool) api.Module {
 	t.Helper()
 	return wasmtest.Instantiate(t, module, func(env wazero.HostModuleBuilder) wazero.HostModuleBuilder {
 		return env.NewFunctionBuilder().WithFunc(func() int32 {
 			*refuels++
-			if stop() {
+			if stop != nil && stop() {
 				panic(errors.New("out of time"))
 			}
 			return Fuel
@@ -85,13 +95,10 @@ func call(t *testing.T, m api.Module, name string, args ...uint64) uint64 {
 // exports, start, element segments, ref.func in globals) still names the same function.
 func TestSameResults(t *testing.T) {
 	orig := sample()
-	inst, err := Instrument(orig, "env")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := instrumented(t, orig)
 	var n int
-	a := instantiate(t, orig, &n, func() bool { return false })
-	b := instantiate(t, inst, &n, func() bool { return false })
+	a := instantiate(t, orig, &n, nil)
+	b := instantiate(t, inst, &n, nil)
 	for _, c := range []struct {
 		name string
 		args []uint64
@@ -110,12 +117,9 @@ func TestSameResults(t *testing.T) {
 
 // A loop asks the host for fuel every Fuel iterations, and the host's trap ends it.
 func TestLoopsAskForFuel(t *testing.T) {
-	inst, err := Instrument(sample(), "env")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := instrumented(t, sample())
 	var n int
-	m := instantiate(t, inst, &n, func() bool { return false })
+	m := instantiate(t, inst, &n, nil)
 	const iterations = 10 * Fuel
 	if got := call(t, m, "count", iterations); got != iterations+107 {
 		t.Fatalf("count answered %d", got)
@@ -127,7 +131,7 @@ func TestLoopsAskForFuel(t *testing.T) {
 
 	var m2calls int
 	m2 := instantiate(t, inst, &m2calls, func() bool { return m2calls == 3 })
-	_, err = m2.ExportedFunction("count").Call(context.Background(), 1<<31-1)
+	_, err := m2.ExportedFunction("count").Call(context.Background(), 1<<31-1)
 	if err == nil || !strings.Contains(err.Error(), "out of time") {
 		t.Errorf("a loop past the host's limit ended with %v, want the host's trap", err)
 	}
@@ -144,12 +148,9 @@ func TestCallsAskForFuel(t *testing.T) {
 		wasmtest.Sec(wasmbin.SecExport, 0x01, 0x03, 'r', 'e', 'c', 0x00, 0x00),
 		wasmtest.Code(rec),
 	)
-	inst, err := Instrument(mod, "env")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := instrumented(t, mod)
 	var n int
-	m := instantiate(t, inst, &n, func() bool { return false })
+	m := instantiate(t, inst, &n, nil)
 	call(t, m, "rec", 3*Fuel)
 	if n != 3 {
 		t.Errorf("refuel called %d times for %d calls, want 3", n, 3*Fuel+1)
@@ -238,12 +239,9 @@ func TestBulkMemoryIsCharged(t *testing.T) {
 		wasmtest.Sec(wasmbin.SecExport, 0x01, 0x04, 'f', 'i', 'l', 'l', 0x00, 0x00),
 		wasmtest.Code(fill),
 	)
-	inst, err := Instrument(mod, "env")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := instrumented(t, mod)
 	var n int
-	m := instantiate(t, inst, &n, func() bool { return false })
+	m := instantiate(t, inst, &n, nil)
 	const iterations = 1000 // 64,000 units of filling, 1,000 of looping
 	if got := call(t, m, "fill", iterations); got != iterations {
 		t.Fatalf("fill answered %d", got)

@@ -40,6 +40,16 @@ func counting() []byte {
 // The 79-byte module: dev_init calls itself without end.
 const recursionHex = "0061736d010000000108026000006000017f03030201010503010001072103066d656d6f72790200086465765f696e69740000096465765f6576656e7400010a0e02070010001a41000b040041000b"
 
+// guarded instantiates module after Instrument, which must accept it, with budget.
+func guarded(t *testing.T, module []byte, budget uint32) api.Module {
+	t.Helper()
+	out, err := Instrument(module, budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wasmtest.Instantiate(t, out, nil)
+}
+
 func call(mod api.Module, name string, args ...uint64) (uint32, error) {
 	res, err := mod.ExportedFunction(name).Call(context.Background(), args...)
 	if err != nil {
@@ -49,11 +59,7 @@ func call(mod api.Module, name string, args ...uint64) (uint32, error) {
 }
 
 func TestBoundedRecursionRuns(t *testing.T) {
-	out, err := Instrument(counting(), 64<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod := wasmtest.Instantiate(t, out, nil)
+	mod := guarded(t, counting(), 64<<10)
 	// depth has one parameter: 144 bytes a level, 455 levels fit in 64 KiB.
 	for _, n := range []uint64{0, 1, 100, 400} {
 		got, err := call(mod, "depth", n)
@@ -77,11 +83,7 @@ func TestBoundedRecursionRuns(t *testing.T) {
 }
 
 func TestRecursionPastTheBudgetTraps(t *testing.T) {
-	out, err := Instrument(counting(), 64<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod := wasmtest.Instantiate(t, out, nil)
+	mod := guarded(t, counting(), 64<<10)
 	if _, err := call(mod, "depth", 1000); err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("depth(1000) past a 64 KiB budget: %v, want the unreachable trap", err)
 	}
@@ -100,11 +102,7 @@ func TestEndlessRecursionTraps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Instrument(module, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod := wasmtest.Instantiate(t, out, nil)
+	mod := guarded(t, module, 1<<20)
 	if _, err := call(mod, "dev_init"); err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("endless recursion: %v, want the unreachable trap", err)
 	}
