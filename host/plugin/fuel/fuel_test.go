@@ -37,7 +37,7 @@ func sample() []byte {
 		0x23, 0x00, 0x6a, 0x0b} // + global g
 	viaRef := []byte{0x00, 0x41, 0x01, 0x11, 0x00, 0x00, 0x0b} // the table's slot 1: helper
 	start := []byte{0x00, 0x41, 0xe4, 0x00, 0x24, 0x00, 0x0b}  // g = 100
-	return wasmtest.Module(
+	return wasmbin.Encode(
 		wasmtest.Sec(wasmbin.SecType, 0x03, 0x60, 0x00, 0x01, 0x7f, 0x60, 0x01, 0x7f, 0x01, 0x7f, 0x60, 0x00, 0x00),
 		wasmtest.Sec(wasmbin.SecImport, 0x01, 0x03, 'e', 'n', 'v', 0x05, 's', 'e', 'v', 'e', 'n', 0x00, 0x00),
 		wasmtest.Sec(wasmbin.SecFunction, 0x04, 0x01, 0x00, 0x00, 0x02),
@@ -142,7 +142,7 @@ func TestCallsAskForFuel(t *testing.T) {
 	// rec(n) = n == 0 ? 0 : rec(n-1)  (no loop)
 	rec := []byte{0x00, 0x20, 0x00, 0x45, 0x04, 0x7f, 0x41, 0x00, 0x05,
 		0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x00, 0x0b, 0x0b}
-	mod := wasmtest.Module(
+	mod := wasmbin.Encode(
 		wasmtest.Sec(wasmbin.SecType, 0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f),
 		wasmtest.Sec(wasmbin.SecFunction, 0x01, 0x00),
 		wasmtest.Sec(wasmbin.SecExport, 0x01, 0x03, 'r', 'e', 'c', 0x00, 0x00),
@@ -164,18 +164,18 @@ func TestRefused(t *testing.T) {
 		want string
 	}{
 		{"not wasm", []byte("hello world"), "not a version 1"},
-		{"imports refuel itself", wasmtest.Module(
+		{"imports refuel itself", wasmbin.Encode(
 			wasmtest.Sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x01, 0x7f),
 			wasmtest.Sec(wasmbin.SecImport, append(wasmbin.AppendName(wasmbin.AppendName([]byte{0x01}, "env"), Import), 0x00, 0x00)...),
 			wasmtest.Sec(wasmbin.SecFunction, 0x01, 0x00),
 			wasmtest.Code([]byte{0x00, 0x41, 0x00, 0x0b}),
 		), "imports " + Import},
-		{"tail call", wasmtest.Module(
+		{"tail call", wasmbin.Encode(
 			wasmtest.Sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x01, 0x7f),
 			wasmtest.Sec(wasmbin.SecFunction, 0x01, 0x00),
 			wasmtest.Code([]byte{0x00, 0x12, 0x00, 0x0b}),
 		), "instruction 0x12"},
-		{"truncated body", wasmtest.Module(
+		{"truncated body", wasmbin.Encode(
 			wasmtest.Sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x01, 0x7f),
 			wasmtest.Sec(wasmbin.SecFunction, 0x01, 0x00),
 			wasmtest.Code([]byte{0x00, 0x41}),
@@ -192,7 +192,7 @@ func TestRefused(t *testing.T) {
 
 // A module without code has nothing to meter.
 func TestNoCodeUnchanged(t *testing.T) {
-	mod := wasmtest.Module(wasmtest.Sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x00))
+	mod := wasmbin.Encode(wasmtest.Sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x00))
 	got, err := Instrument(mod, "env")
 	if err != nil || string(got) != string(mod) {
 		t.Errorf("got %x, %v; want the module unchanged", got, err)
@@ -232,7 +232,7 @@ func TestBulkMemoryIsCharged(t *testing.T) {
 		0x41, 0x00, 0x41, 0x00, 0x41, 0x80, 0x80, 0x04, 0xfc, 0x0b, 0x00, // memory.fill(0, 0, 65536)
 		0x20, 0x01, 0x41, 0x01, 0x6a, 0x21, 0x01, 0x0c, 0x00, // i++, br 0
 		0x0b, 0x0b, 0x20, 0x00, 0x0b}
-	mod := wasmtest.Module(
+	mod := wasmbin.Encode(
 		wasmtest.Sec(wasmbin.SecType, 0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f),
 		wasmtest.Sec(wasmbin.SecFunction, 0x01, 0x00),
 		wasmtest.Sec(5, 0x01, 0x00, 0x01), // one page of memory

@@ -27,7 +27,7 @@ func counting() []byte {
 		0x41, 0x01, 0x6a, // i32.const 1, i32.add
 		0x0b, 0x0b}
 	answer := []byte{0x00, 0x23, 0x00, 0x0b}
-	return wasmtest.Module(
+	return wasmbin.Encode(
 		wasmtest.Sec(1, 0x02, 0x60, 0x00, 0x01, 0x7f, 0x60, 0x01, 0x7f, 0x01, 0x7f), // ()→i32, (i32)→i32
 		wasmtest.Sec(2, 0x01, 0x03, 'e', 'n', 'v', 0x05, 's', 'e', 'v', 'e', 'n', 0x00, 0x00),
 		wasmtest.Sec(3, 0x02, 0x01, 0x00),
@@ -121,14 +121,14 @@ func TestMalformedModulesAreRefused(t *testing.T) {
 		"version 2":      []byte("\x00asm\x02\x00\x00\x00"),
 		"cut section":    good[:len(good)-3],
 		"section length": append(append([]byte(nil), good[:8]...), 1, 0xff, 0xff, 0xff, 0xff, 0x0f),
-		"bad type form":  wasmtest.Module(wasmtest.Sec(1, 0x01, 0x5f, 0x00, 0x00)),
-		"type index":     wasmtest.Module(wasmtest.Sec(1, 0x01, 0x60, 0x00, 0x00), wasmtest.Sec(3, 0x01, 0x05)),
-		"bodies missing": wasmtest.Module(wasmtest.Sec(1, 0x01, 0x60, 0x00, 0x00), wasmtest.Sec(3, 0x01, 0x00)),
-		"bad import":     wasmtest.Module(wasmtest.Sec(2, 0x01, 0x00, 0x00, 0x09)),
-		"export clash": wasmtest.Module(wasmtest.Sec(1, 0x01, 0x60, 0x00, 0x00), wasmtest.Sec(3, 0x01, 0x00),
+		"bad type form":  wasmbin.Encode(wasmtest.Sec(1, 0x01, 0x5f, 0x00, 0x00)),
+		"type index":     wasmbin.Encode(wasmtest.Sec(1, 0x01, 0x60, 0x00, 0x00), wasmtest.Sec(3, 0x01, 0x05)),
+		"bodies missing": wasmbin.Encode(wasmtest.Sec(1, 0x01, 0x60, 0x00, 0x00), wasmtest.Sec(3, 0x01, 0x00)),
+		"bad import":     wasmbin.Encode(wasmtest.Sec(2, 0x01, 0x00, 0x00, 0x09)),
+		"export clash": wasmbin.Encode(wasmtest.Sec(1, 0x01, 0x60, 0x00, 0x00), wasmtest.Sec(3, 0x01, 0x00),
 			wasmtest.Sec(7, append(wasmbin.AppendName([]byte{0x01}, Export), 0x00, 0x00)...),
 			wasmtest.Sec(10, 0x01, 0x02, 0x00, 0x0b)),
-		"getter clash": wasmtest.Module(wasmtest.Sec(1, 0x01, 0x60, 0x00, 0x00), wasmtest.Sec(3, 0x01, 0x00),
+		"getter clash": wasmbin.Encode(wasmtest.Sec(1, 0x01, 0x60, 0x00, 0x00), wasmtest.Sec(3, 0x01, 0x00),
 			wasmtest.Sec(7, append(wasmbin.AppendName([]byte{0x01}, Getter), 0x00, 0x00)...),
 			wasmtest.Sec(10, 0x01, 0x02, 0x00, 0x0b)),
 	}
@@ -145,7 +145,7 @@ func TestMalformedModulesAreRefused(t *testing.T) {
 }
 
 func TestModuleWithoutFunctionsIsUnchanged(t *testing.T) {
-	m := wasmtest.Module(wasmtest.Sec(5, 0x01, 0x00, 0x01))
+	m := wasmbin.Encode(wasmtest.Sec(5, 0x01, 0x00, 0x01))
 	out, err := Instrument(m, 1<<20)
 	if err != nil || string(out) != string(m) {
 		t.Fatalf("got %x, %v", out, err)

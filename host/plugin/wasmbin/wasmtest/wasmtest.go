@@ -13,9 +13,6 @@ import (
 	"devhost/host/plugin/wasmbin"
 )
 
-// Module assembles a module from its sections.
-func Module(secs ...wasmbin.Section) []byte { return wasmbin.Encode(secs...) }
-
 // Sec is the section id with the given body.
 func Sec(id byte, body ...byte) wasmbin.Section { return wasmbin.Section{ID: id, Body: body} }
 
