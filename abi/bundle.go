@@ -168,13 +168,23 @@ func checkKey(pub *rsa.PublicKey) error {
 	return nil
 }
 
-func keyIDBytes(pub *rsa.PublicKey) ([]byte, error) {
+// publicDER checks that pub is a publisher key and answers its PKIX DER form, which its id
+// hashes and its PEM form carries.
+func publicDER(pub *rsa.PublicKey) ([]byte, error) {
 	if err := checkKey(pub); err != nil {
 		return nil, err
 	}
 	der, err := x509.MarshalPKIXPublicKey(pub)
 	if err != nil {
 		return nil, fmt.Errorf("abi: public key: %w", err)
+	}
+	return der, nil
+}
+
+func keyIDBytes(pub *rsa.PublicKey) ([]byte, error) {
+	der, err := publicDER(pub)
+	if err != nil {
+		return nil, err
 	}
 	sum := sha256.Sum256(der)
 	return sum[:keyIDSize], nil
@@ -255,12 +265,9 @@ func ParsePrivateKey(b []byte) (*rsa.PrivateKey, error) {
 
 // MarshalPublicKey encodes a key as PEM "PUBLIC KEY" (PKIX), the trust store's form.
 func MarshalPublicKey(pub *rsa.PublicKey) ([]byte, error) {
-	if err := checkKey(pub); err != nil {
-		return nil, err
-	}
-	der, err := x509.MarshalPKIXPublicKey(pub)
+	der, err := publicDER(pub)
 	if err != nil {
-		return nil, fmt.Errorf("abi: public key: %w", err)
+		return nil, err
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }

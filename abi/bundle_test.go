@@ -21,6 +21,20 @@ func loadKey(t testing.TB, name string) *rsa.PrivateKey {
 	return k
 }
 
+// packed is a good bundle, packed with the publisher key, and its parse.
+func packed(tb testing.TB) ([]byte, *Bundle) {
+	tb.Helper()
+	good, err := Pack(testManifest(), testModule, loadKey(tb, "publisher.pem"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bu, err := Parse(good)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return good, bu
+}
+
 func TestReadPrivateKeyRefuses(t *testing.T) {
 	for _, c := range []struct {
 		file     string
@@ -39,16 +53,9 @@ func TestReadPrivateKeyRefuses(t *testing.T) {
 
 func TestPackParseVerify(t *testing.T) {
 	key := loadKey(t, "publisher.pem")
-	b, err := Pack(testManifest(), testModule, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, bu := packed(t)
 	if !bytes.HasPrefix(b, []byte(Magic)) {
 		t.Fatalf("bundle starts %q", b[:8])
-	}
-	bu, err := Parse(b)
-	if err != nil {
-		t.Fatal(err)
 	}
 	id, _ := KeyID(&key.PublicKey)
 	if bu.KeyID != id || len(bu.KeyID) != 16 {
@@ -71,10 +78,7 @@ func TestPackParseVerify(t *testing.T) {
 
 func TestVerifyDetectsEveryTamperedByte(t *testing.T) {
 	key := loadKey(t, "publisher.pem")
-	b, err := Pack(testManifest(), testModule, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := packed(t)
 	// Flip one bit in each region that parses again: manifest text, module, signature.
 	manStart := len(Magic) + 8 + 4
 	regions := map[string]int{
@@ -106,11 +110,7 @@ func TestVerifyDetectsEveryTamperedByte(t *testing.T) {
 }
 
 func TestParseRefusesMalformed(t *testing.T) {
-	key := loadKey(t, "publisher.pem")
-	good, err := Pack(testManifest(), testModule, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	good, _ := packed(t)
 	cases := map[string][]byte{
 		"empty":         nil,
 		"magic":         append([]byte("DEVPLUG2"), good[8:]...),
@@ -146,20 +146,6 @@ func TestParseRefusesMalformed(t *testing.T) {
 	if _, err := ReadHead(bytes.NewReader(nil), MaxBundle+1); err == nil {
 		t.Error("oversized bundle's head read")
 	}
-}
-
-// packed is a good bundle, packed with the publisher key, and its parse.
-func packed(tb testing.TB) ([]byte, *Bundle) {
-	tb.Helper()
-	good, err := Pack(testManifest(), testModule, loadKey(tb, "publisher.pem"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	bu, err := Parse(good)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return good, bu
 }
 
 func TestReadHeadAgreesWithParse(t *testing.T) {

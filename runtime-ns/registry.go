@@ -87,17 +87,13 @@ func (r *Registry) Register(id string, ns config.Namespace) (string, error) {
 // RegisterJSON is Register with the descriptor in the spec's JSON shape
 // (config.DecodeNamespace).
 func (r *Registry) RegisterJSON(id string, descriptor []byte) (string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	ns, err := config.DecodeNamespace(descriptor)
 	if err != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		return "", r.refuse(id, fmt.Errorf("%w: %w", ErrDescriptor, err))
 	}
-	name, err := r.register(id, ns)
-	if err != nil {
-		return "", r.refuse(id, err)
-	}
-	return name, nil
+	return r.Register(id, ns)
 }
 
 func (r *Registry) register(id string, ns config.Namespace) (string, error) {

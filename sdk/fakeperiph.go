@@ -149,25 +149,22 @@ func (h *FakeHost) periphArgs(fn string, a int32) int32 {
 	if a != 0 && a != 1 {
 		return int32(abi.ErrInvalid)
 	}
+	var missing bool // the device has no such peripheral
+	var on *bool
 	switch fn {
 	case abi.FnWiFiWatch:
-		if h.NoWiFi {
-			return int32(abi.ErrUnavailable)
-		}
-		h.WiFiWatching = a == 1
+		missing, on = h.NoWiFi, &h.WiFiWatching
 	case abi.FnPortalHold:
-		if h.NoWiFi {
-			return int32(abi.ErrUnavailable)
-		}
-		h.PortalHeld = a == 1
+		missing, on = h.NoWiFi, &h.PortalHeld
 	case abi.FnButtonWatch:
-		if h.NoButton {
-			return int32(abi.ErrUnavailable)
-		}
-		h.ButtonWatch = a == 1
+		missing, on = h.NoButton, &h.ButtonWatch
 	default:
 		return int32(abi.ErrInternal)
 	}
+	if missing {
+		return int32(abi.ErrUnavailable)
+	}
+	*on = a == 1
 	return 0
 }
 

@@ -409,6 +409,14 @@ func (h *harness) install(b []byte, grant []abi.Capability) InstallResult {
 	return res
 }
 
+// start installs plugin id, asking for caps (all granted) and signed with the publisher
+// key, and waits until it runs.
+func (h *harness) start(id string, caps ...abi.Capability) Status {
+	h.t.Helper()
+	h.install(pack(h.t, manifest(id, caps...), loadKey(h.t, "publisher")), nil)
+	return h.waitState(id, StateRunning)
+}
+
 // waitState waits (polling) until plugin id is in state st. Loading involves real compile
 // time, so the bound is generous.
 func (h *harness) waitState(id string, st State) Status {

@@ -156,8 +156,7 @@ func TestPermanentFailureDisablesAtOnce(t *testing.T) {
 func TestStableRunResetsFailures(t *testing.T) {
 	h := newHarness(t)
 	h.run()
-	h.install(pack(t, manifest("trapreq", abi.CapHTTP), loadKey(t, "publisher")), nil)
-	h.waitState("trapreq", StateRunning)
+	h.start("trapreq", abi.CapHTTP)
 	h.do(http.MethodGet, "/trapreq/panic", nil)
 	h.waitState("trapreq", StateFailed)
 	h.clk.Advance(time.Second)
@@ -189,8 +188,7 @@ func TestBackoffSchedule(t *testing.T) {
 func TestMisbehavingHostCalls(t *testing.T) {
 	h := newHarness(t)
 	h.run()
-	h.install(pack(t, manifest("garbage", abi.CapLog, abi.CapSKPublish), loadKey(t, "publisher")), nil)
-	h.waitState("garbage", StateRunning)
+	h.start("garbage", abi.CapLog, abi.CapSKPublish)
 	for _, want := range []string{"outside rc=-2", "malformed rc=-2", "huge rc=-4", "badlevel rc=-2"} {
 		waitFor(t, want, func() bool { return h.logs.has(want) })
 	}
@@ -205,10 +203,8 @@ func TestMisbehavingHostCalls(t *testing.T) {
 func TestNamespaces(t *testing.T) {
 	h := newHarness(t)
 	h.run()
-	key := loadKey(t, "publisher")
 	_, etag0 := h.cfg.Schema()
-	h.install(pack(t, manifest("badns", abi.CapLog, abi.CapConfig), key), nil)
-	h.waitState("badns", StateRunning)
+	h.start("badns", abi.CapLog, abi.CapConfig)
 	waitFor(t, "bad descriptor refused", func() bool { return h.logs.has("bad descriptor rc=-2") })
 	waitFor(t, "foreign namespace refused", func() bool { return h.logs.has("foreign namespace rc=-1") })
 	if c, _ := h.condition("flowConfig"); c.State != "warn" {
@@ -221,16 +217,14 @@ func TestNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.install(pack(t, manifest("good", abi.CapLog, abi.CapConfig), key), nil)
-	h.waitState("good", StateRunning)
+	h.start("good", abi.CapLog, abi.CapConfig)
 	waitFor(t, "32nd namespace", func() bool { return h.logs.has("ns_register rc=0 plugin=good") })
 	waitFor(t, "second registration", func() bool { return h.logs.has("second ns_register rc=-6 plugin=good") })
 	schema, etag1 := h.cfg.Schema()
 	if etag1 == etag0 || !strings.Contains(string(schema), "f_good") || !strings.Contains(string(schema), "x-dev-runtime") {
 		t.Fatalf("schema after registration: etag %s→%s", etag0, etag1)
 	}
-	h.install(pack(t, manifest("good2", abi.CapLog, abi.CapConfig), key), nil)
-	h.waitState("good2", StateRunning)
+	h.start("good2", abi.CapLog, abi.CapConfig)
 	waitFor(t, "33rd namespace refused", func() bool { return h.logs.has("ns_register rc=-4 plugin=good2") })
 	st, _ := h.m.Status("good")
 	if st.Namespace == nil || *st.Namespace != "f_good" {
@@ -246,8 +240,7 @@ func TestNamespaces(t *testing.T) {
 func TestRestartedInstanceKeepsNamespace(t *testing.T) {
 	h := newHarness(t)
 	h.run()
-	h.install(pack(t, manifest("good", abi.CapLog, abi.CapConfig, abi.CapHTTP), loadKey(t, "publisher")), nil)
-	h.waitState("good", StateRunning)
+	h.start("good", abi.CapLog, abi.CapConfig, abi.CapHTTP)
 	if err := h.cfg.Set("f_good", "greeting", "ahoy"); err != nil {
 		t.Fatal(err)
 	}
@@ -269,8 +262,7 @@ func TestRestartedInstanceKeepsNamespace(t *testing.T) {
 func TestCallAfterStop(t *testing.T) {
 	h := newHarness(t)
 	h.run()
-	h.install(pack(t, manifest("good", abi.CapLog, abi.CapSKPublish), loadKey(t, "publisher")), nil)
-	h.waitState("good", StateRunning)
+	h.start("good", abi.CapLog, abi.CapSKPublish)
 	s := h.m.get("good").currentSession()
 	if s == nil {
 		t.Fatal("no session")
@@ -336,8 +328,7 @@ func TestBootLoadsInBackground(t *testing.T) {
 func TestCompileCacheSurvivesReboot(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.CacheDir = "" })
 	h.run()
-	h.install(pack(t, manifest("good"), loadKey(t, "publisher")), nil)
-	h.waitState("good", StateRunning)
+	h.start("good")
 	cache := filepath.Join(h.opts.Dir, cacheDir)
 	before := listFiles(t, cache)
 	if len(before) == 0 {
@@ -372,8 +363,7 @@ func listFiles(t *testing.T, dir string) []string {
 func TestShutdownDuringCall(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.CallTimeout = time.Minute })
 	h.run()
-	h.install(pack(t, manifest("spin", abi.CapHTTP), loadKey(t, "publisher")), nil)
-	h.waitState("spin", StateRunning)
+	h.start("spin", abi.CapHTTP)
 	p := h.m.get("spin")
 	go func() { h.do(http.MethodGet, "/spin/x", nil) }()
 	waitCallInProgress(t, p)

@@ -17,8 +17,7 @@ func TestPowerHoldsPerPlugin(t *testing.T) {
 	h.run()
 	// The probe plugins call power_hold(1) in dev_init; /<id>/panic traps inside a request.
 	for _, id := range []string{"probeone", "probetwo"} {
-		h.install(pack(t, manifest(id, abi.CapPowerHold, abi.CapHTTP), loadKey(t, "publisher")), nil)
-		h.waitState(id, StateRunning)
+		h.start(id, abi.CapPowerHold, abi.CapHTTP)
 	}
 	holds := func(what string, want map[string]int) {
 		t.Helper()

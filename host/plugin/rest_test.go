@@ -299,8 +299,7 @@ func TestKeysAPI(t *testing.T) {
 func TestLifecycleAPI(t *testing.T) {
 	h := newHarness(t)
 	h.run()
-	h.install(pack(t, manifest("good", abi.CapHTTP, abi.CapLog, abi.CapConfig, abi.CapPowerHold), loadKey(t, "publisher")), nil)
-	h.waitState("good", StateRunning)
+	h.start("good", abi.CapHTTP, abi.CapLog, abi.CapConfig, abi.CapPowerHold)
 	if err := h.cfg.Set("f_good", "greeting", "ahoy"); err != nil {
 		t.Fatal(err)
 	}
@@ -354,15 +353,13 @@ func TestLifecycleAPI(t *testing.T) {
 	if _, err := h.cfg.Get("f_good", "greeting"); err == nil {
 		t.Fatal("the namespace of a removed plugin is still registered")
 	}
-	h.install(pack(t, manifest("good", abi.CapHTTP, abi.CapLog, abi.CapConfig), loadKey(t, "publisher")), nil)
-	h.waitState("good", StateRunning)
+	h.start("good", abi.CapHTTP, abi.CapLog, abi.CapConfig)
 	waitFor(t, "config kept", func() bool { v, _ := h.cfg.Get("f_good", "greeting"); return v == "ahoy" })
 	code, body = h.do(http.MethodDelete, "/plugins/good?purge=true", nil)
 	if code != http.StatusOK || !strings.Contains(string(body), `"purged":true`) {
 		t.Fatalf("remove with purge: %d %s", code, body)
 	}
-	h.install(pack(t, manifest("good", abi.CapHTTP, abi.CapLog, abi.CapConfig), loadKey(t, "publisher")), nil)
-	h.waitState("good", StateRunning)
+	h.start("good", abi.CapHTTP, abi.CapLog, abi.CapConfig)
 	waitFor(t, "config purged", func() bool { v, _ := h.cfg.Get("f_good", "greeting"); return v == "hello" })
 	if code, _ := h.do(http.MethodDelete, "/plugins/good", `{"purge":"yes"}`); code != http.StatusBadRequest {
 		t.Fatal("a malformed purge member was accepted")
@@ -484,9 +481,8 @@ func TestCapabilitiesDenied(t *testing.T) {
 func TestSignalKAndBoard(t *testing.T) {
 	h := newHarness(t)
 	h.run()
-	h.install(pack(t, manifest("good", abi.CapHTTP, abi.CapSKPublish, abi.CapSKSubscribe, abi.CapSKPut,
-		abi.CapTimer, abi.CapGPIO, abi.CapCAN), loadKey(t, "publisher")), nil)
-	h.waitState("good", StateRunning)
+	h.start("good", abi.CapHTTP, abi.CapSKPublish, abi.CapSKSubscribe, abi.CapSKPut,
+		abi.CapTimer, abi.CapGPIO, abi.CapCAN)
 	waitFor(t, "subscription", func() bool { return h.sk.handler("electrical.switches.*") != nil })
 	for i := 0; i < 5; i++ {
 		if !h.sk.deliver("environment.*", sk.Delta{Path: "environment.wind.speedApparent", Value: json.RawMessage(fmt.Sprint(i))}) {
@@ -541,8 +537,7 @@ func TestSignalKAndBoard(t *testing.T) {
 func TestDeferredPutExpires(t *testing.T) {
 	h := newHarness(t)
 	h.run()
-	h.install(pack(t, manifest("good", abi.CapSKPut), loadKey(t, "publisher")), nil)
-	h.waitState("good", StateRunning)
+	h.start("good", abi.CapSKPut)
 	waitFor(t, "handler", func() bool { return h.sk.handler("electrical.switches.*") != nil })
 	// The plugin defers and arms timer 7 (100 ms) to complete; without the timer capability
 	// that fails, so only the host's 30 s limit ends the PUT.
@@ -567,8 +562,7 @@ func TestConfigChangeEvent(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.OnChange(func(ns, key string) { h.m.ConfigChanged(ns, key) })
 	h.run()
-	h.install(pack(t, manifest("good", abi.CapLog, abi.CapConfig), loadKey(t, "publisher")), nil)
-	h.waitState("good", StateRunning)
+	h.start("good", abi.CapLog, abi.CapConfig)
 	if err := h.cfg.Set("f_good", "level", 7); err != nil {
 		t.Fatal(err)
 	}

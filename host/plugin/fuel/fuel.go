@@ -349,8 +349,7 @@ func (w *writer) code(b []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", i, err)
 		}
-		out = wasmbin.AppendU32(out, uint32(len(scratch)))
-		out = append(out, scratch...)
+		out = wasmbin.AppendSized(out, scratch)
 	}
 	return out, r.Err()
 }

@@ -10,20 +10,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"devhost/host/plugin/wasmbin"
+	"devhost/host/plugin/wasmbin/wasmtest"
 )
-
-var wasm = wasmbin.Encode
-
-func sec(id byte, body ...byte) wasmbin.Section { return wasmbin.Section{ID: id, Body: body} }
-
-func codeSec(bodies ...[]byte) wasmbin.Section {
-	c := wasmbin.AppendU32(nil, uint32(len(bodies)))
-	for _, b := range bodies {
-		c = wasmbin.AppendU32(c, uint32(len(b)))
-		c = append(c, b...)
-	}
-	return sec(wasmbin.SecCode, c...)
-}
 
 // sample imports env.seven ()→i32 and defines, in this order:
 //
@@ -49,51 +37,49 @@ func sample() []byte {
 		0x23, 0x00, 0x6a, 0x0b} // + global g
 	viaRef := []byte{0x00, 0x41, 0x01, 0x11, 0x00, 0x00, 0x0b} // the table's slot 1: helper
 	start := []byte{0x00, 0x41, 0xe4, 0x00, 0x24, 0x00, 0x0b}  // g = 100
-	return wasm(
-		sec(wasmbin.SecType, 0x03, 0x60, 0x00, 0x01, 0x7f, 0x60, 0x01, 0x7f, 0x01, 0x7f, 0x60, 0x00, 0x00),
-		sec(wasmbin.SecImport, 0x01, 0x03, 'e', 'n', 'v', 0x05, 's', 'e', 'v', 'e', 'n', 0x00, 0x00),
-		sec(wasmbin.SecFunction, 0x04, 0x01, 0x00, 0x00, 0x02),
-		sec(4, 0x01, 0x70, 0x00, 0x02), // a funcref table of at least 2
+	return wasmbin.Encode(
+		wasmtest.Sec(wasmbin.SecType, 0x03, 0x60, 0x00, 0x01, 0x7f, 0x60, 0x01, 0x7f, 0x01, 0x7f, 0x60, 0x00, 0x00),
+		wasmtest.Sec(wasmbin.SecImport, 0x01, 0x03, 'e', 'n', 'v', 0x05, 's', 'e', 'v', 'e', 'n', 0x00, 0x00),
+		wasmtest.Sec(wasmbin.SecFunction, 0x04, 0x01, 0x00, 0x00, 0x02),
+		wasmtest.Sec(4, 0x01, 0x70, 0x00, 0x02), // a funcref table of at least 2
 		// g (mut i32 = 0), and a funcref global holding helper.
-		sec(wasmbin.SecGlobal, 0x02, 0x7f, 0x01, 0x41, 0x00, 0x0b, 0x70, 0x00, 0xd2, 0x02, 0x0b),
-		sec(wasmbin.SecExport, 0x03,
+		wasmtest.Sec(wasmbin.SecGlobal, 0x02, 0x7f, 0x01, 0x41, 0x00, 0x0b, 0x70, 0x00, 0xd2, 0x02, 0x0b),
+		wasmtest.Sec(wasmbin.SecExport, 0x03,
 			0x05, 'c', 'o', 'u', 'n', 't', 0x00, 0x01,
 			0x06, 'h', 'e', 'l', 'p', 'e', 'r', 0x00, 0x02,
 			0x06, 'v', 'i', 'a', 'R', 'e', 'f', 0x00, 0x03),
-		sec(wasmbin.SecStart, 0x04),
+		wasmtest.Sec(wasmbin.SecStart, 0x04),
 		// Form 0: table 0 at offset 0 = [seven, helper]; form 5 (passive, expressions): [ref.func count].
-		sec(wasmbin.SecElement, 0x02, 0x00, 0x41, 0x00, 0x0b, 0x02, 0x00, 0x02,
+		wasmtest.Sec(wasmbin.SecElement, 0x02, 0x00, 0x41, 0x00, 0x0b, 0x02, 0x00, 0x02,
 			0x05, 0x70, 0x01, 0xd2, 0x01, 0x0b),
-		codeSec(count, helper, viaRef, start),
-		sec(wasmbin.SecCustom, append(wasmbin.AppendName(nil, "name"), 0x00, 0x02, 0x01, 'm')...),
+		wasmtest.Code(count, helper, viaRef, start),
+		wasmtest.Sec(wasmbin.SecCustom, append(wasmbin.AppendName(nil, "name"), 0x00, 0x02, 0x01, 'm')...),
 	)
 }
 
-// runtime instantiates module with env.seven and the refuel import, whose calls are counted
-// and which ends the call once stop says so.
+// instrumented is module after Instrument, which must accept it.
+func instrumented(t *testing.T, module []byte) []byte {
+	t.Helper()
+	out, err := Instrument(module, "env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// instantiate instantiates module with env.seven and the refuel import, whose calls are
+// counted and which ends the call once stop says so (nil: never).
 func instantiate(t *testing.T, module []byte, refuels *int, stop func() bool) api.Module {
 	t.Helper()
-	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
-	t.Cleanup(func() { _ = rt.Close(ctx) })
-	_, err := rt.NewHostModuleBuilder("env").
-		NewFunctionBuilder().WithFunc(func() int32 { return 7 }).Export("seven").
-		NewFunctionBuilder().WithFunc(func() int32 {
-		*refuels++
-		if stop() {
-			panic(errors.New("out of time"))
-		}
-		return Fuel
-	}).Export(Import).
-		Instantiate(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := rt.Instantiate(ctx, module)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mod
+	return wasmtest.Instantiate(t, module, func(env wazero.HostModuleBuilder) wazero.HostModuleBuilder {
+		return env.NewFunctionBuilder().WithFunc(func() int32 {
+			*refuels++
+			if stop != nil && stop() {
+				panic(errors.New("out of time"))
+			}
+			return Fuel
+		}).Export(Import)
+	})
 }
 
 func call(t *testing.T, m api.Module, name string, args ...uint64) uint64 {
@@ -109,13 +95,10 @@ func call(t *testing.T, m api.Module, name string, args ...uint64) uint64 {
 // exports, start, element segments, ref.func in globals) still names the same function.
 func TestSameResults(t *testing.T) {
 	orig := sample()
-	inst, err := Instrument(orig, "env")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := instrumented(t, orig)
 	var n int
-	a := instantiate(t, orig, &n, func() bool { return false })
-	b := instantiate(t, inst, &n, func() bool { return false })
+	a := instantiate(t, orig, &n, nil)
+	b := instantiate(t, inst, &n, nil)
 	for _, c := range []struct {
 		name string
 		args []uint64
@@ -134,12 +117,9 @@ func TestSameResults(t *testing.T) {
 
 // A loop asks the host for fuel every Fuel iterations, and the host's trap ends it.
 func TestLoopsAskForFuel(t *testing.T) {
-	inst, err := Instrument(sample(), "env")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := instrumented(t, sample())
 	var n int
-	m := instantiate(t, inst, &n, func() bool { return false })
+	m := instantiate(t, inst, &n, nil)
 	const iterations = 10 * Fuel
 	if got := call(t, m, "count", iterations); got != iterations+107 {
 		t.Fatalf("count answered %d", got)
@@ -151,7 +131,7 @@ func TestLoopsAskForFuel(t *testing.T) {
 
 	var m2calls int
 	m2 := instantiate(t, inst, &m2calls, func() bool { return m2calls == 3 })
-	_, err = m2.ExportedFunction("count").Call(context.Background(), 1<<31-1)
+	_, err := m2.ExportedFunction("count").Call(context.Background(), 1<<31-1)
 	if err == nil || !strings.Contains(err.Error(), "out of time") {
 		t.Errorf("a loop past the host's limit ended with %v, want the host's trap", err)
 	}
@@ -162,18 +142,15 @@ func TestCallsAskForFuel(t *testing.T) {
 	// rec(n) = n == 0 ? 0 : rec(n-1)  (no loop)
 	rec := []byte{0x00, 0x20, 0x00, 0x45, 0x04, 0x7f, 0x41, 0x00, 0x05,
 		0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x00, 0x0b, 0x0b}
-	mod := wasm(
-		sec(wasmbin.SecType, 0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f),
-		sec(wasmbin.SecFunction, 0x01, 0x00),
-		sec(wasmbin.SecExport, 0x01, 0x03, 'r', 'e', 'c', 0x00, 0x00),
-		codeSec(rec),
+	mod := wasmbin.Encode(
+		wasmtest.Sec(wasmbin.SecType, 0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f),
+		wasmtest.Sec(wasmbin.SecFunction, 0x01, 0x00),
+		wasmtest.Sec(wasmbin.SecExport, 0x01, 0x03, 'r', 'e', 'c', 0x00, 0x00),
+		wasmtest.Code(rec),
 	)
-	inst, err := Instrument(mod, "env")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := instrumented(t, mod)
 	var n int
-	m := instantiate(t, inst, &n, func() bool { return false })
+	m := instantiate(t, inst, &n, nil)
 	call(t, m, "rec", 3*Fuel)
 	if n != 3 {
 		t.Errorf("refuel called %d times for %d calls, want 3", n, 3*Fuel+1)
@@ -187,21 +164,21 @@ func TestRefused(t *testing.T) {
 		want string
 	}{
 		{"not wasm", []byte("hello world"), "not a version 1"},
-		{"imports refuel itself", wasm(
-			sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x01, 0x7f),
-			sec(wasmbin.SecImport, append(wasmbin.AppendName(wasmbin.AppendName([]byte{0x01}, "env"), Import), 0x00, 0x00)...),
-			sec(wasmbin.SecFunction, 0x01, 0x00),
-			codeSec([]byte{0x00, 0x41, 0x00, 0x0b}),
+		{"imports refuel itself", wasmbin.Encode(
+			wasmtest.Sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x01, 0x7f),
+			wasmtest.Sec(wasmbin.SecImport, append(wasmbin.AppendName(wasmbin.AppendName([]byte{0x01}, "env"), Import), 0x00, 0x00)...),
+			wasmtest.Sec(wasmbin.SecFunction, 0x01, 0x00),
+			wasmtest.Code([]byte{0x00, 0x41, 0x00, 0x0b}),
 		), "imports " + Import},
-		{"tail call", wasm(
-			sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x01, 0x7f),
-			sec(wasmbin.SecFunction, 0x01, 0x00),
-			codeSec([]byte{0x00, 0x12, 0x00, 0x0b}),
+		{"tail call", wasmbin.Encode(
+			wasmtest.Sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x01, 0x7f),
+			wasmtest.Sec(wasmbin.SecFunction, 0x01, 0x00),
+			wasmtest.Code([]byte{0x00, 0x12, 0x00, 0x0b}),
 		), "instruction 0x12"},
-		{"truncated body", wasm(
-			sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x01, 0x7f),
-			sec(wasmbin.SecFunction, 0x01, 0x00),
-			codeSec([]byte{0x00, 0x41}),
+		{"truncated body", wasmbin.Encode(
+			wasmtest.Sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x01, 0x7f),
+			wasmtest.Sec(wasmbin.SecFunction, 0x01, 0x00),
+			wasmtest.Code([]byte{0x00, 0x41}),
 		), "unexpected end"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -215,7 +192,7 @@ func TestRefused(t *testing.T) {
 
 // A module without code has nothing to meter.
 func TestNoCodeUnchanged(t *testing.T) {
-	mod := wasm(sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x00))
+	mod := wasmbin.Encode(wasmtest.Sec(wasmbin.SecType, 0x01, 0x60, 0x00, 0x00))
 	got, err := Instrument(mod, "env")
 	if err != nil || string(got) != string(mod) {
 		t.Errorf("got %x, %v; want the module unchanged", got, err)
@@ -255,19 +232,16 @@ func TestBulkMemoryIsCharged(t *testing.T) {
 		0x41, 0x00, 0x41, 0x00, 0x41, 0x80, 0x80, 0x04, 0xfc, 0x0b, 0x00, // memory.fill(0, 0, 65536)
 		0x20, 0x01, 0x41, 0x01, 0x6a, 0x21, 0x01, 0x0c, 0x00, // i++, br 0
 		0x0b, 0x0b, 0x20, 0x00, 0x0b}
-	mod := wasm(
-		sec(wasmbin.SecType, 0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f),
-		sec(wasmbin.SecFunction, 0x01, 0x00),
-		sec(5, 0x01, 0x00, 0x01), // one page of memory
-		sec(wasmbin.SecExport, 0x01, 0x04, 'f', 'i', 'l', 'l', 0x00, 0x00),
-		codeSec(fill),
+	mod := wasmbin.Encode(
+		wasmtest.Sec(wasmbin.SecType, 0x01, 0x60, 0x01, 0x7f, 0x01, 0x7f),
+		wasmtest.Sec(wasmbin.SecFunction, 0x01, 0x00),
+		wasmtest.Sec(5, 0x01, 0x00, 0x01), // one page of memory
+		wasmtest.Sec(wasmbin.SecExport, 0x01, 0x04, 'f', 'i', 'l', 'l', 0x00, 0x00),
+		wasmtest.Code(fill),
 	)
-	inst, err := Instrument(mod, "env")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := instrumented(t, mod)
 	var n int
-	m := instantiate(t, inst, &n, func() bool { return false })
+	m := instantiate(t, inst, &n, nil)
 	const iterations = 1000 // 64,000 units of filling, 1,000 of looping
 	if got := call(t, m, "fill", iterations); got != iterations {
 		t.Fatalf("fill answered %d", got)

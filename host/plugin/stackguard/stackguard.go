@@ -195,28 +195,21 @@ func (m *module0) write(secs []section, budget uint32) ([]byte, error) {
 		cost := FrameBase + SlotBytes*(uint64(params)+uint64(m.locals[i]))
 		cost = min(cost, uint64(budget)) // a huge frame still gets one call
 		thunk := thunkBody(counter, uint32(cost), budget, params, uint32(m.importFuncs+defined+i))
-		code = wasmbin.AppendU32(code, uint32(len(thunk)))
-		code = append(code, thunk...)
+		code = wasmbin.AppendSized(code, thunk)
 	}
 	for _, b := range m.bodies {
-		code = wasmbin.AppendU32(code, uint32(len(b)))
-		code = append(code, b...)
+		code = wasmbin.AppendSized(code, b)
 	}
 	getter := []byte{0x00, 0x23} // no locals, global.get counter, end
 	getter = append(wasmbin.AppendU32(getter, counter), 0x0b)
-	code = wasmbin.AppendU32(code, uint32(len(getter)))
-	code = append(code, getter...)
+	code = wasmbin.AppendSized(code, getter)
 	// A mutable i32 initialised to 0, appended after the module's own globals.
 	newGlobal := []byte{0x7f, 0x01, 0x41, 0x00, 0x0b}
 
 	// The counter global and its getter.
-	ourExports := wasmbin.AppendU32(nil, uint32(len(Export)))
-	ourExports = append(ourExports, Export...)
-	ourExports = append(ourExports, 0x03) // global
+	ourExports := append(wasmbin.AppendName(nil, Export), 0x03) // global
 	ourExports = wasmbin.AppendU32(ourExports, counter)
-	ourExports = wasmbin.AppendU32(ourExports, uint32(len(Getter)))
-	ourExports = append(ourExports, Getter...)
-	ourExports = append(ourExports, 0x00) // function
+	ourExports = append(wasmbin.AppendName(ourExports, Getter), 0x00) // function
 	ourExports = wasmbin.AppendU32(ourExports, getterIndex)
 
 	size := 8 + len(fn) + len(code) + len(ourExports) + len(newGlobal) + 64

@@ -11,11 +11,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"devhost/host/plugin/wasmbin"
+	"devhost/host/plugin/wasmbin/wasmtest"
 )
-
-var wasm = wasmbin.Encode
-
-func sec(id byte, body ...byte) wasmbin.Section { return wasmbin.Section{ID: id, Body: body} }
 
 // counting imports env.seven ()→i32, defines a global of 42, and exports:
 //
@@ -30,40 +27,27 @@ func counting() []byte {
 		0x41, 0x01, 0x6a, // i32.const 1, i32.add
 		0x0b, 0x0b}
 	answer := []byte{0x00, 0x23, 0x00, 0x0b}
-	code := wasmbin.AppendU32(nil, 2)
-	code = wasmbin.AppendU32(code, uint32(len(depth)))
-	code = append(code, depth...)
-	code = wasmbin.AppendU32(code, uint32(len(answer)))
-	code = append(code, answer...)
-	return wasm(
-		sec(1, 0x02, 0x60, 0x00, 0x01, 0x7f, 0x60, 0x01, 0x7f, 0x01, 0x7f), // ()→i32, (i32)→i32
-		sec(2, 0x01, 0x03, 'e', 'n', 'v', 0x05, 's', 'e', 'v', 'e', 'n', 0x00, 0x00),
-		sec(3, 0x02, 0x01, 0x00),
-		sec(6, 0x01, 0x7f, 0x00, 0x41, 0x2a, 0x0b),
-		sec(7, 0x02, 0x05, 'd', 'e', 'p', 't', 'h', 0x00, 0x01, 0x06, 'a', 'n', 's', 'w', 'e', 'r', 0x00, 0x02),
-		sec(10, code...),
+	return wasmbin.Encode(
+		wasmtest.Sec(1, 0x02, 0x60, 0x00, 0x01, 0x7f, 0x60, 0x01, 0x7f, 0x01, 0x7f), // ()→i32, (i32)→i32
+		wasmtest.Sec(2, 0x01, 0x03, 'e', 'n', 'v', 0x05, 's', 'e', 'v', 'e', 'n', 0x00, 0x00),
+		wasmtest.Sec(3, 0x02, 0x01, 0x00),
+		wasmtest.Sec(6, 0x01, 0x7f, 0x00, 0x41, 0x2a, 0x0b),
+		wasmtest.Sec(7, 0x02, 0x05, 'd', 'e', 'p', 't', 'h', 0x00, 0x01, 0x06, 'a', 'n', 's', 'w', 'e', 'r', 0x00, 0x02),
+		wasmtest.Code(depth, answer),
 	)
 }
 
 // The 79-byte module: dev_init calls itself without end.
 const recursionHex = "0061736d010000000108026000006000017f03030201010503010001072103066d656d6f72790200086465765f696e69740000096465765f6576656e7400010a0e02070010001a41000b040041000b"
 
-func instantiate(t *testing.T, module []byte) (api.Module, func()) {
+// guarded instantiates module after Instrument, which must accept it, with budget.
+func guarded(t *testing.T, module []byte, budget uint32) api.Module {
 	t.Helper()
-	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
-	_, err := rt.NewHostModuleBuilder("env").NewFunctionBuilder().
-		WithGoFunction(api.GoFunc(func(_ context.Context, st []uint64) { st[0] = 7 }), nil, []api.ValueType{api.ValueTypeI32}).
-		Export("seven").Instantiate(ctx)
+	out, err := Instrument(module, budget)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mod, err := rt.Instantiate(ctx, module)
-	if err != nil {
-		_ = rt.Close(ctx)
-		t.Fatalf("instantiate: %v", err)
-	}
-	return mod, func() { _ = rt.Close(ctx) }
+	return wasmtest.Instantiate(t, out, nil)
 }
 
 func call(mod api.Module, name string, args ...uint64) (uint32, error) {
@@ -75,12 +59,7 @@ func call(mod api.Module, name string, args ...uint64) (uint32, error) {
 }
 
 func TestBoundedRecursionRuns(t *testing.T) {
-	out, err := Instrument(counting(), 64<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, done := instantiate(t, out)
-	defer done()
+	mod := guarded(t, counting(), 64<<10)
 	// depth has one parameter: 144 bytes a level, 455 levels fit in 64 KiB.
 	for _, n := range []uint64{0, 1, 100, 400} {
 		got, err := call(mod, "depth", n)
@@ -104,12 +83,7 @@ func TestBoundedRecursionRuns(t *testing.T) {
 }
 
 func TestRecursionPastTheBudgetTraps(t *testing.T) {
-	out, err := Instrument(counting(), 64<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, done := instantiate(t, out)
-	defer done()
+	mod := guarded(t, counting(), 64<<10)
 	if _, err := call(mod, "depth", 1000); err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("depth(1000) past a 64 KiB budget: %v, want the unreachable trap", err)
 	}
@@ -128,12 +102,7 @@ func TestEndlessRecursionTraps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Instrument(module, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, done := instantiate(t, out)
-	defer done()
+	mod := guarded(t, module, 1<<20)
 	if _, err := call(mod, "dev_init"); err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("endless recursion: %v, want the unreachable trap", err)
 	}
@@ -152,16 +121,16 @@ func TestMalformedModulesAreRefused(t *testing.T) {
 		"version 2":      []byte("\x00asm\x02\x00\x00\x00"),
 		"cut section":    good[:len(good)-3],
 		"section length": append(append([]byte(nil), good[:8]...), 1, 0xff, 0xff, 0xff, 0xff, 0x0f),
-		"bad type form":  wasm(sec(1, 0x01, 0x5f, 0x00, 0x00)),
-		"type index":     wasm(sec(1, 0x01, 0x60, 0x00, 0x00), sec(3, 0x01, 0x05)),
-		"bodies missing": wasm(sec(1, 0x01, 0x60, 0x00, 0x00), sec(3, 0x01, 0x00)),
-		"bad import":     wasm(sec(2, 0x01, 0x00, 0x00, 0x09)),
-		"export clash": wasm(sec(1, 0x01, 0x60, 0x00, 0x00), sec(3, 0x01, 0x00),
-			sec(7, append(wasmbin.AppendName([]byte{0x01}, Export), 0x00, 0x00)...),
-			sec(10, 0x01, 0x02, 0x00, 0x0b)),
-		"getter clash": wasm(sec(1, 0x01, 0x60, 0x00, 0x00), sec(3, 0x01, 0x00),
-			sec(7, append(wasmbin.AppendName([]byte{0x01}, Getter), 0x00, 0x00)...),
-			sec(10, 0x01, 0x02, 0x00, 0x0b)),
+		"bad type form":  wasmbin.Encode(wasmtest.Sec(1, 0x01, 0x5f, 0x00, 0x00)),
+		"type index":     wasmbin.Encode(wasmtest.Sec(1, 0x01, 0x60, 0x00, 0x00), wasmtest.Sec(3, 0x01, 0x05)),
+		"bodies missing": wasmbin.Encode(wasmtest.Sec(1, 0x01, 0x60, 0x00, 0x00), wasmtest.Sec(3, 0x01, 0x00)),
+		"bad import":     wasmbin.Encode(wasmtest.Sec(2, 0x01, 0x00, 0x00, 0x09)),
+		"export clash": wasmbin.Encode(wasmtest.Sec(1, 0x01, 0x60, 0x00, 0x00), wasmtest.Sec(3, 0x01, 0x00),
+			wasmtest.Sec(7, append(wasmbin.AppendName([]byte{0x01}, Export), 0x00, 0x00)...),
+			wasmtest.Sec(10, 0x01, 0x02, 0x00, 0x0b)),
+		"getter clash": wasmbin.Encode(wasmtest.Sec(1, 0x01, 0x60, 0x00, 0x00), wasmtest.Sec(3, 0x01, 0x00),
+			wasmtest.Sec(7, append(wasmbin.AppendName([]byte{0x01}, Getter), 0x00, 0x00)...),
+			wasmtest.Sec(10, 0x01, 0x02, 0x00, 0x0b)),
 	}
 	for name, b := range cases {
 		if _, err := Instrument(b, 1<<20); !errors.Is(err, errMalformed) {
@@ -176,7 +145,7 @@ func TestMalformedModulesAreRefused(t *testing.T) {
 }
 
 func TestModuleWithoutFunctionsIsUnchanged(t *testing.T) {
-	m := wasm(sec(5, 0x01, 0x00, 0x01))
+	m := wasmbin.Encode(wasmtest.Sec(5, 0x01, 0x00, 0x01))
 	out, err := Instrument(m, 1<<20)
 	if err != nil || string(out) != string(m) {
 		t.Fatalf("got %x, %v", out, err)

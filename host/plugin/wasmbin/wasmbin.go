@@ -92,9 +92,13 @@ func Encode(secs ...Section) []byte {
 
 // AppendSection appends a section: its id, the size of body, body.
 func AppendSection(out []byte, id byte, body []byte) []byte {
-	out = append(out, id)
-	out = AppendU32(out, uint32(len(body)))
-	return append(out, body...)
+	return AppendSized(append(out, id), body)
+}
+
+// AppendSized appends data after its size in bytes, as a section's body and each function
+// body of the code section are written.
+func AppendSized(b, data []byte) []byte {
+	return append(AppendU32(b, uint32(len(data))), data...)
 }
 
 // AppendOpU32 appends an instruction with one unsigned immediate: local.get, global.set,

@@ -329,3 +329,14 @@ func TestAppendOp(t *testing.T) {
 		t.Errorf("i32.const -1 = % x", got)
 	}
 }
+
+func TestAppendSized(t *testing.T) {
+	if got := AppendSized([]byte{0x01}, []byte{0x00, 0x0b}); !bytes.Equal(got, []byte{0x01, 0x02, 0x00, 0x0b}) {
+		t.Errorf("AppendSized = % x", got)
+	}
+	body := make([]byte, 200)
+	got := AppendSection(nil, SecCode, body)
+	if !bytes.Equal(got[:3], []byte{SecCode, 0xc8, 0x01}) || !bytes.Equal(got[3:], body) {
+		t.Errorf("AppendSection of 200 bytes starts % x, %d bytes", got[:3], len(got))
+	}
+}

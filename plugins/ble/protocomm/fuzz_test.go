@@ -16,14 +16,7 @@ func FuzzSession(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ep uint8, body []byte) {
 		for _, handshake := range []bool{false, true} {
 			dev := &fakeDevice{}
-			h := &Handler{Security: Sec1, PoP: []byte("pop"), Device: dev}
-			s := h.NewSession()
-			if handshake {
-				c := &Client{X: direct(h, s), Sec: Sec1, PoP: []byte("pop")}
-				if err := c.Handshake(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			h, s, _ := connect(t, dev, Sec1, "pop", handshake)
 			all := append([]string{"bogus"}, Endpoints...)
 			name := all[int(ep)%len(all)]
 			_, err := h.Handle(s, name, body)

@@ -54,6 +54,12 @@ func (f *fakeDevice) Reset() error {
 }
 func (f *fakeDevice) Reprov() error { return ErrState }
 
+func (f *fakeDevice) setState(st StationState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.state = st
+}
+
 func (f *fakeDevice) stored() (string, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -63,6 +69,22 @@ func (f *fakeDevice) stored() (string, string) {
 // direct is a transport that calls the handler on one session, as one connection does.
 func direct(h *Handler, s *Session) Exchange {
 	return func(ep string, body []byte) ([]byte, error) { return h.Handle(s, ep, body) }
+}
+
+// connect builds a handler of security sec and PoP pop over dev, opens a session on it and
+// answers them with a client on that session that uses the same security and PoP; with
+// handshake the client has established the session.
+func connect(t testing.TB, dev *fakeDevice, sec int, pop string, handshake bool) (*Handler, *Session, *Client) {
+	t.Helper()
+	h := &Handler{Security: sec, PoP: []byte(pop), Device: dev}
+	s := h.NewSession()
+	c := &Client{X: direct(h, s), Sec: sec, PoP: []byte(pop)}
+	if handshake {
+		if err := c.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h, s, c
 }
 
 func mustHex(t *testing.T, s string) []byte {
@@ -179,8 +201,7 @@ func TestProvisionEndToEnd(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dev := &fakeDevice{aps: []AP{{SSID: "boat", Channel: 6, RSSI: -40, Auth: pb.WifiAuthMode_WPA2_PSK},
 				{SSID: "marina"}, {SSID: "a"}, {SSID: "b"}, {SSID: "c"}}}
-			h := &Handler{Security: tc.sec, PoP: []byte(tc.pop), Device: dev}
-			c := &Client{X: direct(h, h.NewSession()), Sec: tc.sec, PoP: []byte(tc.pop)}
+			h, _, c := connect(t, dev, tc.sec, tc.pop, false)
 			v, err := c.Version()
 			if err != nil || v.Prov.Ver != Version || v.Prov.SecVer != tc.sec {
 				t.Fatalf("version %+v, %v", v, err)
@@ -202,19 +223,17 @@ func TestProvisionEndToEnd(t *testing.T) {
 			if err != nil || st.GetStaState() != pb.WifiStationState_Connecting {
 				t.Fatalf("status %v, %v", st, err)
 			}
-			dev.mu.Lock()
-			dev.state = StationState{State: pb.WifiStationState_ConnectionFailed, FailReason: pb.WifiConnectFailedReason_AuthError}
-			dev.mu.Unlock()
-			st, err = c.Status()
-			if err != nil || st.GetFailReason() != pb.WifiConnectFailedReason_AuthError {
-				t.Fatalf("status %v, %v", st, err)
-			}
-			dev.mu.Lock()
-			dev.state = StationState{State: pb.WifiStationState_Connected, IP: "10.0.0.7", SSID: "boat"}
-			dev.mu.Unlock()
-			st, err = c.Status()
-			if err != nil || st.GetConnected().GetIp4Addr() != "10.0.0.7" {
-				t.Fatalf("status %v, %v", st, err)
+			for _, want := range []StationState{
+				{State: pb.WifiStationState_ConnectionFailed, FailReason: pb.WifiConnectFailedReason_AuthError},
+				{State: pb.WifiStationState_ConnectionFailed, FailReason: pb.WifiConnectFailedReason_NetworkNotFound},
+				{State: pb.WifiStationState_Connected, IP: "10.0.0.7", SSID: "boat"},
+			} {
+				dev.setState(want)
+				st, err := c.Status()
+				if err != nil || st.GetStaState() != want.State || st.GetFailReason() != want.FailReason ||
+					st.GetConnected().GetIp4Addr() != want.IP || string(st.GetConnected().GetSsid()) != want.SSID {
+					t.Fatalf("status %v, %v; want %+v", st, err, want)
+				}
 			}
 			if s, p := dev.stored(); s != "boat" || p != "password1" {
 				t.Fatalf("stored %q %q", s, p)
@@ -314,14 +333,7 @@ func TestGarbageOnEveryEndpoint(t *testing.T) {
 		for i, g := range garbage {
 			for _, sec := range []int{Sec0, Sec1} {
 				dev := &fakeDevice{}
-				h := &Handler{Security: sec, PoP: []byte("pop"), Device: dev}
-				s := h.NewSession()
-				if ep != EPSession {
-					c := &Client{X: direct(h, s), Sec: sec, PoP: []byte("pop")}
-					if err := c.Handshake(); err != nil {
-						t.Fatal(err)
-					}
-				}
+				h, s, _ := connect(t, dev, sec, "pop", ep != EPSession)
 				out, err := h.Handle(s, ep, g)
 				if err == nil {
 					t.Fatalf("%s garbage %d sec%d: accepted, answered %x", ep, i, sec, out)
@@ -336,12 +348,7 @@ func TestGarbageOnEveryEndpoint(t *testing.T) {
 
 func TestCtrl(t *testing.T) {
 	dev := &fakeDevice{}
-	h := &Handler{Security: Sec0, Device: dev}
-	s := h.NewSession()
-	c := &Client{X: direct(h, s), Sec: Sec0}
-	if err := c.Handshake(); err != nil {
-		t.Fatal(err)
-	}
+	_, _, c := connect(t, dev, Sec0, "", true)
 	var resp pb.WiFiCtrlPayload
 	if err := c.call(EPCtrl, &pb.WiFiCtrlPayload{Msg: pb.WiFiCtrlMsgType_TypeCmdCtrlReset,
 		Payload: &pb.WiFiCtrlPayload_CmdCtrlReset{CmdCtrlReset: &pb.CmdCtrlReset{}}}, &resp, true); err != nil {

@@ -43,10 +43,14 @@ func newRig(t *testing.T) *rig {
 		},
 		Station: func() Station { r.mu.Lock(); defer r.mu.Unlock(); return r.sta },
 		Changed: func(d Doc) { r.mu.Lock(); defer r.mu.Unlock(); r.docs = append(r.docs, d) }})
-	s := r.flow.Handler().NewSession()
-	r.c = &protocomm.Client{X: func(ep string, b []byte) ([]byte, error) { return r.flow.Handler().Handle(s, ep, b) },
-		Sec: protocomm.Sec1, PoP: []byte("pop12345")}
+	r.c = r.client(r.flow.Handler().NewSession())
 	return r
+}
+
+// client is an app on session s, talking to whichever handler the flow serves now.
+func (r *rig) client(s *protocomm.Session) *protocomm.Client {
+	return &protocomm.Client{X: func(ep string, b []byte) ([]byte, error) { return r.flow.Handler().Handle(s, ep, b) },
+		Sec: protocomm.Sec1, PoP: []byte("pop12345")}
 }
 
 func (r *rig) station(st Station) {
@@ -258,9 +262,7 @@ func TestRestartEndsSessions(t *testing.T) {
 	r := newRig(t)
 	r.flow.Start()
 	h1 := r.flow.Handler()
-	s := h1.NewSession()
-	c := &protocomm.Client{X: func(ep string, b []byte) ([]byte, error) { return r.flow.Handler().Handle(s, ep, b) }, Sec: protocomm.Sec1, PoP: []byte("pop12345")}
-	if err := c.Handshake(); err != nil {
+	if err := r.client(h1.NewSession()).Handshake(); err != nil {
 		t.Fatal(err)
 	}
 	r.flow.Stop()

@@ -9,15 +9,6 @@ import (
 	"testing"
 )
 
-func mustHex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatalf("bad hex %q: %v", s, err)
-	}
-	return b
-}
-
 // RFC 3610 section 8, packet vectors #1 and #2 (8-byte MIC, 8 bytes of additional data).
 func TestCCMOpenRFC3610(t *testing.T) {
 	key := mustHex(t, "C0C1C2C3C4C5C6C7C8C9CACBCCCDCECF")

@@ -1,6 +1,10 @@
 package sensors
 
-import "fmt"
+import (
+	"encoding/hex"
+	"fmt"
+	"testing"
+)
 
 // testAddr is the advertiser of the BTHome encryption example.
 const testAddr = "54:48:E6:8F:80:A5"
@@ -14,4 +18,13 @@ func serviceAD(uuidLE, data string) string {
 
 func mfrAD(companyLE, data string) string {
 	return fmt.Sprintf("%02xff%s%s", 1+2+len(data)/2, companyLE, data)
+}
+
+func mustHex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatalf("bad hex %q: %v", s, err)
+	}
+	return b
 }

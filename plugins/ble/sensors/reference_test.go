@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"time"
 
@@ -48,10 +47,24 @@ const (
 	srcFormat   = "built from the sensor's published field layout"
 )
 
-// victronAdvert encrypts a decrypted Victron record into an Instant Readout advert.
-func victronAdvert(t testing.TB, recType byte, iv uint16, key, record string) string {
+// victronClass is one of the reference's Victron classes: the record type it reads and the
+// key of the cases' adverts for it.
+type victronClass struct {
+	class  string
+	record byte
+	key    string
+}
+
+// capture is a case of an advert captured from a device.
+func (v victronClass) capture(name, adv string) refCase {
+	return refCase{name: name, source: srcVictronC, kind: KindVictron, class: v.class, key: v.key, adv: adv}
+}
+
+// sealed is a case of a decrypted record, encrypted here into an Instant Readout advert with
+// the AES-CTR counter starting at iv.
+func (v victronClass) sealed(t testing.TB, name, source string, iv uint16, record string) refCase {
 	t.Helper()
-	k := mustHex(t, key)
+	k := mustHex(t, v.key)
 	block, err := aes.NewCipher(k)
 	if err != nil {
 		t.Fatal(err)
@@ -61,17 +74,16 @@ func victronAdvert(t testing.TB, recType byte, iv uint16, key, record string) st
 	rec := mustHex(t, record)
 	enc := make([]byte, len(rec))
 	cipher.NewCTR(block, ivb[:]).XORKeyStream(enc, rec)
-	hdr := []byte{0x10, 0x02, 0x89, 0xA3, recType, byte(iv), byte(iv >> 8), k[0]}
-	return mfrAD("e102", hex.EncodeToString(append(hdr, enc...)))
+	hdr := []byte{0x10, 0x02, 0x89, 0xA3, v.record, byte(iv), byte(iv >> 8), k[0]}
+	adv := mfrAD("e102", hex.EncodeToString(append(hdr, enc...)))
+	return refCase{name: name, source: source, kind: KindVictron, class: v.class, key: v.key, adv: adv}
 }
 
 func refCases(t testing.TB) []refCase {
-	const (
-		bmKey    = "aff4d0995b7d1e176c0c33ecb9e70dcd"
-		solarKey = "adeccb947395801a4dd45a2eaa44bf17"
-		dcdcKey  = "64ba49f1a8562e45197a8e1fe50d7658"
-		shelly   = "ShellySBHT003C"
-	)
+	const shelly = "ShellySBHT003C"
+	bm := victronClass{"VictronBatteryMonitor", victronBatteryMonitor, "aff4d0995b7d1e176c0c33ecb9e70dcd"}
+	solar := victronClass{"VictronSolarCharger", victronSolarCharger, "adeccb947395801a4dd45a2eaa44bf17"}
+	dcdc := victronClass{"VictronDCDCConverter", victronDCDC, "64ba49f1a8562e45197a8e1fe50d7658"}
 	return []refCase{
 		// BTHome v2: the reference reads battery, temperature 0x45, humidity 0x2E and the
 		// button (class ShellySBHT003C); every object's raw value is also checked against its
@@ -100,30 +112,18 @@ func refCases(t testing.TB) []refCase {
 			adv: "020106" + mfrAD("9904", "058001000000008001800180010000000000CBB8334C884F")},
 
 		// Victron Instant Readout.
-		{name: "victron/battery-monitor-capture", source: srcVictronC, kind: KindVictron, class: "VictronBatteryMonitor",
-			key: bmKey, adv: "020106" + mfrAD("e102", "100289a302b040af925d09a4d89aa0128bdef48c6298a9")},
-		{name: "victron/solar-charger-capture", source: srcVictronC, kind: KindVictron, class: "VictronSolarCharger",
-			key: solarKey, adv: mfrAD("e102", "100242a0016207adceb37b605d7e0ee21b24df5c")},
-		{name: "victron/dcdc-capture", source: srcVictronC, kind: KindVictron, class: "VictronDCDCConverter",
-			key: dcdcKey, adv: mfrAD("e102", "1000c0a304121d64ca8d442b90bbdf6a8cba")},
-		{name: "victron/battery-aux-midpoint", source: srcVictronR, kind: KindVictron, class: "VictronBatteryMonitor",
-			key: bmKey, adv: victronAdvert(t, 0x02, 0x1234, bmKey, "ffffe6040000feff010000000080fe0c")},
-		{name: "victron/battery-aux-starter", source: srcVictronR, kind: KindVictron, class: "VictronBatteryMonitor",
-			key: bmKey, adv: victronAdvert(t, 0x02, 0x0001, bmKey, "ffffe6040000feff000000000080feac")},
-		{name: "victron/battery-aux-temperature", source: srcVictronR, kind: KindVictron, class: "VictronBatteryMonitor",
-			key: bmKey, adv: victronAdvert(t, 0x02, 0xfffe, bmKey, "ffffe6040000ffff020000000080fede")},
-		{name: "victron/battery-discharging", source: srcFormat, kind: KindVictron, class: "VictronBatteryMonitor",
-			key: bmKey, adv: victronAdvert(t, 0x02, 0x0102, bmKey, "5a00b2040000a0050270fcff2c01cdbb00")},
-		{name: "victron/battery-alarms", source: srcFormat, kind: KindVictron, class: "VictronBatteryMonitor",
-			key: bmKey, adv: victronAdvert(t, 0x02, 0x0203, bmKey, "1e00a804050100000370fcff2c01cd0b00")},
-		{name: "victron/solar-bulk", source: srcVictronR, kind: KindVictron, class: "VictronSolarCharger",
-			key: solarKey, adv: victronAdvert(t, 0x01, 0x0777, solarKey, "0300f80402000200030000fe8c9a5572")},
-		{name: "victron/solar-mppt100-no-load", source: srcVictronR, kind: KindVictron, class: "VictronSolarCharger",
-			key: solarKey, adv: victronAdvert(t, 0x01, 0x0778, solarKey, "0300fb09650032000901ffff31bc45ad")},
-		{name: "victron/dcdc-record", source: srcVictronR, kind: KindVictron, class: "VictronDCDCConverter",
-			key: dcdcKey, adv: victronAdvert(t, 0x04, 0x4242, dcdcKey, "00002305ff7f80000000cbdd494cc5d1")},
-		{name: "victron/dcdc-running-two-reasons", source: srcFormat, kind: KindVictron, class: "VictronDCDCConverter",
-			key: dcdcKey, adv: victronAdvert(t, 0x04, 0x0009, dcdcKey, "0300a0052c0581000000")},
+		bm.capture("victron/battery-monitor-capture", "020106"+mfrAD("e102", "100289a302b040af925d09a4d89aa0128bdef48c6298a9")),
+		solar.capture("victron/solar-charger-capture", mfrAD("e102", "100242a0016207adceb37b605d7e0ee21b24df5c")),
+		dcdc.capture("victron/dcdc-capture", mfrAD("e102", "1000c0a304121d64ca8d442b90bbdf6a8cba")),
+		bm.sealed(t, "victron/battery-aux-midpoint", srcVictronR, 0x1234, "ffffe6040000feff010000000080fe0c"),
+		bm.sealed(t, "victron/battery-aux-starter", srcVictronR, 0x0001, "ffffe6040000feff000000000080feac"),
+		bm.sealed(t, "victron/battery-aux-temperature", srcVictronR, 0xfffe, "ffffe6040000ffff020000000080fede"),
+		bm.sealed(t, "victron/battery-discharging", srcFormat, 0x0102, "5a00b2040000a0050270fcff2c01cdbb00"),
+		bm.sealed(t, "victron/battery-alarms", srcFormat, 0x0203, "1e00a804050100000370fcff2c01cd0b00"),
+		solar.sealed(t, "victron/solar-bulk", srcVictronR, 0x0777, "0300f80402000200030000fe8c9a5572"),
+		solar.sealed(t, "victron/solar-mppt100-no-load", srcVictronR, 0x0778, "0300fb09650032000901ffff31bc45ad"),
+		dcdc.sealed(t, "victron/dcdc-record", srcVictronR, 0x4242, "00002305ff7f80000000cbdd494cc5d1"),
+		dcdc.sealed(t, "victron/dcdc-running-two-reasons", srcFormat, 0x0009, "0300a0052c0581000000"),
 
 		// Xiaomi LYWSD03MMC custom firmware.
 		{name: "xiaomi/pvvx", source: srcFormat, kind: KindXiaomiATC, class: "ATC", config: map[string]any{"parser": "ATC-LE"},
@@ -203,13 +203,7 @@ func TestReferenceValues(t *testing.T) {
 			if k := Detect(mustHex(t, c.adv)); k != c.kind {
 				t.Errorf("Detect = %q, want %q", k, c.kind)
 			}
-			gotBy := map[string]Value{}
-			for _, v := range got {
-				if _, dup := gotBy[v.Path]; dup {
-					t.Errorf("path %q published twice", v.Path)
-				}
-				gotBy[v.Path] = v
-			}
+			gotBy := valuesOf(t, got)
 			for _, w := range want {
 				p := w.Path
 				if a, ok := refPathAlias[p]; ok {
@@ -235,20 +229,6 @@ func TestReferenceValues(t *testing.T) {
 				t.Errorf("%s: Decode publishes %v that the reference does not", p, v.Value)
 			}
 		})
-	}
-}
-
-// sameValue compares a decoded value with the reference's JSON value: numbers within 1e-9
-// relative (exactly when zero), strings and booleans exactly.
-func sameValue(got, want any) bool {
-	switch w := want.(type) {
-	case float64:
-		return approx(got, w)
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		return ok && reflect.DeepEqual(g, w)
-	default:
-		return got == want
 	}
 }
 

@@ -3,6 +3,7 @@ package sensors
 import (
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -31,6 +32,37 @@ func approx(got any, want float64) bool {
 		return g == 0
 	}
 	return math.Abs(g-want) <= 1e-9*math.Abs(want)
+}
+
+// sameValue compares a decoded value with a wanted one (the reference's JSON value, say):
+// numbers within 1e-9 relative (exactly when zero), objects deeply, strings and booleans
+// exactly.
+func sameValue(got, want any) bool {
+	switch w := want.(type) {
+	case float64:
+		return approx(got, w)
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		return ok && reflect.DeepEqual(g, w)
+	default:
+		return got == want
+	}
+}
+
+// wantValues reports an error unless vals, decoded from what, are exactly the paths of
+// want with their values; it answers vals indexed by path.
+func wantValues(t *testing.T, what string, vals []Value, want map[string]any) map[string]Value {
+	t.Helper()
+	m := valuesOf(t, vals)
+	if len(m) != len(want) {
+		t.Errorf("%s: %v, want %v", what, vals, want)
+	}
+	for p, w := range want {
+		if v, ok := m[p]; !ok || !sameValue(v.Value, w) {
+			t.Errorf("%s: %s = %#v, want %#v", what, p, v.Value, w)
+		}
+	}
+	return m
 }
 
 // BTHome v2 objects: bytes in the style of the format documentation's examples and the value
@@ -80,21 +112,9 @@ func TestBTHomeObjectExamples(t *testing.T) {
 			t.Errorf("%s: %v", tc.obj, err)
 			continue
 		}
-		m := valuesOf(t, vals)
-		v, ok := m[tc.path]
-		if !ok || len(m) != 1 {
-			t.Errorf("%s: got %v, want only %s", tc.obj, vals, tc.path)
-			continue
-		}
-		if w, isNum := tc.want.(float64); isNum {
-			if !approx(v.Value, w) {
-				t.Errorf("%s: %s = %v, want %v", tc.obj, tc.path, v.Value, w)
-			}
-		} else if v.Value != tc.want {
-			t.Errorf("%s: %s = %#v, want %#v", tc.obj, tc.path, v.Value, tc.want)
-		}
-		if v.Units != tc.units {
-			t.Errorf("%s: units %q, want %q", tc.obj, v.Units, tc.units)
+		m := wantValues(t, tc.obj, vals, map[string]any{tc.path: tc.want})
+		if u := m[tc.path].Units; u != tc.units {
+			t.Errorf("%s: units %q, want %q", tc.obj, u, tc.units)
 		}
 	}
 }
@@ -108,10 +128,7 @@ func TestBTHomeEncryptedSpecExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := valuesOf(t, vals)
-	if !approx(m["temperature"].Value, 298.21) || !approx(m["humidity"].Value, 0.51) || len(m) != 2 {
-		t.Fatalf("got %v, want temperature 298.21 K and humidity 0.51", vals)
-	}
+	wantValues(t, "encryption example", vals, map[string]any{"temperature": 298.21, "humidity": 0.51})
 
 	tampered := append([]byte(nil), adv...)
 	tampered[len(tampered)-1] ^= 0x01 // MIC
@@ -153,12 +170,7 @@ func TestRuuviSpecVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := valuesOf(t, vals)
-	for p, w := range map[string]float64{"temperature": 297.45, "humidity": 0.53, "pressure": 100044, "battery.voltage": 2.98} {
-		if !approx(m[p].Value, w) {
-			t.Errorf("%s = %v, want %v", p, m[p].Value, w)
-		}
-	}
+	wantValues(t, "valid data", vals, map[string]any{"temperature": 297.45, "humidity": 0.53, "pressure": 100044.0, "battery.voltage": 2.98})
 	vals, err = Decode(KindRuuvi, "", mustHex(t, mfrAD("9904", "058000FFFFFFFF800080008000FFFFFFFFFFFFFFFFFFFFFF")), "")
 	if err != nil || len(vals) != 0 {
 		t.Errorf("invalid-values vector: %v, %v; want no values", vals, err)
@@ -184,15 +196,7 @@ func TestVictronPublishedCaptures(t *testing.T) {
 			t.Errorf("%s: %v", tc.adv, err)
 			continue
 		}
-		m := valuesOf(t, vals)
-		if len(m) != len(tc.want) {
-			t.Errorf("%s: %v, want %v", tc.adv, vals, tc.want)
-		}
-		for p, w := range tc.want {
-			if f, ok := w.(float64); ok && !approx(m[p].Value, f) || !ok && m[p].Value != w {
-				t.Errorf("%s: %s = %v, want %v", tc.adv, p, m[p].Value, w)
-			}
-		}
+		wantValues(t, tc.adv, vals, tc.want)
 	}
 	// The published key-mismatch capture: the key's first byte does not match the advert's.
 	_, err := Decode(KindVictron, "", mustHex(t, mfrAD("e102", "100289a302bb01af129087600b9b97bc2c32867c8238da")), "ffffffffffffffffffffffffffffffff")

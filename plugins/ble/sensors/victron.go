@@ -167,21 +167,15 @@ func victronDCDCConverter(rec []byte) ([]Value, error) {
 	if v := int16(le.Uint16(rec[4:])); v != 0x7FFF {
 		vals = append(vals, Value{Path: "output.voltage", Value: float64(v) / 100, Units: "V"})
 	}
-	vals = append(vals, Value{Path: "offReason", Value: victronOffReasonText(le.Uint32(rec[6:]))})
+	vals = append(vals, Value{Path: "offReason", Value: bitNames(le.Uint32(rec[6:]), victronOffReasons)})
 	return vals, nil
 }
 
 // victronAlarm is a battery monitor alarm as the reference publishes it: the reason names
 // joined by "|", the code in hex and the state "alert".
 func victronAlarm(code uint16) map[string]any {
-	var parts []string
-	for bit := uint16(1); bit <= 8192; bit <<= 1 {
-		if code&bit != 0 {
-			parts = append(parts, victronAlarmReasons[bit])
-		}
-	}
 	return map[string]any{
-		"message":    strings.Join(parts, "|"),
+		"message":    bitNames(uint32(code), victronAlarmReasons),
 		"alarm":      fmt.Sprintf("0x%08x", code),
 		"alarmstate": "alert",
 	}
@@ -194,12 +188,13 @@ func appendName(vals []Value, path string, names map[uint32]string, code uint32)
 	return vals
 }
 
-// victronOffReasonText joins the names of the reason bits set, lowest bit first.
-func victronOffReasonText(v uint32) string {
+// bitNames joins the names of the bits set in v, lowest bit first, with "|"; bits without a
+// name are left out.
+func bitNames(v uint32, names map[uint32]string) string {
 	var parts []string
-	for bit := uint32(1); bit != 0 && bit <= 256; bit <<= 1 {
-		if v&bit != 0 {
-			parts = append(parts, victronOffReasons[bit])
+	for bit := uint32(1); bit != 0; bit <<= 1 {
+		if n, ok := names[bit]; ok && v&bit != 0 {
+			parts = append(parts, n)
 		}
 	}
 	return strings.Join(parts, "|")
@@ -208,7 +203,7 @@ func victronOffReasonText(v uint32) string {
 // Names as the reference decoder publishes them (Victron's published enumerations).
 var victronOperationMode = map[uint32]string{0: "OFF", 1: "LOW_POWER", 2: "FAULT", 3: "BULK", 4: "ABSORPTION", 5: "FLOAT", 6: "STORAGE", 7: "EQUALIZE_MANUAL", 9: "INVERTING", 11: "POWER_SUPPLY", 245: "STARTING_UP", 246: "REPEATED_ABSORPTION", 247: "RECONDITION", 248: "BATTERY_SAFE", 252: "EXTERNAL_CONTROL"}
 
-var victronAlarmReasons = map[uint16]string{1: "LOW_VOLTAGE", 2: "HIGH_VOLTAGE", 4: "LOW_SOC", 8: "LOW_STARTER_VOLTAGE", 16: "HIGH_STARTER_VOLTAGE", 32: "LOW_TEMPERATURE", 64: "HIGH_TEMPERATURE", 128: "MID_VOLTAGE", 256: "OVERLOAD", 512: "DC_RIPPLE", 1024: "LOW_V_AC_OUT", 2048: "HIGH_V_AC_OUT", 4096: "SHORT_CIRCUIT", 8192: "BMS_LOCKOUT"}
+var victronAlarmReasons = map[uint32]string{1: "LOW_VOLTAGE", 2: "HIGH_VOLTAGE", 4: "LOW_SOC", 8: "LOW_STARTER_VOLTAGE", 16: "HIGH_STARTER_VOLTAGE", 32: "LOW_TEMPERATURE", 64: "HIGH_TEMPERATURE", 128: "MID_VOLTAGE", 256: "OVERLOAD", 512: "DC_RIPPLE", 1024: "LOW_V_AC_OUT", 2048: "HIGH_V_AC_OUT", 4096: "SHORT_CIRCUIT", 8192: "BMS_LOCKOUT"}
 
 var victronOffReasons = map[uint32]string{1: "NO_INPUT_POWER", 2: "SWITCHED_OFF_SWITCH", 4: "SWITCHED_OFF_REGISTER", 8: "REMOTE_INPUT", 16: "PROTECTION_ACTIVE", 32: "PAY_AS_YOU_GO_OUT_OF_CREDIT", 64: "BMS", 128: "ENGINE_SHUTDOWN", 256: "ANALYSING_INPUT_VOLTAGE"}
 
