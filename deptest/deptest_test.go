@@ -32,7 +32,8 @@ var (
 		"host/httpd", "host/logs", "host/netroute", "host/plugin/trust", "runtime-ns")
 	// testHelpers (and the packages below them) support tests and commands such as the
 	// cmd/devbench harness; product code never imports them.
-	testHelpers = set("host/mdns/mdnstest", "host/signalk/sktest", "host/skstream/skpeer", "host/testio")
+	testHelpers = set("host/api/apitest", "host/httpd/httpdtest", "host/mdns/mdnstest",
+		"host/plugin/wasmbin/wasmtest", "host/signalk/sktest", "host/skstream/skpeer", "host/testio")
 	// parts are capabilities that belong to another: the Signal K client is built from the
 	// discovery, TLS and stream packages beside it.
 	parts = map[string][]string{"host/signalk": {"host/skdiscovery", "host/sktls"}}
