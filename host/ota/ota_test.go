@@ -18,6 +18,7 @@ import (
 	"devhost/host/boot"
 	"devhost/host/ota/image"
 	"devhost/host/ota/otatest"
+	"devhost/host/testio"
 )
 
 func packImage(t *testing.T, k *rsa.PrivateKey, project, version string, exe []byte) []byte {
@@ -124,15 +125,15 @@ func confirmedRig(t *testing.T) *rig {
 	return newRig(t, 0, [2]boot.Slot{{State: boot.SlotValid, Version: "1.0.0"}, {State: boot.SlotEmpty}}, nil)
 }
 
+// waitFor waits for cond; if it never holds, the log shows what was awaited and the status.
 func (r *rig) waitFor(what string, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out waiting for %s; status %+v", what, r.u.Status())
+	defer func() {
+		if r.t.Failed() {
+			r.t.Logf("waiting for %s; status %+v", what, r.u.Status())
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	}()
+	testio.Eventually(r.t, 20*time.Second, cond)
 }
 
 func (r *rig) waitState(state string) Status {
