@@ -12,6 +12,7 @@ import (
 
 	"devhost/host/board"
 	"devhost/host/netroute"
+	"devhost/host/testio"
 )
 
 // fakePortal stands in for host/portal: it records what the manager asked.
@@ -147,20 +148,20 @@ func (e *env) set(f func(*Settings)) {
 	e.mg.ConfigChanged()
 }
 
+// hangGuard bounds a wait for the manager's goroutine: a guard against a hang, not a timing.
+const hangGuard = 10 * time.Second
+
 // wait polls the status until cond holds; the deadline only guards against a hang.
 func (e *env) wait(what string, cond func(Status) bool) Status {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st := e.mg.Status()
-		if cond(st) {
-			return st
+	var st Status
+	defer func() {
+		if e.t.Failed() {
+			e.t.Logf("%s: status never matched; last %+v", what, st)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s: status never matched; last %+v", what, st)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	}()
+	testio.Eventually(e.t, hangGuard, func() bool { st = e.mg.Status(); return cond(st) })
+	return st
 }
 
 func (e *env) waitState(what, state string, idx int) Status {
@@ -180,16 +181,18 @@ func (e *env) lastNet() (netroute.Iface, int) {
 
 func (e *env) waitNet(what string, up bool, also ...func(netroute.Iface) bool) netroute.Iface {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if n, c := e.lastNet(); c > 0 && n.Up == up && (len(also) == 0 || also[0](n)) {
-			return n
+	defer func() {
+		if e.t.Failed() {
+			e.t.Logf("%s: no network report up=%v", what, up)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s: no network report up=%v", what, up)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	}()
+	var n netroute.Iface
+	testio.Eventually(e.t, hangGuard, func() bool {
+		var c int
+		n, c = e.lastNet()
+		return c > 0 && n.Up == up && (len(also) == 0 || also[0](n))
+	})
+	return n
 }
 
 func (e *env) waitPortal(what string, up bool) {
