@@ -125,22 +125,20 @@ func confirmedRig(t *testing.T) *rig {
 	return newRig(t, 0, [2]boot.Slot{{State: boot.SlotValid, Version: "1.0.0"}, {State: boot.SlotEmpty}}, nil)
 }
 
-// waitFor waits for cond; if it never holds, the log shows what was awaited and the status.
+// waitFor waits for cond; a failure shows the updater's status, the first thing to look at.
 func (r *rig) waitFor(what string, cond func() bool) {
 	r.t.Helper()
-	defer func() {
-		if r.t.Failed() {
-			r.t.Logf("waiting for %s; status %+v", what, r.u.Status())
-		}
-	}()
-	testio.Eventually(r.t, 20*time.Second, cond)
+	testio.Await(r.t, hangGuard, what, r.u.Status, func(Status) bool { return cond() })
 }
 
+// waitState waits for the updater to reach state and answers the status in that state.
 func (r *rig) waitState(state string) Status {
 	r.t.Helper()
-	r.waitFor("state "+state, func() bool { return r.u.Status().State == state })
-	return r.u.Status()
+	return testio.Await(r.t, hangGuard, "state "+state, r.u.Status, func(s Status) bool { return s.State == state })
 }
+
+// hangGuard bounds a wait for the updater's goroutine: a guard against a hang, not a timing.
+const hangGuard = 20 * time.Second
 
 func (r *rig) serve(path string, b []byte) string {
 	r.mu.Lock()

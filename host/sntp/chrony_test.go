@@ -85,13 +85,7 @@ func TestClientSetsTheClockFromChrony(t *testing.T) {
 		}
 	}()
 	c.NetworkUp()
-	var st Status
-	defer func() {
-		if t.Failed() {
-			t.Logf("status %+v", st)
-		}
-	}()
-	testio.Eventually(t, chronyWait, func() bool { st = c.Status(); return st.Synced })
+	st := testio.Await(t, chronyWait, "synced", c.Status, func(st Status) bool { return st.Synced })
 	if st.Server != ch.Addr || !st.Running {
 		t.Fatalf("status %+v", st)
 	}

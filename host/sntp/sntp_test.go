@@ -122,14 +122,7 @@ func (h *harness) quiet() {
 // waitStatus waits until the status satisfies cond (Run updates it after the queries).
 func (h *harness) waitStatus(what string, cond func(Status) bool) Status {
 	h.t.Helper()
-	var st Status
-	defer func() {
-		if h.t.Failed() {
-			h.t.Logf("status never %s: %+v", what, st)
-		}
-	}()
-	testio.Eventually(h.t, 10*time.Second, func() bool { st = h.c.Status(); return cond(st) })
-	return st
+	return testio.Await(h.t, 10*time.Second, "status "+what, h.c.Status, cond)
 }
 
 func TestNothingBeforeTheFirstNetworkUp(t *testing.T) {

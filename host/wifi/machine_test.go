@@ -154,14 +154,7 @@ const hangGuard = 10 * time.Second
 // wait polls the status until cond holds; the deadline only guards against a hang.
 func (e *env) wait(what string, cond func(Status) bool) Status {
 	e.t.Helper()
-	var st Status
-	defer func() {
-		if e.t.Failed() {
-			e.t.Logf("%s: status never matched; last %+v", what, st)
-		}
-	}()
-	testio.Eventually(e.t, hangGuard, func() bool { st = e.mg.Status(); return cond(st) })
-	return st
+	return testio.Await(e.t, hangGuard, what, e.mg.Status, cond)
 }
 
 func (e *env) waitState(what, state string, idx int) Status {
@@ -181,18 +174,15 @@ func (e *env) lastNet() (netroute.Iface, int) {
 
 func (e *env) waitNet(what string, up bool, also ...func(netroute.Iface) bool) netroute.Iface {
 	e.t.Helper()
-	defer func() {
-		if e.t.Failed() {
-			e.t.Logf("%s: no network report up=%v", what, up)
+	last := func() *netroute.Iface { // nil before the first report
+		if n, c := e.lastNet(); c > 0 {
+			return &n
 		}
-	}()
-	var n netroute.Iface
-	testio.Eventually(e.t, hangGuard, func() bool {
-		var c int
-		n, c = e.lastNet()
-		return c > 0 && n.Up == up && (len(also) == 0 || also[0](n))
+		return nil
+	}
+	return *testio.Await(e.t, hangGuard, what, last, func(n *netroute.Iface) bool {
+		return n != nil && n.Up == up && (len(also) == 0 || also[0](*n))
 	})
-	return n
 }
 
 func (e *env) waitPortal(what string, up bool) {
