@@ -49,6 +49,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -158,12 +159,8 @@ func New(opts Options) *Auth {
 		counter:  opts.Counter,
 		realm:    opts.Realm,
 	}
-	if a.clock == nil {
-		a.clock = clockwork.NewRealClock()
-	}
-	if a.log == nil {
-		a.log = slog.New(slog.DiscardHandler)
-	}
+	a.clock = cmp.Or(a.clock, clockwork.NewRealClock())
+	a.log = cmp.Or(a.log, slog.New(slog.DiscardHandler))
 	if a.key == nil {
 		a.key = func() string { return "" }
 	}
@@ -173,9 +170,7 @@ func New(opts Options) *Auth {
 	if a.portalIP == nil {
 		a.portalIP = func() string { return "" }
 	}
-	if a.realm == "" {
-		a.realm = DefaultRealm
-	}
+	a.realm = cmp.Or(a.realm, DefaultRealm)
 	a.failures = make([]time.Time, 0, ThrottleFailures)
 	a.keyEpoch = make(chan struct{})
 	a.booted = a.clock.Now()

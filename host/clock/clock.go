@@ -32,6 +32,7 @@
 package clock
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -171,12 +172,8 @@ func New(opts Options) *Clock {
 		tz:         opts.TZ,
 		sntp:       opts.SNTP,
 	}
-	if c.clk == nil {
-		c.clk = clockwork.NewRealClock()
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
+	c.clk = cmp.Or(c.clk, clockwork.NewRealClock())
+	c.log = cmp.Or(c.log, slog.New(slog.DiscardHandler))
 	if c.tz == nil {
 		c.tz = &memTZ{tz: DefaultTZ}
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,9 +62,7 @@ type Config struct {
 // New validates the descriptors, brings every namespace's stored layout to its current
 // version, moves deprecated keys (Key.MovesTo) and builds the schema.
 func New(st *store.Store, log *slog.Logger, namespaces ...Namespace) (*Config, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	c := &Config{log: log, nss: map[string]*nsDef{}}
 	c.st = &docStore{Store: st, flush: c.dropDocs}
 	for _, ns := range namespaces {

@@ -22,6 +22,7 @@
 package events
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,9 +101,7 @@ type Hub struct {
 
 // New builds a hub.
 func New(opts Options) *Hub {
-	if opts.Clock == nil {
-		opts.Clock = clockwork.NewRealClock()
-	}
+	opts.Clock = cmp.Or(opts.Clock, clockwork.NewRealClock())
 	if opts.MaxStreams <= 0 {
 		opts.MaxStreams = DefaultMaxStreams
 	}
@@ -115,9 +114,7 @@ func New(opts Options) *Hub {
 	if opts.Buffer <= 0 {
 		opts.Buffer = DefaultBuffer
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	return &Hub{
 		clock:      opts.Clock,
 		maxStreams: opts.MaxStreams,

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"devhost/host/api/apitest"
+	"devhost/host/testio"
 )
 
 func TestMain(m *testing.M) {
@@ -139,17 +140,6 @@ func (c *client) expectEOF(t *testing.T) {
 		case <-timeout:
 			t.Fatal("stream did not end")
 		}
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -320,7 +310,7 @@ func TestSlowClientNeverBlocksPublish(t *testing.T) {
 	if _, err := io.WriteString(conn, "GET /events HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the stream to register", func() bool { return h.Stats().Streams == 1 })
+	testio.Eventually(t, wait, func() bool { return h.Stats().Streams == 1 })
 
 	pending := func() int {
 		h.mu.Lock()
@@ -397,10 +387,10 @@ func TestClientGoneFreesItsSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the stream to register", func() bool { return h.Stats().Streams == 1 })
+	testio.Eventually(t, wait, func() bool { return h.Stats().Streams == 1 })
 	cancel()
 	resp.Body.Close()
-	waitFor(t, "the stream to detach", func() bool { return h.Stats().Streams == 0 })
+	testio.Eventually(t, wait, func() bool { return h.Stats().Streams == 0 })
 	if s := h.Stats(); s.Evicted != 0 || s.Slow != 0 {
 		t.Errorf("stats %+v", s)
 	}

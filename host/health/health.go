@@ -62,6 +62,7 @@
 package health
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -263,12 +264,8 @@ func New(opts Options) *Registry {
 		wake:      make(chan struct{}, 1),
 		index:     make(map[string]int),
 	}
-	if r.clock == nil {
-		r.clock = clockwork.NewRealClock()
-	}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
-	}
+	r.clock = cmp.Or(r.clock, clockwork.NewRealClock())
+	r.log = cmp.Or(r.log, slog.New(slog.DiscardHandler))
 	if r.max <= 0 {
 		r.max = MaxConditions
 	}

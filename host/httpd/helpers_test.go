@@ -2,7 +2,6 @@ package httpd
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -13,6 +12,7 @@ import (
 
 	"devhost/host/api"
 	"devhost/host/httpd/httpdtest"
+	"devhost/host/testio"
 )
 
 func echo(w http.ResponseWriter, r *http.Request) {
@@ -105,21 +105,6 @@ func isReset(err error) bool {
 	return errors.As(err, &ne) && strings.Contains(ne.Err.Error(), "reset")
 }
 
-// waitFor polls a condition the server reaches asynchronously (no fixed deadline: a loaded
-// machine only makes it slower; the test binary's own timeout is the backstop).
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatal("condition not reached")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
 // serveOK serves GET /thing answering "ok" on s and starts it; it answers the base URL.
 func serveOK(t *testing.T, s *Server) string {
 	t.Helper()
@@ -157,7 +142,7 @@ func idleConns(t *testing.T, s *Server, bases ...string) []net.Conn {
 	var idle []net.Conn
 	for _, base := range bases {
 		idle = append(idle, dialServer(t, base))
-		waitFor(t, func() bool { return s.conns.open() == len(idle) })
+		testio.Eventually(t, 60*time.Second, func() bool { return s.conns.open() == len(idle) })
 	}
 	return idle
 }

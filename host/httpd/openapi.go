@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 	"strconv"
@@ -125,9 +126,7 @@ func operation(rt api.Route, doc api.Doc) map[string]any {
 		}
 	}
 	status := doc.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status = cmp.Or(status, http.StatusOK)
 	resp := map[string]any{"description": orDefault(doc.Response, http.StatusText(status))}
 	switch {
 	case status == http.StatusNoContent:

@@ -12,6 +12,7 @@
 package httpd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -94,18 +95,10 @@ var _ api.Registrar = (*Server)(nil)
 
 // New builds a server with no routes.
 func New(opts Options) *Server {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.MaxBody == 0 {
-		opts.MaxBody = DefaultMaxBody
-	}
-	if opts.MaxHeader == 0 {
-		opts.MaxHeader = DefaultMaxHeader
-	}
-	if opts.BodyTimeout == 0 {
-		opts.BodyTimeout = DefaultBodyTimeout
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	opts.MaxBody = cmp.Or(opts.MaxBody, DefaultMaxBody)
+	opts.MaxHeader = cmp.Or(opts.MaxHeader, DefaultMaxHeader)
+	opts.BodyTimeout = cmp.Or(opts.BodyTimeout, DefaultBodyTimeout)
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = DefaultMaxConns
 	}

@@ -14,6 +14,7 @@ import (
 
 	"devhost/host/api"
 	"devhost/host/api/apitest"
+	"devhost/host/testio"
 )
 
 func serve(t *testing.T, r *Ring) *httptest.Server {
@@ -336,7 +337,7 @@ func TestNotify(t *testing.T) {
 			events <- data.(NextEvent)
 		})
 	}()
-	waitFor(t, func() bool { r.mu.Lock(); defer r.mu.Unlock(); return len(r.waiters) == 1 })
+	testio.Eventually(t, hangGuard, func() bool { r.mu.Lock(); defer r.mu.Unlock(); return len(r.waiters) == 1 })
 
 	expect := func(next int64) {
 		t.Helper()
@@ -412,7 +413,7 @@ func TestNotifyStopsWhileWaiting(t *testing.T) {
 		defer close(done)
 		r.Notify(ctx, func(string, any) { published <- struct{}{} })
 	}()
-	waitFor(t, func() bool { r.mu.Lock(); defer r.mu.Unlock(); return len(r.waiters) == 1 })
+	testio.Eventually(t, hangGuard, func() bool { r.mu.Lock(); defer r.mu.Unlock(); return len(r.waiters) == 1 })
 	r.Printf('I', "t", "one")
 	<-published
 	r.Printf('I', "t", "two")
@@ -429,17 +430,6 @@ func TestNotifyStopsWhileWaiting(t *testing.T) {
 	}
 	if len(published) != 0 {
 		t.Error("published after cancel")
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

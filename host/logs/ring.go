@@ -38,6 +38,7 @@
 package logs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -134,9 +135,7 @@ func New(opts Options) *Ring {
 	if opts.Size < opts.LineMax+1 {
 		opts.Size = opts.LineMax + 1
 	}
-	if opts.Clock == nil {
-		opts.Clock = clockwork.NewRealClock()
-	}
+	opts.Clock = cmp.Or(opts.Clock, clockwork.NewRealClock())
 	if opts.Start.IsZero() {
 		opts.Start = opts.Clock.Now()
 	}

@@ -208,9 +208,7 @@ func TestBrowseThroughResponder(t *testing.T) {
 		t.Fatalf("query before start: %+v", s.m)
 	case <-time.After(30 * time.Millisecond):
 	}
-	if err := h.r.Start(); err != nil {
-		t.Fatal(err)
-	}
+	h.start()
 	var q sent
 	for {
 		q = h.next()

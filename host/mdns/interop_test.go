@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"devhost/host/mdns/mdnstest"
+	"devhost/host/testio"
 )
 
 // testInfo is the device the interop tests advertise.
@@ -38,7 +39,7 @@ func TestNetnsZeroconfSeesTheDevice(t *testing.T) {
 	if err := dev.RegisterApp(Service{Instance: "logger", Type: "_nmea-0183", Proto: "_udp", Port: 10110, TXT: []string{"txtvers=1"}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "every name announced", func() bool {
+	testio.Eventually(t, netWait, func() bool {
 		for _, s := range dev.Services() {
 			if s.State != "announced" {
 				return false

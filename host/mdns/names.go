@@ -1,6 +1,7 @@
 package mdns
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -109,9 +110,7 @@ func (r *Responder) register(s Service, app bool) error {
 	}
 	key := keyOf(s.Instance, s.Type, s.Proto)
 	base := s.Instance
-	if base == "" {
-		base = r.host.base
-	}
+	base = cmp.Or(base, r.host.base)
 	apps := 0
 	for _, e := range r.services {
 		if e.key == key || strings.EqualFold(e.base, base) && strings.EqualFold(e.typeFQDN(), s.Type+"."+s.Proto+"."+domain) {

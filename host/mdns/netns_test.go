@@ -12,12 +12,17 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"devhost/host/mdns/mdnstest"
+	"devhost/host/testio"
 )
 
 // The tests in this file send real multicast, only ever inside a network namespace that
 // mdnstest.Netns creates for them.
 
 func testLogger(t *testing.T) *slog.Logger { return mdnstest.Logger(t) }
+
+// netWait bounds a wait for what the responders and peers do on the namespace's network: long,
+// since a loaded machine only makes them slower.
+const netWait = 15 * time.Second
 
 func realResponder(t *testing.T, host string) *Responder {
 	t.Helper()
@@ -51,7 +56,7 @@ func browse(t *testing.T, r *Responder, service string) *browser {
 
 func (b *browser) wait(t *testing.T, what string, match func(Event) bool) Event {
 	t.Helper()
-	deadline := time.After(15 * time.Second)
+	deadline := time.After(netWait)
 	for {
 		select {
 		case e := <-b.ch:
@@ -63,16 +68,6 @@ func (b *browser) wait(t *testing.T, what string, match func(Event) bool) Event 
 			t.Fatalf("no event: %s", what)
 		}
 	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out: %s", what)
 }
 
 func serviceNamed(r *Responder, typ string) ServiceStatus {
@@ -249,7 +244,7 @@ func TestNetnsInteropZeroconf(t *testing.T) {
 		if err := dev.Register(Service{Type: "_dev", Proto: "_tcp", Port: 8080, TXT: devTXT("1.0")}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "renamed and announced", func() bool {
+		testio.Eventually(t, netWait, func() bool {
 			s := serviceNamed(dev, "_dev")
 			return s.Instance == "dev (2)" && s.State == "announced"
 		})
@@ -267,10 +262,10 @@ func TestNetnsInteropZeroconf(t *testing.T) {
 
 	t.Run("host name taken by another address", func(t *testing.T) {
 		dev := realResponder(t, "dev")
-		waitFor(t, "dev announced", func() bool { return dev.Hostname() == "dev" && dev.hostAnnounced() })
+		testio.Eventually(t, netWait, func() bool { return dev.Hostname() == "dev" && dev.hostAnnounced() })
 		pr := mdnstest.StartPeer(t, python, "register", "_ssh._tcp", "other", "22", "dev", "127.0.0.2")
 		pr.Wait("registered", "")
-		waitFor(t, "host renamed", func() bool { return dev.Hostname() == "dev-2" && dev.hostAnnounced() })
+		testio.Eventually(t, netWait, func() bool { return dev.Hostname() == "dev-2" && dev.hostAnnounced() })
 		a := legacyQuery(t, "dev-2.local.", dnsmessage.TypeA)
 		if a.Answers[0].Addr != loopback[0] {
 			t.Fatalf("A answer for the new name %+v", a.Answers)

@@ -1,6 +1,7 @@
 package mdns
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -51,18 +52,12 @@ func New(cfg Config) (*Responder, error) {
 	if err := ValidHostname(cfg.Hostname); err != nil {
 		return nil, err
 	}
-	if cfg.Slots == 0 {
-		cfg.Slots = DefaultSlots
-	}
+	cfg.Slots = cmp.Or(cfg.Slots, DefaultSlots)
 	if cfg.Slots < 1 || cfg.Slots > MaxSlots {
 		return nil, fmt.Errorf("%w: %d service slots, must be 1..%d", ErrInvalid, cfg.Slots, MaxSlots)
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clockwork.NewRealClock()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Clock = cmp.Or(cfg.Clock, clockwork.NewRealClock())
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	r := &Responder{
 		cfg:      cfg,
 		clock:    cfg.Clock,

@@ -103,6 +103,14 @@ func newHarness(t *testing.T, slots int) *harness {
 	return h
 }
 
+// start starts the responder on the fake link, which cannot fail to open.
+func (h *harness) start() {
+	h.t.Helper()
+	if err := h.r.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // next waits for the next packet.
 func (h *harness) next() sent {
 	h.t.Helper()
@@ -210,9 +218,7 @@ func aaaaRec(name, ip string, ttl uint32) record {
 
 func TestHostProbesThenAnnounces(t *testing.T) {
 	h := newHarness(t, 0)
-	if err := h.r.Start(); err != nil {
-		t.Fatal(err)
-	}
+	h.start()
 	start := h.clock.Now()
 	for i := 0; i < probeCount; i++ {
 		p := h.next()
@@ -263,9 +269,7 @@ func TestServiceProbesAnnouncesAndAnswers(t *testing.T) {
 	if err := h.r.Register(svc); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.r.Start(); err != nil {
-		t.Fatal(err)
-	}
+	h.start()
 	pkts := h.probeAndAnnounce(2)
 	var probes, announcements []message
 	for _, p := range pkts {
@@ -382,9 +386,7 @@ func announced(t *testing.T, svc Service) *harness {
 	if err := h.r.Register(svc); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.r.Start(); err != nil {
-		t.Fatal(err)
-	}
+	h.start()
 	h.settle(svc.Instance)
 	return h
 }
@@ -429,9 +431,7 @@ func TestProbeConflictRenames(t *testing.T) {
 		if err := h.r.Register(webSvc); err != nil {
 			t.Fatal(err)
 		}
-		if err := h.r.Start(); err != nil {
-			t.Fatal(err)
-		}
+		h.start()
 		h.next()
 		h.next()
 		h.inject(message{Response: true, Answers: []record{foreignSRV("web._http._tcp.local.")}}, peer)
@@ -451,9 +451,7 @@ func TestProbeConflictRenames(t *testing.T) {
 	})
 	t.Run("host", func(t *testing.T) {
 		h := newHarness(t, 0)
-		if err := h.r.Start(); err != nil {
-			t.Fatal(err)
-		}
+		h.start()
 		h.next()
 		h.inject(message{Response: true, Answers: []record{aRec("DEV.local.", "10.0.0.99", 120)}}, peer)
 		if got := h.r.Hostname(); got != "dev-2" {
@@ -473,9 +471,7 @@ func TestProbeConflictRenames(t *testing.T) {
 	})
 	t.Run("own records and goodbyes are no conflict", func(t *testing.T) {
 		h := newHarness(t, 0)
-		if err := h.r.Start(); err != nil {
-			t.Fatal(err)
-		}
+		h.start()
 		h.next()
 		h.inject(message{Response: true, Answers: []record{aRec("dev.local.", "10.0.0.1", 120)}}, peer)
 		h.inject(message{Response: true, Answers: []record{aRec("dev.local.", "10.0.0.99", 0)}}, peer)
@@ -529,7 +525,7 @@ func TestProbeTieBreak(t *testing.T) {
 	}
 	t.Run("we win", func(t *testing.T) {
 		h := newHarness(t, 0)
-		_ = h.r.Start()
+		h.start()
 		h.next()
 		h.inject(probeFrom("10.0.0.0"), peer)
 		h.inject(probeFrom("10.0.0.1"), peer) // our own probe looped back
@@ -541,7 +537,7 @@ func TestProbeTieBreak(t *testing.T) {
 	})
 	t.Run("we lose and wait a second", func(t *testing.T) {
 		h := newHarness(t, 0)
-		_ = h.r.Start()
+		h.start()
 		h.next()
 		h.inject(probeFrom("10.0.0.200"), peer)
 		h.advance(1, probeWait)
@@ -556,7 +552,7 @@ func TestProbeTieBreak(t *testing.T) {
 
 func TestConflictStormSlowsProbing(t *testing.T) {
 	h := newHarness(t, 0)
-	_ = h.r.Start()
+	h.start()
 	h.next()
 	for i := 0; i < conflictLimit; i++ {
 		h.inject(message{Response: true, Answers: []record{aRec(h.r.Hostname()+".local.", "10.0.0.99", 120)}}, peer)

@@ -1,6 +1,7 @@
 package mdns
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -194,9 +195,7 @@ func (t *transport) sortedIfaces() []iface {
 
 // send writes one packet out of the interface: to the group when dst is nil.
 func (t *transport) send(b []byte, ifIndex int, dst *net.UDPAddr) {
-	if dst == nil {
-		dst = groupAddr
-	}
+	dst = cmp.Or(dst, groupAddr)
 	if _, err := t.pc.WriteTo(b, &ipv4.ControlMessage{IfIndex: ifIndex}, dst); err != nil {
 		t.log.Debug("mdns: send failed", "iface", ifIndex, "dst", dst, "err", err)
 	}

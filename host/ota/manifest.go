@@ -2,6 +2,7 @@ package ota
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,9 +63,7 @@ func ParseManifest(b []byte, base *url.URL) (Manifest, error) {
 			return m, fmt.Errorf("manifest build %d: url %q is not http or https", i, u.String())
 		}
 		bd.URL = u.String()
-		if bd.Channel == "" {
-			bd.Channel = "stable"
-		}
+		bd.Channel = cmp.Or(bd.Channel, "stable")
 	}
 	return m, nil
 }

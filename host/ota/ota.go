@@ -20,6 +20,7 @@
 package ota
 
 import (
+	"cmp"
 	"context"
 	"crypto/rsa"
 	"errors"
@@ -127,12 +128,8 @@ type Updater struct {
 
 // New reads otadata and builds the updater. A leftover partial download is removed.
 func New(o Options) (*Updater, error) {
-	if o.Clock == nil {
-		o.Clock = clockwork.NewRealClock()
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Clock = cmp.Or(o.Clock, clockwork.NewRealClock())
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	if o.Publish == nil {
 		o.Publish = func(string, any) {}
 	}

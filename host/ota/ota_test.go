@@ -18,6 +18,7 @@ import (
 	"devhost/host/boot"
 	"devhost/host/ota/image"
 	"devhost/host/ota/otatest"
+	"devhost/host/testio"
 )
 
 func packImage(t *testing.T, k *rsa.PrivateKey, project, version string, exe []byte) []byte {
@@ -124,22 +125,20 @@ func confirmedRig(t *testing.T) *rig {
 	return newRig(t, 0, [2]boot.Slot{{State: boot.SlotValid, Version: "1.0.0"}, {State: boot.SlotEmpty}}, nil)
 }
 
+// waitFor waits for cond; a failure shows the updater's status, the first thing to look at.
 func (r *rig) waitFor(what string, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out waiting for %s; status %+v", what, r.u.Status())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testio.Await(r.t, hangGuard, what, r.u.Status, func(Status) bool { return cond() })
 }
 
+// waitState waits for the updater to reach state and answers the status in that state.
 func (r *rig) waitState(state string) Status {
 	r.t.Helper()
-	r.waitFor("state "+state, func() bool { return r.u.Status().State == state })
-	return r.u.Status()
+	return testio.Await(r.t, hangGuard, "state "+state, r.u.Status, func(s Status) bool { return s.State == state })
 }
+
+// hangGuard bounds a wait for the updater's goroutine: a guard against a hang, not a timing.
+const hangGuard = 20 * time.Second
 
 func (r *rig) serve(path string, b []byte) string {
 	r.mu.Lock()

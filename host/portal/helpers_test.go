@@ -145,14 +145,6 @@ func get(t *testing.T, url string, hdr ...string) *http.Response {
 	return resp
 }
 
-// eventually waits for cond, failing only after a long grace (a loaded machine is slow).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// grace bounds a wait for what the portal's goroutines do: long, since a loaded machine only
+// makes them slower.
+const grace = 30 * time.Second

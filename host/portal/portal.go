@@ -18,6 +18,7 @@
 package portal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -110,21 +111,13 @@ type closer interface{ Close() error }
 
 // New builds a portal that is down.
 func New(opts Options) *Portal {
-	if opts.Clock == nil {
-		opts.Clock = clockwork.NewRealClock()
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Clock = cmp.Or(opts.Clock, clockwork.NewRealClock())
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	if opts.LeaseTime <= 0 {
 		opts.LeaseTime = DefaultLeaseTime
 	}
-	if opts.DNSPort == 0 {
-		opts.DNSPort = DNSPort
-	}
-	if opts.DHCPPort == 0 {
-		opts.DHCPPort = DHCPPort
-	}
+	opts.DNSPort = cmp.Or(opts.DNSPort, DNSPort)
+	opts.DHCPPort = cmp.Or(opts.DHCPPort, DHCPPort)
 	p := &Portal{opts: opts, log: opts.Logger, ip: net.ParseIP(opts.IP).To4()}
 	empty := ""
 	p.upIP.Store(&empty)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
 	"github.com/miekg/dns"
+
+	"devhost/host/testio"
 )
 
 func TestUpDownListener(t *testing.T) {
@@ -138,7 +140,7 @@ func TestDNSOverLoopback(t *testing.T) {
 	if _, err := conn.Write([]byte("\x00\x01garbage")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the garbage DNS packet counted", func() bool { return r.p.Stats().DNSDropped == before+1 })
+	testio.Eventually(t, grace, func() bool { return r.p.Stats().DNSDropped == before+1 })
 	// The responder still answers after the garbage.
 	if _, _, err := c.Exchange(new(dns.Msg).SetQuestion("after.", dns.TypeA), net.JoinHostPort(ip, "53")); err != nil {
 		t.Fatalf("after garbage: %v", err)
@@ -217,7 +219,7 @@ func TestDHCPOverLoopback(t *testing.T) {
 	if _, err := conn.WriteToUDP([]byte("not dhcp"), &net.UDPAddr{IP: net.ParseIP(ip), Port: 67}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the garbage DHCP packet counted", func() bool { return r.p.Stats().DHCPDropped == before+1 })
+	testio.Eventually(t, grace, func() bool { return r.p.Stats().DHCPDropped == before+1 })
 	r.p.Down()
 	if r.p.Clients() != 0 {
 		t.Fatalf("Clients() = %d while down", r.p.Clients())

@@ -17,6 +17,7 @@
 package power
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -136,12 +137,8 @@ type Cycle struct {
 // New reads the RTC record: a timer wake with an intact record continues the count, anything
 // else starts at 0.
 func New(o Options) *Cycle {
-	if o.Clock == nil {
-		o.Clock = clockwork.NewRealClock()
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Clock = cmp.Or(o.Clock, clockwork.NewRealClock())
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	c := &Cycle{o: o, log: o.Logger, start: o.Clock.Now(), holds: map[string]int{}, now: make(chan struct{}, 1)}
 	if o.ResetReason == "deepsleep" {
 		if rec, ok := Decode(o.RTC); ok {

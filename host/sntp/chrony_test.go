@@ -13,22 +13,25 @@ import (
 
 	"devhost/host/clock"
 	"devhost/host/sntp/sntptest"
+	"devhost/host/testio"
 )
+
+// chronyWait bounds a wait for chronyd: it needs a moment to bind, longer on a loaded machine.
+const chronyWait = 30 * time.Second
 
 // waitAnswer queries until the server answers validly (chronyd needs a moment to bind).
 func waitAnswer(t *testing.T, server string) time.Time {
 	t.Helper()
 	q := NTPQuery(time.Second)
-	var last error
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		got, err := q(context.Background(), server)
-		if err == nil {
-			return got
+	var got time.Time
+	var err error
+	defer func() {
+		if t.Failed() {
+			t.Logf("no valid answer from %s: %v", server, err)
 		}
-		last = err
-	}
-	t.Fatalf("no valid answer from %s: %v", server, last)
-	return time.Time{}
+	}()
+	testio.Eventually(t, chronyWait, func() bool { got, err = q(context.Background(), server); return err == nil })
+	return got
 }
 
 func TestChronyAnswers(t *testing.T) {
@@ -45,15 +48,11 @@ func TestChronyUnsynchronisedRefused(t *testing.T) {
 	ch := sntptest.Chrony(t, false)
 	// Wait until chronyd answers at all, whatever it says.
 	var resp *ntp.Response
-	var err error
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if resp, err = ntp.QueryWithOptions(ch.Addr, ntp.QueryOptions{Timeout: time.Second}); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("chronyd never answered: %v", err)
-	}
+	testio.Eventually(t, chronyWait, func() bool {
+		var err error
+		resp, err = ntp.QueryWithOptions(ch.Addr, ntp.QueryOptions{Timeout: time.Second})
+		return err == nil
+	})
 	t.Logf("unsynchronised chronyd answers stratum %d, leap %d", resp.Stratum, resp.Leap)
 	if got, err := NTPQuery(time.Second)(context.Background(), ch.Addr); err == nil {
 		t.Fatalf("unsynchronised chronyd's answer %v accepted", got)
@@ -86,11 +85,8 @@ func TestClientSetsTheClockFromChrony(t *testing.T) {
 		}
 	}()
 	c.NetworkUp()
-	var st Status
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end) && !st.Synced; time.Sleep(20 * time.Millisecond) {
-		st = c.Status()
-	}
-	if !st.Synced || st.Server != ch.Addr || !st.Running {
+	st := testio.Await(t, chronyWait, "synced", c.Status, func(st Status) bool { return st.Synced })
+	if st.Server != ch.Addr || !st.Running {
 		t.Fatalf("status %+v", st)
 	}
 	now, src, synced := dev.Now()

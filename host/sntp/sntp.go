@@ -24,6 +24,7 @@
 package sntp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,12 +106,8 @@ func New(opts Options) (*Client, error) {
 		return nil, errors.New("sntp: no clock to set")
 	}
 	c := &Client{opts: opts, clk: opts.Clock, log: opts.Logger, query: opts.Query, kick: make(chan struct{}, 1)}
-	if c.clk == nil {
-		c.clk = clockwork.NewRealClock()
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
+	c.clk = cmp.Or(c.clk, clockwork.NewRealClock())
+	c.log = cmp.Or(c.log, slog.New(slog.DiscardHandler))
 	if c.query == nil {
 		c.query = NTPQuery(DefaultTimeout)
 	}

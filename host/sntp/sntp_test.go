@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"devhost/host/clock"
+	"devhost/host/testio"
 )
 
 // script answers the fake NTP exchange: per server, an error or a valid time.
@@ -121,13 +122,7 @@ func (h *harness) quiet() {
 // waitStatus waits until the status satisfies cond (Run updates it after the queries).
 func (h *harness) waitStatus(what string, cond func(Status) bool) Status {
 	h.t.Helper()
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		if st := h.c.Status(); cond(st) {
-			return st
-		}
-	}
-	h.t.Fatalf("status never %s: %+v", what, h.c.Status())
-	return Status{}
+	return testio.Await(h.t, 10*time.Second, "status "+what, h.c.Status, cond)
 }
 
 func TestNothingBeforeTheFirstNetworkUp(t *testing.T) {

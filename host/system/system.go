@@ -10,6 +10,7 @@
 package system
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,9 +75,7 @@ type System struct {
 
 // New builds the system endpoints. The uptime counts from this call.
 func New(opts Options) *System {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	s := &System{opts: opts, started: opts.Clock.Now()}
 	for i, wanted := range []bool{false, true} {
 		// Two strings and a bool: encoding cannot fail.

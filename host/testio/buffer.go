@@ -1,5 +1,6 @@
-// Package testio holds the I/O helpers tests of several packages share: a buffer that
-// collects the output of goroutines writing at the same time as the test reads it.
+// Package testio holds the helpers tests of several packages share: a buffer that collects the
+// output of goroutines writing at the same time as the test reads it, and a poll for a condition
+// that a goroutine reaches in its own time.
 package testio
 
 import (

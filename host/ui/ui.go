@@ -31,6 +31,7 @@
 package ui
 
 import (
+	"cmp"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -63,9 +64,7 @@ type UI struct {
 
 // New serves the partition at dir (DATA/ui); dir need not exist yet.
 func New(dir string, logger *slog.Logger) *UI {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 	return &UI{dir: dir, log: logger}
 }
 
@@ -88,9 +87,7 @@ func isRegular(root *os.Root, name string) bool {
 // ServeHTTP answers every request outside /api/.
 func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
-	if p == "" {
-		p = "/"
-	}
+	p = cmp.Or(p, "/")
 	if p == "/api" || strings.HasPrefix(p, "/api/") {
 		api.WriteError(w, http.StatusNotFound, api.CodeNotFound)
 		return

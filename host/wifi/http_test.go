@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"devhost/host/board"
+	"devhost/host/testio"
 )
 
 func (e *env) call(method, path string) (int, map[string]any) {
@@ -138,19 +139,11 @@ func TestWifiEventsOnChangeOnly(t *testing.T) {
 	reads := e.reads
 	e.mu.Unlock()
 	e.set(func(s *Settings) { s.BackoffMax = time.Minute })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testio.Eventually(t, hangGuard, func() bool { // the change is read
 		e.mu.Lock()
-		done := e.reads > reads
-		e.mu.Unlock()
-		if done {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the change was never read")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer e.mu.Unlock()
+		return e.reads > reads
+	})
 	e.wait("step finished", func(s Status) bool { return s.State == StateUnconfigured })
 	if c := count(); c != n {
 		t.Fatalf("%d wifi events after a change the status does not show", c-n)
@@ -158,13 +151,7 @@ func TestWifiEventsOnChangeOnly(t *testing.T) {
 	e.set(func(s *Settings) { s.Networks = nets(Network{SSID: "Marina", PSK: "mooring-line-7"}) })
 	e.waitState("connected", StateConnected, 0)
 	e.waitPortal("down", false)
-	deadline = time.Now().Add(10 * time.Second)
-	for count() <= n {
-		if time.Now().After(deadline) {
-			t.Fatal("no wifi event on the way to connected")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testio.Eventually(t, hangGuard, func() bool { return count() > n }) // a wifi event on the way to connected
 	if name, st := e.mg.OnConnect(); name != "wifi" || st.(Status).State != StateConnected {
 		t.Fatalf("snapshot %s %+v", name, st)
 	}

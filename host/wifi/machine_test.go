@@ -12,6 +12,7 @@ import (
 
 	"devhost/host/board"
 	"devhost/host/netroute"
+	"devhost/host/testio"
 )
 
 // fakePortal stands in for host/portal: it records what the manager asked.
@@ -147,20 +148,13 @@ func (e *env) set(f func(*Settings)) {
 	e.mg.ConfigChanged()
 }
 
+// hangGuard bounds a wait for the manager's goroutine: a guard against a hang, not a timing.
+const hangGuard = 10 * time.Second
+
 // wait polls the status until cond holds; the deadline only guards against a hang.
 func (e *env) wait(what string, cond func(Status) bool) Status {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st := e.mg.Status()
-		if cond(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s: status never matched; last %+v", what, st)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	return testio.Await(e.t, hangGuard, what, e.mg.Status, cond)
 }
 
 func (e *env) waitState(what, state string, idx int) Status {
@@ -180,16 +174,15 @@ func (e *env) lastNet() (netroute.Iface, int) {
 
 func (e *env) waitNet(what string, up bool, also ...func(netroute.Iface) bool) netroute.Iface {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if n, c := e.lastNet(); c > 0 && n.Up == up && (len(also) == 0 || also[0](n)) {
-			return n
+	last := func() *netroute.Iface { // nil before the first report
+		if n, c := e.lastNet(); c > 0 {
+			return &n
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s: no network report up=%v", what, up)
-		}
-		time.Sleep(time.Millisecond)
+		return nil
 	}
+	return *testio.Await(e.t, hangGuard, what, last, func(n *netroute.Iface) bool {
+		return n != nil && n.Up == up && (len(also) == 0 || also[0](*n))
+	})
 }
 
 func (e *env) waitPortal(what string, up bool) {

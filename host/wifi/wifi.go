@@ -38,6 +38,7 @@
 package wifi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -221,9 +222,7 @@ type Manager struct {
 
 // New builds the manager; Run starts it.
 func New(opts Options) *Manager {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	if opts.Hostname == nil {
 		opts.Hostname = func() string { return "" }
 	}
