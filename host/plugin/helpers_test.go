@@ -28,6 +28,7 @@ import (
 	"devhost/host/httpd"
 	"devhost/host/sk"
 	"devhost/host/store"
+	"devhost/host/testio"
 	runtimens "devhost/runtime-ns"
 )
 
@@ -417,33 +418,34 @@ func (h *harness) start(id string, caps ...abi.Capability) Status {
 	return h.waitState(id, StateRunning)
 }
 
+// seen is a plugin's status as a wait sees it; it prints what a failed wait needs.
+type seen struct {
+	Status
+	listed bool
+}
+
+func (v seen) String() string {
+	if !v.listed {
+		return "not listed"
+	}
+	return fmt.Sprintf("state %s (last error %v)", v.State, deref(v.LastError))
+}
+
 // waitState waits (polling) until plugin id is in state st. Loading involves real compile
 // time, so the bound is generous.
 func (h *harness) waitState(id string, st State) Status {
 	h.t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for {
+	v := testio.Await(h.t, hangGuard, fmt.Sprintf("plugin %s in state %s", id, st), func() seen {
 		s, ok := h.m.Status(id)
-		if ok && s.State == st {
-			return s
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("plugin %s: state %s, want %s (last error %v)", id, s.State, st, deref(s.LastError))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return seen{s, ok}
+	}, func(v seen) bool { return v.listed && v.State == st })
+	return v.Status
 }
 
 // waitFor polls cond.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testio.Await(t, hangGuard, what, cond, func(held bool) bool { return held })
 }
 
 func deref(s *string) string {
