@@ -11,6 +11,7 @@ import (
 	"devhost/abi"
 	"devhost/plugins/ble/gattprov"
 	"devhost/plugins/ble/protocomm"
+	"devhost/plugins/ble/provclient"
 	pb "devhost/plugins/ble/provpb"
 	"devhost/sdk"
 )
@@ -96,7 +97,7 @@ func TestProvisionOverGATT(t *testing.T) {
 		t.Errorf("advertising %x, scan response %q", h.Advertising, h.ScanResponse)
 	}
 
-	bad := &protocomm.Client{X: gattExchange(h, 1), Sec: protocomm.Sec1, PoP: []byte("wrong")}
+	bad := &provclient.Client{X: gattExchange(h, 1), Sec: protocomm.Sec1, PoP: []byte("wrong")}
 	if err := bad.Handshake(); err == nil {
 		t.Fatal("a wrong PoP was accepted")
 	}
@@ -104,7 +105,7 @@ func TestProvisionOverGATT(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := &protocomm.Client{X: gattExchange(h, 2), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
+	c := &provclient.Client{X: gattExchange(h, 2), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
 	if err := c.Handshake(); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestProvisionOverPortal(t *testing.T) {
 		n++
 		return cookie(ep, body)
 	}
-	c := &protocomm.Client{X: x, Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
+	c := &provclient.Client{X: x, Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
 	if err := c.Handshake(); err != nil {
 		t.Fatal(err)
 	}

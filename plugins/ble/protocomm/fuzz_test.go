@@ -1,8 +1,11 @@
-package protocomm
+package protocomm_test
 
 import (
 	"bytes"
 	"testing"
+
+	"devhost/plugins/ble/protocomm"
+	"devhost/plugins/ble/provclient"
 )
 
 // FuzzSession drives one security-1 session through a handshake and then hands the fuzzer's
@@ -16,21 +19,21 @@ func FuzzSession(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ep uint8, body []byte) {
 		for _, handshake := range []bool{false, true} {
 			dev := &fakeDevice{}
-			h := &Handler{Security: Sec1, PoP: []byte("pop"), Device: dev}
+			h := &protocomm.Handler{Security: protocomm.Sec1, PoP: []byte("pop"), Device: dev}
 			s := h.NewSession()
 			if handshake {
-				c := &Client{X: direct(h, s), Sec: Sec1, PoP: []byte("pop")}
+				c := &provclient.Client{X: direct(h, s), Sec: protocomm.Sec1, PoP: []byte("pop")}
 				if err := c.Handshake(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			all := append([]string{"bogus"}, Endpoints...)
+			all := append([]string{"bogus"}, protocomm.Endpoints...)
 			name := all[int(ep)%len(all)]
 			_, err := h.Handle(s, name, body)
-			if err != nil && s.Established() && name != EPVersion && name != "bogus" {
+			if err != nil && s.Established() && name != protocomm.EPVersion && name != "bogus" {
 				t.Fatalf("%s refused (%v) but the session lives on", name, err)
 			}
-			if !handshake && name != EPSession && name != EPVersion && err == nil {
+			if !handshake && name != protocomm.EPSession && name != protocomm.EPVersion && err == nil {
 				t.Fatalf("%s answered without a session", name)
 			}
 			if ssid, _ := dev.stored(); ssid != "" && !handshake {

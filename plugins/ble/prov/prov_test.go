@@ -8,6 +8,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"devhost/plugins/ble/protocomm"
+	"devhost/plugins/ble/provclient"
 	pb "devhost/plugins/ble/provpb"
 )
 
@@ -19,7 +20,7 @@ type rig struct {
 	sta   Station
 	slot0 [2]string
 	docs  []Doc
-	c     *protocomm.Client
+	c     *provclient.Client
 }
 
 func newRig(t *testing.T) *rig {
@@ -34,7 +35,7 @@ func newRig(t *testing.T) *rig {
 		Station: func() Station { r.mu.Lock(); defer r.mu.Unlock(); return r.sta },
 		Changed: func(d Doc) { r.mu.Lock(); defer r.mu.Unlock(); r.docs = append(r.docs, d) }})
 	s := r.flow.Handler().NewSession()
-	r.c = &protocomm.Client{X: func(ep string, b []byte) ([]byte, error) { return r.flow.Handler().Handle(s, ep, b) },
+	r.c = &provclient.Client{X: func(ep string, b []byte) ([]byte, error) { return r.flow.Handler().Handle(s, ep, b) },
 		Sec: protocomm.Sec1, PoP: []byte("pop12345")}
 	return r
 }
@@ -249,7 +250,7 @@ func TestRestartEndsSessions(t *testing.T) {
 	r.flow.Start()
 	h1 := r.flow.Handler()
 	s := h1.NewSession()
-	c := &protocomm.Client{X: func(ep string, b []byte) ([]byte, error) { return r.flow.Handler().Handle(s, ep, b) }, Sec: protocomm.Sec1, PoP: []byte("pop12345")}
+	c := &provclient.Client{X: func(ep string, b []byte) ([]byte, error) { return r.flow.Handler().Handle(s, ep, b) }, Sec: protocomm.Sec1, PoP: []byte("pop12345")}
 	if err := c.Handshake(); err != nil {
 		t.Fatal(err)
 	}
