@@ -16,8 +16,8 @@ import (
 	"devhost/host/device"
 	"devhost/host/plugin"
 	"devhost/plugins/ble/protocomm"
-	"devhost/plugins/ble/provclient"
 	"devhost/plugins/ble/prov"
+	"devhost/plugins/ble/provclient"
 	"devhost/plugins/ble/softap"
 	"devhost/plugins/ble/softap/table"
 )

@@ -9,8 +9,8 @@ import (
 
 	"devhost/host/board"
 	"devhost/plugins/ble/protocomm"
-	"devhost/plugins/ble/provclient"
 	"devhost/plugins/ble/prov"
+	"devhost/plugins/ble/provclient"
 	pb "devhost/plugins/ble/provpb"
 )
 

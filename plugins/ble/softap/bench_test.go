@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"devhost/plugins/ble/protocomm"
-	"devhost/plugins/ble/provclient"
 	"devhost/plugins/ble/prov"
+	"devhost/plugins/ble/provclient"
 	"devhost/plugins/ble/softap/table"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"devhost/plugins/ble/protocomm"
-	"devhost/plugins/ble/provclient"
 	"devhost/plugins/ble/prov"
+	"devhost/plugins/ble/provclient"
 	pb "devhost/plugins/ble/provpb"
 	"devhost/plugins/ble/softap/table"
 )
