@@ -196,6 +196,9 @@ web-fixtures: build
 	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o $(WEB_CACHE)/app.wasm ./plugins/app
 	DEVHOST_KEYS=$(CURDIR)/$(WEB_CACHE)/keys $(BIN)/devctl plugin pack --manifest plugins/app/manifest.json \
 		--wasm $(WEB_CACHE)/app.wasm --out $(WEB_CACHE)/app.devplug
+	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o $(WEB_CACHE)/n2k.wasm ./plugins/n2k
+	DEVHOST_KEYS=$(CURDIR)/$(WEB_CACHE)/keys $(BIN)/devctl plugin pack --manifest plugins/n2k/manifest.json \
+		--wasm $(WEB_CACHE)/n2k.wasm --out $(WEB_CACHE)/n2k.devplug
 	$(BIN)/devctl ota pack --image $(BIN)/devhost --out $(WEB_CACHE)/fw.img
 
 # Unit tests of the schema-to-form logic (node's test runner), then the browser tests: each
@@ -203,7 +206,7 @@ web-fixtures: build
 web-test: web-deps web-fixtures signalk-server
 	cd web && npm run --silent test:unit
 	cd web && DEVHOST_BIN=$(CURDIR)/$(BIN)/devhost DEVHOST_KEYS=$(CURDIR)/$(WEB_CACHE)/keys \
-		WEB_BUNDLE=$(CURDIR)/$(WEB_CACHE)/app.devplug WEB_FIRMWARE=$(CURDIR)/$(WEB_CACHE)/fw.img \
+		WEB_BUNDLE=$(CURDIR)/$(WEB_CACHE)/app.devplug WEB_DORMANT_BUNDLE=$(CURDIR)/$(WEB_CACHE)/n2k.devplug WEB_FIRMWARE=$(CURDIR)/$(WEB_CACHE)/fw.img \
 		npm run --silent test:browser
 
 web-bench: web-deps build

@@ -13,6 +13,7 @@ import (
 	"devhost/host/board"
 	"devhost/plugins/ble/gattprov"
 	"devhost/plugins/ble/protocomm"
+	"devhost/plugins/ble/provclient"
 	pb "devhost/plugins/ble/provpb"
 	"devhost/plugins/ble/softap"
 )
@@ -73,7 +74,7 @@ func (a *app) prov(ctx context.Context, args []string) error {
 	default:
 		return usagef("prov: --transport must be ble or softap")
 	}
-	c := &protocomm.Client{X: x, Sec: *sec, PoP: []byte(*pop)}
+	c := &provclient.Client{X: x, Sec: *sec, PoP: []byte(*pop)}
 	start := a.clock.Now()
 	v, err := c.Version()
 	if err != nil {

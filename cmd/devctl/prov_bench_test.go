@@ -17,6 +17,7 @@ import (
 	"devhost/host/plugin"
 	"devhost/plugins/ble/protocomm"
 	"devhost/plugins/ble/prov"
+	"devhost/plugins/ble/provclient"
 	"devhost/plugins/ble/softap"
 	"devhost/plugins/ble/softap/table"
 )
@@ -73,7 +74,7 @@ func BenchmarkProvHandshakeSandbox(b *testing.B) {
 					return err
 				}
 				defer closeFn()
-				c := &protocomm.Client{X: x, Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
+				c := &provclient.Client{X: x, Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
 				if _, err := c.Version(); err != nil {
 					return err
 				}

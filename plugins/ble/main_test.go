@@ -12,6 +12,7 @@ import (
 	"devhost/abi"
 	"devhost/plugins/ble/gattprov"
 	"devhost/plugins/ble/protocomm"
+	"devhost/plugins/ble/provclient"
 	pb "devhost/plugins/ble/provpb"
 	"devhost/sdk"
 )
@@ -97,7 +98,7 @@ func TestProvisionOverGATT(t *testing.T) {
 		t.Errorf("advertising %x, scan response %q", h.Advertising, h.ScanResponse)
 	}
 
-	bad := &protocomm.Client{X: gattExchange(h, 1), Sec: protocomm.Sec1, PoP: []byte("wrong")}
+	bad := &provclient.Client{X: gattExchange(h, 1), Sec: protocomm.Sec1, PoP: []byte("wrong")}
 	if err := bad.Handshake(); err == nil {
 		t.Fatal("a wrong PoP was accepted")
 	}
@@ -105,7 +106,7 @@ func TestProvisionOverGATT(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := &protocomm.Client{X: gattExchange(h, 2), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
+	c := &provclient.Client{X: gattExchange(h, 2), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
 	if err := c.Handshake(); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestProvisionOverPortal(t *testing.T) {
 		n++
 		return cookie(ep, body)
 	}
-	c := &protocomm.Client{X: x, Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
+	c := &provclient.Client{X: x, Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
 	if err := c.Handshake(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"devhost/host/board"
 	"devhost/plugins/ble/protocomm"
 	"devhost/plugins/ble/prov"
+	"devhost/plugins/ble/provclient"
 	pb "devhost/plugins/ble/provpb"
 )
 
@@ -67,7 +68,7 @@ func newRig(t testing.TB) *rig {
 }
 
 // connect plays the app's connection: connect, MTU, discovery by user description.
-func (r *rig) connect(t testing.TB, mtu int) (*protocomm.Client, int) {
+func (r *rig) connect(t testing.TB, mtu int) (*provclient.Client, int) {
 	id, err := r.sim.CentralConnect()
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func (r *rig) connect(t testing.TB, mtu int) (*protocomm.Client, int) {
 	if len(handles) != 5 {
 		t.Fatalf("endpoints found %v", handles)
 	}
-	return &protocomm.Client{X: Exchange(simCentral{r.sim, id}, handles, got), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}, id
+	return &provclient.Client{X: Exchange(simCentral{r.sim, id}, handles, got), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}, id
 }
 
 func TestProvisionOverGATT(t *testing.T) {

@@ -7,9 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"google.golang.org/protobuf/proto"
-
-	pb "devhost/plugins/ble/provpb"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // Endpoint names, as the phone apps and esp_prov address them (GATT characteristic user
@@ -22,6 +20,9 @@ const (
 	EPCtrl    = "prov-ctrl"
 )
 
+// Exchange sends one request body to an endpoint over a transport and returns the answer.
+type Exchange func(endpoint string, body []byte) ([]byte, error)
+
 // Endpoints lists them in the order the GATT service carries them.
 var Endpoints = []string{EPScan, EPSession, EPConfig, EPVersion, EPCtrl}
 
@@ -30,13 +31,13 @@ const Version = "v1.1"
 
 // StationState is the station as prov-config's get-status reports it.
 type StationState struct {
-	State      pb.WifiStationState
-	FailReason pb.WifiConnectFailedReason // with ConnectionFailed
-	IP         string                     // with Connected
+	State      StaState
+	FailReason FailReason // with ConnectionFailed
+	IP         string     // with Connected
 	SSID       string
 	BSSID      []byte
 	Channel    int32
-	Auth       pb.WifiAuthMode
+	Auth       AuthMode
 }
 
 // AP is one scan result.
@@ -45,7 +46,7 @@ type AP struct {
 	BSSID   []byte
 	Channel uint32
 	RSSI    int32
-	Auth    pb.WifiAuthMode
+	Auth    AuthMode
 }
 
 // Device is what the endpoints need from the provisioning manager.
@@ -112,7 +113,7 @@ func (h *Handler) handle(s *Session, endpoint string, body []byte) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	var resp proto.Message
+	var resp []byte
 	switch endpoint {
 	case EPConfig:
 		resp, err = h.config(plain)
@@ -128,11 +129,7 @@ func (h *Handler) handle(s *Session, endpoint string, body []byte) ([]byte, erro
 		s.reset()
 		return nil, err
 	}
-	b, err := marshal(resp)
-	if err != nil {
-		return nil, err
-	}
-	return s.Crypt(b)
+	return s.Crypt(resp)
 }
 
 // version is proto-ver's JSON, as the wifi_provisioning manager writes it: the capabilities
@@ -153,105 +150,122 @@ func (h *Handler) version() ([]byte, error) {
 	return b, nil
 }
 
-func (h *Handler) config(plain []byte) (proto.Message, error) {
-	var req pb.WiFiConfigPayload
-	if err := proto.Unmarshal(plain, &req); err != nil {
+// config answers a WiFiConfigPayload.
+func (h *Handler) config(plain []byte) ([]byte, error) {
+	msgType, member, sub, err := payload(plain, fCmdGetStatus, fRespGetStatus, fCmdSetConfig, fRespSetConfig, fCmdApplyConfig, fRespApplyCfg)
+	if err != nil {
 		return nil, fmt.Errorf("%w: wifi config: %v", ErrProto, err)
 	}
-	switch {
-	case req.GetMsg() == pb.WiFiConfigMsgType_TypeCmdGetStatus && req.GetCmdGetStatus() != nil:
-		return &pb.WiFiConfigPayload{Msg: pb.WiFiConfigMsgType_TypeRespGetStatus,
-			Payload: &pb.WiFiConfigPayload_RespGetStatus{RespGetStatus: statusMsg(h.Device.Status())}}, nil
-	case req.GetMsg() == pb.WiFiConfigMsgType_TypeCmdSetConfig && req.GetCmdSetConfig() != nil:
-		c := req.GetCmdSetConfig()
-		st := pb.Status_Success
-		if err := h.Device.SetConfig(string(c.GetSsid()), string(c.GetPassphrase()), c.GetBssid(), c.GetChannel()); err != nil {
-			st = pb.Status_InvalidArgument
-		}
-		return &pb.WiFiConfigPayload{Msg: pb.WiFiConfigMsgType_TypeRespSetConfig,
-			Payload: &pb.WiFiConfigPayload_RespSetConfig{RespSetConfig: &pb.RespSetConfig{Status: st}}}, nil
-	case req.GetMsg() == pb.WiFiConfigMsgType_TypeCmdApplyConfig && req.GetCmdApplyConfig() != nil:
-		st := pb.Status_Success
-		if err := h.Device.ApplyConfig(); err != nil {
-			st = pb.Status_InternalError
-		}
-		return &pb.WiFiConfigPayload{Msg: pb.WiFiConfigMsgType_TypeRespApplyConfig,
-			Payload: &pb.WiFiConfigPayload_RespApplyConfig{RespApplyConfig: &pb.RespApplyConfig{Status: st}}}, nil
+	// RespSetConfig and RespApplyConfig: status 1.
+	reply := func(t uint64, member protowire.Number, resp enc) []byte {
+		return enc(nil).varint(fMsg, t).msg(member, resp)
 	}
-	return nil, fmt.Errorf("%w: wifi config message %v", ErrProto, req.GetMsg())
+	switch {
+	case msgType == cfgCmdGetStatus && member == fCmdGetStatus:
+		return reply(cfgRespGetStatus, fRespGetStatus, statusMsg(h.Device.Status())), nil
+	case msgType == cfgCmdSetConfig && member == fCmdSetConfig:
+		// CmdSetConfig: ssid 1, passphrase 2, bssid 3, channel 4.
+		st := StatusSuccess
+		if err := h.Device.SetConfig(string(sub.bytes(1)), string(sub.bytes(2)), sub.bytes(3), int32(sub.varint(4))); err != nil {
+			st = StatusInvalidArgument
+		}
+		return reply(cfgRespSetConfig, fRespSetConfig, enc(nil).varint(1, i32(st))), nil
+	case msgType == cfgCmdApplyConfig && member == fCmdApplyConfig:
+		st := StatusSuccess
+		if err := h.Device.ApplyConfig(); err != nil {
+			st = StatusInternalError
+		}
+		return reply(cfgRespApplyCfg, fRespApplyCfg, enc(nil).varint(1, i32(st))), nil
+	}
+	return nil, fmt.Errorf("%w: wifi config message %d", ErrProto, int32(msgType))
 }
 
-func statusMsg(st StationState) *pb.RespGetStatus {
-	r := &pb.RespGetStatus{Status: pb.Status_Success, StaState: st.State}
+// statusMsg is a RespGetStatus: status 1, sta_state 2, and the oneof fail_reason 10 or
+// connected 11 (WifiConnectedState: ip4_addr 1, auth_mode 2, ssid 3, bssid 4, channel 5).
+func statusMsg(st StationState) enc {
+	r := enc(nil).varint(1, i32(StatusSuccess)).varint(2, i32(st.State))
 	switch st.State {
-	case pb.WifiStationState_Connected:
-		r.State = &pb.RespGetStatus_Connected{Connected: &pb.WifiConnectedState{Ip4Addr: st.IP, AuthMode: st.Auth,
-			Ssid: []byte(st.SSID), Bssid: st.BSSID, Channel: st.Channel}}
-	case pb.WifiStationState_ConnectionFailed:
-		r.State = &pb.RespGetStatus_FailReason{FailReason: st.FailReason}
+	case StaConnected:
+		r = r.msg(11, enc(nil).bytes(1, []byte(st.IP)).varint(2, i32(st.Auth)).bytes(3, []byte(st.SSID)).
+			bytes(4, st.BSSID).varint(5, i32(st.Channel)))
+	case StaConnectionFailed:
+		r = r.member(10, i32(st.FailReason))
 	}
 	return r
 }
 
-func (h *Handler) scanEP(plain []byte) (proto.Message, error) {
-	var req pb.WiFiScanPayload
-	if err := proto.Unmarshal(plain, &req); err != nil {
+// scanEP answers a WiFiScanPayload.
+func (h *Handler) scanEP(plain []byte) ([]byte, error) {
+	msgType, member, sub, err := payload(plain, fCmdScanStart, fRespScanStart, fCmdScanStatus, fRespScanStatus, fCmdScanResult, fRespScanResult)
+	if err != nil {
 		return nil, fmt.Errorf("%w: wifi scan: %v", ErrProto, err)
 	}
-	resp := &pb.WiFiScanPayload{Status: pb.Status_Success}
+	status := StatusSuccess
+	var respType uint64
+	var respMember protowire.Number
+	var resp enc
 	switch {
-	case req.GetMsg() == pb.WiFiScanMsgType_TypeCmdScanStart && req.GetCmdScanStart() != nil:
+	case msgType == scanCmdStart && member == fCmdScanStart:
 		res, err := h.Device.Scan()
 		h.scan = scanCache{results: res, done: err == nil}
 		if err != nil {
-			resp.Status = pb.Status_InternalError
+			status = StatusInternalError
 		}
-		resp.Msg, resp.Payload = pb.WiFiScanMsgType_TypeRespScanStart, &pb.WiFiScanPayload_RespScanStart{RespScanStart: &pb.RespScanStart{}}
-	case req.GetMsg() == pb.WiFiScanMsgType_TypeCmdScanStatus && req.GetCmdScanStatus() != nil:
-		resp.Msg, resp.Payload = pb.WiFiScanMsgType_TypeRespScanStatus, &pb.WiFiScanPayload_RespScanStatus{RespScanStatus: &pb.RespScanStatus{
-			ScanFinished: h.scan.done, ResultCount: uint32(len(h.scan.results))}}
-	case req.GetMsg() == pb.WiFiScanMsgType_TypeCmdScanResult && req.GetCmdScanResult() != nil:
-		c := req.GetCmdScanResult()
-		start, n := uint64(c.GetStartIndex()), uint64(c.GetCount())
+		respType, respMember = scanRespStart, fRespScanStart
+	case msgType == scanCmdStatus && member == fCmdScanStatus:
+		// RespScanStatus: scan_finished 1, result_count 2.
+		done := uint64(0)
+		if h.scan.done {
+			done = 1
+		}
+		respType, respMember = scanRespStatus, fRespScanStatus
+		resp = enc(nil).varint(1, done).varint(2, uint64(len(h.scan.results)))
+	case msgType == scanCmdResult && member == fCmdScanResult:
+		// CmdScanResult: start_index 1, count 2 (uint32).
+		start, n := uint64(uint32(sub.varint(1))), uint64(uint32(sub.varint(2)))
 		if start+n > uint64(len(h.scan.results)) {
-			resp.Status = pb.Status_InvalidArgument
+			status = StatusInvalidArgument
 			start, n = 0, 0
 		}
-		out := &pb.RespScanResult{}
+		// RespScanResult: entries 1, each a WiFiScanResult: ssid 1, channel 2, rssi 3,
+		// bssid 4, auth 5.
 		for _, ap := range h.scan.results[start : start+n] {
-			out.Entries = append(out.Entries, &pb.WiFiScanResult{Ssid: []byte(ap.SSID), Channel: ap.Channel, Rssi: ap.RSSI, Bssid: ap.BSSID, Auth: ap.Auth})
+			resp = resp.msg(1, enc(nil).bytes(1, []byte(ap.SSID)).varint(2, uint64(ap.Channel)).varint(3, i32(ap.RSSI)).
+				bytes(4, ap.BSSID).varint(5, i32(ap.Auth)))
 		}
-		resp.Msg, resp.Payload = pb.WiFiScanMsgType_TypeRespScanResult, &pb.WiFiScanPayload_RespScanResult{RespScanResult: out}
+		respType, respMember = scanRespResult, fRespScanResult
 	default:
-		return nil, fmt.Errorf("%w: wifi scan message %v", ErrProto, req.GetMsg())
+		return nil, fmt.Errorf("%w: wifi scan message %d", ErrProto, int32(msgType))
 	}
-	return resp, nil
+	return enc(nil).varint(fMsg, respType).varint(fStatus2, i32(status)).msg(respMember, resp), nil
 }
 
-func (h *Handler) ctrl(plain []byte) (proto.Message, error) {
-	var req pb.WiFiCtrlPayload
-	if err := proto.Unmarshal(plain, &req); err != nil {
+// ctrl answers a WiFiCtrlPayload.
+func (h *Handler) ctrl(plain []byte) ([]byte, error) {
+	msgType, member, _, err := payload(plain, fCmdCtrlReset, fRespCtrlReset, fCmdCtrlReprov, fRespCtrlReprov)
+	if err != nil {
 		return nil, fmt.Errorf("%w: wifi ctrl: %v", ErrProto, err)
 	}
-	resp := &pb.WiFiCtrlPayload{Status: pb.Status_Success}
-	var err error
+	var respType uint64
+	var respMember protowire.Number
 	switch {
-	case req.GetMsg() == pb.WiFiCtrlMsgType_TypeCmdCtrlReset && req.GetCmdCtrlReset() != nil:
+	case msgType == ctrlCmdReset && member == fCmdCtrlReset:
 		err = h.Device.Reset()
-		resp.Msg, resp.Payload = pb.WiFiCtrlMsgType_TypeRespCtrlReset, &pb.WiFiCtrlPayload_RespCtrlReset{RespCtrlReset: &pb.RespCtrlReset{}}
-	case req.GetMsg() == pb.WiFiCtrlMsgType_TypeCmdCtrlReprov && req.GetCmdCtrlReprov() != nil:
+		respType, respMember = ctrlRespReset, fRespCtrlReset
+	case msgType == ctrlCmdReprov && member == fCmdCtrlReprov:
 		err = h.Device.Reprov()
-		resp.Msg, resp.Payload = pb.WiFiCtrlMsgType_TypeRespCtrlReprov, &pb.WiFiCtrlPayload_RespCtrlReprov{RespCtrlReprov: &pb.RespCtrlReprov{}}
+		respType, respMember = ctrlRespReprov, fRespCtrlReprov
 	default:
-		return nil, fmt.Errorf("%w: wifi ctrl message %v", ErrProto, req.GetMsg())
+		return nil, fmt.Errorf("%w: wifi ctrl message %d", ErrProto, int32(msgType))
 	}
+	status := StatusSuccess
 	if err != nil {
-		resp.Status = pb.Status_InternalError
+		status = StatusInternalError
 		if errors.Is(err, ErrState) {
-			resp.Status = pb.Status_InvalidArgument
+			status = StatusInvalidArgument
 		}
 	}
-	return resp, nil
+	return enc(nil).varint(fMsg, respType).varint(fStatus2, i32(status)).msg(respMember, nil), nil
 }
 
 // ErrState is a Device refusal of a command that is not possible now (a reset before any

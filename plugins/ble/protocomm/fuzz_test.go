@@ -1,8 +1,10 @@
-package protocomm
+package protocomm_test
 
 import (
 	"bytes"
 	"testing"
+
+	"devhost/plugins/ble/protocomm"
 )
 
 // FuzzSession drives one security-1 session through a handshake and then hands the fuzzer's
@@ -16,14 +18,14 @@ func FuzzSession(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ep uint8, body []byte) {
 		for _, handshake := range []bool{false, true} {
 			dev := &fakeDevice{}
-			h, s, _ := connect(t, dev, Sec1, "pop", handshake)
-			all := append([]string{"bogus"}, Endpoints...)
+			h, s, _ := connect(t, dev, protocomm.Sec1, "pop", handshake)
+			all := append([]string{"bogus"}, protocomm.Endpoints...)
 			name := all[int(ep)%len(all)]
 			_, err := h.Handle(s, name, body)
-			if err != nil && s.Established() && name != EPVersion && name != "bogus" {
+			if err != nil && s.Established() && name != protocomm.EPVersion && name != "bogus" {
 				t.Fatalf("%s refused (%v) but the session lives on", name, err)
 			}
-			if !handshake && name != EPSession && name != EPVersion && err == nil {
+			if !handshake && name != protocomm.EPSession && name != protocomm.EPVersion && err == nil {
 				t.Fatalf("%s answered without a session", name)
 			}
 			if ssid, _ := dev.stored(); ssid != "" && !handshake {

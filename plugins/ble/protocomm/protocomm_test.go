@@ -1,4 +1,4 @@
-package protocomm
+package protocomm_test
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"devhost/plugins/ble/protocomm"
+	"devhost/plugins/ble/provclient"
 	pb "devhost/plugins/ble/provpb"
 )
 
@@ -22,8 +24,8 @@ type fakeDevice struct {
 	ssid    string
 	psk     string
 	applied int
-	state   StationState
-	aps     []AP
+	state   protocomm.StationState
+	aps     []protocomm.AP
 	resets  int
 }
 
@@ -40,11 +42,15 @@ func (f *fakeDevice) ApplyConfig() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.applied++
-	f.state = StationState{State: pb.WifiStationState_Connecting}
+	f.state = protocomm.StationState{State: protocomm.StaConnecting}
 	return nil
 }
-func (f *fakeDevice) Status() StationState { f.mu.Lock(); defer f.mu.Unlock(); return f.state }
-func (f *fakeDevice) Scan() ([]AP, error)  { return f.aps, nil }
+func (f *fakeDevice) Status() protocomm.StationState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state
+}
+func (f *fakeDevice) Scan() ([]protocomm.AP, error) { return f.aps, nil }
 func (f *fakeDevice) Reset() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -52,9 +58,9 @@ func (f *fakeDevice) Reset() error {
 	f.ssid, f.psk = "", ""
 	return nil
 }
-func (f *fakeDevice) Reprov() error { return ErrState }
+func (f *fakeDevice) Reprov() error { return protocomm.ErrState }
 
-func (f *fakeDevice) setState(st StationState) {
+func (f *fakeDevice) setState(st protocomm.StationState) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.state = st
@@ -67,18 +73,18 @@ func (f *fakeDevice) stored() (string, string) {
 }
 
 // direct is a transport that calls the handler on one session, as one connection does.
-func direct(h *Handler, s *Session) Exchange {
+func direct(h *protocomm.Handler, s *protocomm.Session) protocomm.Exchange {
 	return func(ep string, body []byte) ([]byte, error) { return h.Handle(s, ep, body) }
 }
 
 // connect builds a handler of security sec and PoP pop over dev, opens a session on it and
 // answers them with a client on that session that uses the same security and PoP; with
 // handshake the client has established the session.
-func connect(t testing.TB, dev *fakeDevice, sec int, pop string, handshake bool) (*Handler, *Session, *Client) {
+func connect(t testing.TB, dev *fakeDevice, sec int, pop string, handshake bool) (*protocomm.Handler, *protocomm.Session, *provclient.Client) {
 	t.Helper()
-	h := &Handler{Security: sec, PoP: []byte(pop), Device: dev}
+	h := &protocomm.Handler{Security: sec, PoP: []byte(pop), Device: dev}
 	s := h.NewSession()
-	c := &Client{X: direct(h, s), Sec: sec, PoP: []byte(pop)}
+	c := &provclient.Client{X: direct(h, s), Sec: sec, PoP: []byte(pop)}
 	if handshake {
 		if err := c.Handshake(); err != nil {
 			t.Fatal(err)
@@ -112,7 +118,7 @@ func TestSec1KnownAnswer(t *testing.T) {
 	pop := []byte("abcd1234")
 	// The device draws its private key (Bob) then its random.
 	devEntropy := io.MultiReader(bytes.NewReader(mustHex(t, rfcBobPriv)), bytes.NewReader(devRandom))
-	s := NewSession(Sec1, pop, devEntropy)
+	s := protocomm.NewSession(protocomm.Sec1, pop, devEntropy)
 
 	req0, _ := proto.Marshal(&pb.SessionData{SecVer: pb.SecSchemeVersion_SecScheme1, Proto: &pb.SessionData_Sec1{Sec1: &pb.Sec1Payload{
 		Msg: pb.Sec1MsgType_Session_Command0, Payload: &pb.Sec1Payload_Sc0{Sc0: &pb.SessionCmd0{ClientPubkey: mustHex(t, rfcAlicePub)}}}}})
@@ -132,7 +138,7 @@ func TestSec1KnownAnswer(t *testing.T) {
 		t.Fatalf("device random %x", sr0.GetDeviceRandom())
 	}
 
-	// The key as ESP-IDF derives it, computed here independently of Stream.
+	// The key as ESP-IDF derives it, computed here independently of protocomm.Stream.
 	key := mustHex(t, rfcShared)
 	h := sha256.Sum256(pop)
 	for i := range key {
@@ -172,12 +178,12 @@ func TestSec1KnownAnswer(t *testing.T) {
 	}
 }
 
-// AES-256-CTR as Stream builds it against NIST SP 800-38A F.5.5 (CTR-AES256.Encrypt): with an
+// AES-256-CTR as protocomm.Stream builds it against NIST SP 800-38A F.5.5 (CTR-AES256.Encrypt): with an
 // empty PoP the shared secret is the key as it is.
 func TestStreamNIST(t *testing.T) {
 	key := mustHex(t, "603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4")
 	iv := mustHex(t, "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff")
-	st, err := Stream(key, nil, iv)
+	st, err := protocomm.Stream(key, nil, iv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +193,7 @@ func TestStreamNIST(t *testing.T) {
 	if want := "601ec313775789a5b7a7f504bbf3d228f443e3ca4d62b59aca84e990cacaf5c5"; hex.EncodeToString(out) != want {
 		t.Fatalf("ciphertext %x, want %s", out, want)
 	}
-	if _, err := Stream(key[:16], nil, iv); !errors.Is(err, ErrProto) {
+	if _, err := protocomm.Stream(key[:16], nil, iv); !errors.Is(err, protocomm.ErrProto) {
 		t.Fatalf("short key: %v", err)
 	}
 }
@@ -197,13 +203,13 @@ func TestProvisionEndToEnd(t *testing.T) {
 		name string
 		sec  int
 		pop  string
-	}{{"sec0", Sec0, ""}, {"sec1-pop", Sec1, "s3cret-pop"}, {"sec1-no-pop", Sec1, ""}} {
+	}{{"sec0", protocomm.Sec0, ""}, {"sec1-pop", protocomm.Sec1, "s3cret-pop"}, {"sec1-no-pop", protocomm.Sec1, ""}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dev := &fakeDevice{aps: []AP{{SSID: "boat", Channel: 6, RSSI: -40, Auth: pb.WifiAuthMode_WPA2_PSK},
+			dev := &fakeDevice{aps: []protocomm.AP{{SSID: "boat", Channel: 6, RSSI: -40, Auth: protocomm.AuthWPA2PSK},
 				{SSID: "marina"}, {SSID: "a"}, {SSID: "b"}, {SSID: "c"}}}
 			h, _, c := connect(t, dev, tc.sec, tc.pop, false)
 			v, err := c.Version()
-			if err != nil || v.Prov.Ver != Version || v.Prov.SecVer != tc.sec {
+			if err != nil || v.Prov.Ver != protocomm.Version || v.Prov.SecVer != tc.sec {
 				t.Fatalf("version %+v, %v", v, err)
 			}
 			if err := c.Handshake(); err != nil {
@@ -223,14 +229,14 @@ func TestProvisionEndToEnd(t *testing.T) {
 			if err != nil || st.GetStaState() != pb.WifiStationState_Connecting {
 				t.Fatalf("status %v, %v", st, err)
 			}
-			for _, want := range []StationState{
-				{State: pb.WifiStationState_ConnectionFailed, FailReason: pb.WifiConnectFailedReason_AuthError},
-				{State: pb.WifiStationState_ConnectionFailed, FailReason: pb.WifiConnectFailedReason_NetworkNotFound},
-				{State: pb.WifiStationState_Connected, IP: "10.0.0.7", SSID: "boat"},
+			for _, want := range []protocomm.StationState{
+				{State: protocomm.StaConnectionFailed, FailReason: protocomm.FailAuthError},
+				{State: protocomm.StaConnectionFailed, FailReason: protocomm.FailNetworkNotFound},
+				{State: protocomm.StaConnected, IP: "10.0.0.7", SSID: "boat"},
 			} {
 				dev.setState(want)
 				st, err := c.Status()
-				if err != nil || st.GetStaState() != want.State || st.GetFailReason() != want.FailReason ||
+				if err != nil || int32(st.GetStaState()) != int32(want.State) || int32(st.GetFailReason()) != int32(want.FailReason) ||
 					st.GetConnected().GetIp4Addr() != want.IP || string(st.GetConnected().GetSsid()) != want.SSID {
 					t.Fatalf("status %v, %v; want %+v", st, err, want)
 				}
@@ -247,17 +253,17 @@ func TestProvisionEndToEnd(t *testing.T) {
 
 func TestWrongPoPRefusedNothingStored(t *testing.T) {
 	dev := &fakeDevice{}
-	h := &Handler{Security: Sec1, PoP: []byte("right"), Device: dev}
+	h := &protocomm.Handler{Security: protocomm.Sec1, PoP: []byte("right"), Device: dev}
 	s := h.NewSession()
-	c := &Client{X: direct(h, s), Sec: Sec1, PoP: []byte("wrong")}
-	if err := c.Handshake(); err == nil || !errors.Is(err, ErrPoP) {
+	c := &provclient.Client{X: direct(h, s), Sec: protocomm.Sec1, PoP: []byte("wrong")}
+	if err := c.Handshake(); err == nil || !errors.Is(err, protocomm.ErrPoP) {
 		t.Fatalf("handshake with a wrong PoP: %v", err)
 	}
 	if s.Established() {
 		t.Fatal("session established with a wrong PoP")
 	}
 	// Whatever the client sends next is refused, and nothing reaches the device.
-	if err := c.SetConfig("boat", "password1"); !errors.Is(err, ErrSession) {
+	if err := c.SetConfig("boat", "password1"); !errors.Is(err, protocomm.ErrSession) {
 		t.Fatalf("set config after a refused handshake: %v", err)
 	}
 	if ssid, _ := dev.stored(); ssid != "" {
@@ -270,14 +276,14 @@ func TestWrongPoPRefusedNothingStored(t *testing.T) {
 
 func TestReplayedAndTruncated(t *testing.T) {
 	dev := &fakeDevice{}
-	h := &Handler{Security: Sec1, PoP: []byte("pop"), Device: dev}
+	h := &protocomm.Handler{Security: protocomm.Sec1, PoP: []byte("pop"), Device: dev}
 	s := h.NewSession()
 	var log [][2][]byte // endpoint, body of each request
 	rec := func(ep string, body []byte) ([]byte, error) {
 		log = append(log, [2][]byte{[]byte(ep), body})
 		return h.Handle(s, ep, body)
 	}
-	c := &Client{X: rec, Sec: Sec1, PoP: []byte("pop")}
+	c := &provclient.Client{X: rec, Sec: protocomm.Sec1, PoP: []byte("pop")}
 	if err := c.Handshake(); err != nil {
 		t.Fatal(err)
 	}
@@ -288,11 +294,11 @@ func TestReplayedAndTruncated(t *testing.T) {
 
 	t.Run("replayed SessionCmd1", func(t *testing.T) {
 		s2 := h.NewSession()
-		c2 := &Client{X: direct(h, s2), Sec: Sec1, PoP: []byte("pop")}
+		c2 := &provclient.Client{X: direct(h, s2), Sec: protocomm.Sec1, PoP: []byte("pop")}
 		if err := c2.Handshake(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.Handle(s2, EPSession, log[1][1]); !errors.Is(err, ErrProto) {
+		if _, err := h.Handle(s2, protocomm.EPSession, log[1][1]); !errors.Is(err, protocomm.ErrProto) {
 			t.Fatalf("replayed SessionCmd1: %v", err)
 		}
 		if s2.Established() {
@@ -302,7 +308,7 @@ func TestReplayedAndTruncated(t *testing.T) {
 	t.Run("replayed set-config", func(t *testing.T) {
 		before := h.Refused()
 		// The keystream has moved on: the replay decrypts to garbage and is refused.
-		if _, err := h.Handle(s, EPConfig, setCfg); err == nil {
+		if _, err := h.Handle(s, protocomm.EPConfig, setCfg); err == nil {
 			// A replay that happened to parse would still have to be refused as unexpected.
 			t.Fatal("replayed set-config accepted")
 		}
@@ -312,12 +318,12 @@ func TestReplayedAndTruncated(t *testing.T) {
 	})
 	t.Run("truncated", func(t *testing.T) {
 		s3 := h.NewSession()
-		c3 := &Client{X: func(ep string, body []byte) ([]byte, error) {
-			if ep == EPSession && len(body) > 4 {
+		c3 := &provclient.Client{X: func(ep string, body []byte) ([]byte, error) {
+			if ep == protocomm.EPSession && len(body) > 4 {
 				body = body[:len(body)-3]
 			}
 			return h.Handle(s3, ep, body)
-		}, Sec: Sec1, PoP: []byte("pop")}
+		}, Sec: protocomm.Sec1, PoP: []byte("pop")}
 		if err := c3.Handshake(); err == nil {
 			t.Fatal("truncated handshake accepted")
 		}
@@ -329,11 +335,11 @@ func TestReplayedAndTruncated(t *testing.T) {
 
 func TestGarbageOnEveryEndpoint(t *testing.T) {
 	garbage := [][]byte{nil, {0xff}, {0x08}, {0x12, 0x05, 'a'}, bytes.Repeat([]byte{0xff}, 64), []byte("\x0a\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01")}
-	for _, ep := range []string{EPSession, EPConfig, EPScan, EPCtrl, "prov-unknown"} {
+	for _, ep := range []string{protocomm.EPSession, protocomm.EPConfig, protocomm.EPScan, protocomm.EPCtrl, "prov-unknown"} {
 		for i, g := range garbage {
-			for _, sec := range []int{Sec0, Sec1} {
+			for _, sec := range []int{protocomm.Sec0, protocomm.Sec1} {
 				dev := &fakeDevice{}
-				h, s, _ := connect(t, dev, sec, "pop", ep != EPSession)
+				h, s, _ := connect(t, dev, sec, "pop", ep != protocomm.EPSession)
 				out, err := h.Handle(s, ep, g)
 				if err == nil {
 					t.Fatalf("%s garbage %d sec%d: accepted, answered %x", ep, i, sec, out)
@@ -348,16 +354,16 @@ func TestGarbageOnEveryEndpoint(t *testing.T) {
 
 func TestCtrl(t *testing.T) {
 	dev := &fakeDevice{}
-	_, _, c := connect(t, dev, Sec0, "", true)
+	_, _, c := connect(t, dev, protocomm.Sec0, "", true)
 	var resp pb.WiFiCtrlPayload
-	if err := c.call(EPCtrl, &pb.WiFiCtrlPayload{Msg: pb.WiFiCtrlMsgType_TypeCmdCtrlReset,
+	if err := c.Call(protocomm.EPCtrl, &pb.WiFiCtrlPayload{Msg: pb.WiFiCtrlMsgType_TypeCmdCtrlReset,
 		Payload: &pb.WiFiCtrlPayload_CmdCtrlReset{CmdCtrlReset: &pb.CmdCtrlReset{}}}, &resp, true); err != nil {
 		t.Fatal(err)
 	}
 	if resp.GetMsg() != pb.WiFiCtrlMsgType_TypeRespCtrlReset || resp.GetStatus() != pb.Status_Success || dev.resets != 1 {
 		t.Fatalf("reset answered %v, resets %d", &resp, dev.resets)
 	}
-	if err := c.call(EPCtrl, &pb.WiFiCtrlPayload{Msg: pb.WiFiCtrlMsgType_TypeCmdCtrlReprov,
+	if err := c.Call(protocomm.EPCtrl, &pb.WiFiCtrlPayload{Msg: pb.WiFiCtrlMsgType_TypeCmdCtrlReprov,
 		Payload: &pb.WiFiCtrlPayload_CmdCtrlReprov{CmdCtrlReprov: &pb.CmdCtrlReprov{}}}, &resp, true); err != nil {
 		t.Fatal(err)
 	}
@@ -367,9 +373,9 @@ func TestCtrl(t *testing.T) {
 }
 
 func TestSchemeMismatch(t *testing.T) {
-	h := &Handler{Security: Sec1, PoP: []byte("p"), Device: &fakeDevice{}}
-	c := &Client{X: direct(h, h.NewSession()), Sec: Sec0}
-	if err := c.Handshake(); !errors.Is(err, ErrScheme) {
+	h := &protocomm.Handler{Security: protocomm.Sec1, PoP: []byte("p"), Device: &fakeDevice{}}
+	c := &provclient.Client{X: direct(h, h.NewSession()), Sec: protocomm.Sec0}
+	if err := c.Handshake(); !errors.Is(err, protocomm.ErrScheme) {
 		t.Fatalf("sec0 client on a sec1 device: %v", err)
 	}
 }

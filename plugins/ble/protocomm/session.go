@@ -24,9 +24,7 @@ import (
 	"fmt"
 	"io"
 
-	"google.golang.org/protobuf/proto"
-
-	pb "devhost/plugins/ble/provpb"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // Errors a transport maps to its refusal (HTTP: a non-200 answer; GATT: an error response).
@@ -86,59 +84,78 @@ func (s *Session) reset() {
 
 // Handshake answers one prov-session body.
 func (s *Session) Handshake(body []byte) ([]byte, error) {
-	var req pb.SessionData
-	if err := proto.Unmarshal(body, &req); err != nil {
+	req, err := decode(body)
+	if err != nil {
 		s.reset()
 		return nil, fmt.Errorf("%w: session data: %v", ErrProto, err)
 	}
-	if int(req.GetSecVer()) != s.sec {
+	if ver := req.varint(fSecVer); ver != uint64(s.sec) {
 		s.reset()
-		return nil, fmt.Errorf("%w: client asks for security %d, device runs %d", ErrScheme, req.GetSecVer(), s.sec)
+		return nil, fmt.Errorf("%w: client asks for security %d, device runs %d", ErrScheme, int32(ver), s.sec)
 	}
 	switch s.sec {
 	case Sec0:
-		return s.sec0(&req)
+		return s.sec0(req)
 	case Sec1:
-		return s.sec1(&req)
+		return s.sec1(req)
 	}
 	return nil, fmt.Errorf("%w: security %d", ErrScheme, s.sec)
 }
 
-func (s *Session) sec0(req *pb.SessionData) ([]byte, error) {
-	p := req.GetSec0()
-	if p == nil || p.GetMsg() != pb.Sec0MsgType_S0_Session_Command || p.GetSc() == nil {
+// secPayload is the SessionData's Sec0Payload or Sec1Payload (field num) with its type and
+// the member set among members; an error unless it is there.
+func secPayload(req message, num protowire.Number, members ...protowire.Number) (uint64, protowire.Number, message, error) {
+	set, p, err := req.oneof(fSec0, fSec1)
+	if err == nil && set != num {
+		err = fmt.Errorf("security %d payload missing", num-fSec0)
+	}
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	member, sub, err := p.oneof(members...)
+	return p.varint(fMsg), member, sub, err
+}
+
+func (s *Session) sec0(req message) ([]byte, error) {
+	msgType, member, _, err := secPayload(req, fSec0, fS0Cmd, fS0Resp)
+	if err != nil || msgType != s0Command || member != fS0Cmd {
 		s.reset()
 		return nil, fmt.Errorf("%w: security 0 expects S0_Session_Command", ErrProto)
 	}
 	s.state = stateEstablished
-	return marshal(&pb.SessionData{SecVer: pb.SecSchemeVersion_SecScheme0, Proto: &pb.SessionData_Sec0{Sec0: &pb.Sec0Payload{
-		Msg: pb.Sec0MsgType_S0_Session_Response, Payload: &pb.Sec0Payload_Sr{Sr: &pb.S0SessionResp{Status: pb.Status_Success}}}}})
+	resp := enc(nil).varint(fMsg, s0Response).msg(fS0Resp, enc(nil).varint(1, uint64(StatusSuccess))) // S0SessionResp.status
+	return enc(nil).varint(fSecVer, Sec0).msg(fSec0, resp), nil
 }
 
-func (s *Session) sec1(req *pb.SessionData) ([]byte, error) {
-	p := req.GetSec1()
-	if p == nil {
+func (s *Session) sec1(req message) ([]byte, error) {
+	msgType, member, sub, err := secPayload(req, fSec1, fSC0, fSR0, fSC1, fSR1)
+	if err != nil {
 		s.reset()
-		return nil, fmt.Errorf("%w: security 1 payload missing", ErrProto)
+		return nil, fmt.Errorf("%w: security 1: %v", ErrProto, err)
 	}
 	switch {
-	case p.GetMsg() == pb.Sec1MsgType_Session_Command0 && p.GetSc0() != nil:
+	case msgType == s1Command0 && member == fSC0:
 		// A new SessionCmd0 starts over, whatever the state (the client reconnected).
 		s.reset()
-		return s.cmd0(p.GetSc0())
-	case p.GetMsg() == pb.Sec1MsgType_Session_Command1 && p.GetSc1() != nil && s.state == stateCmd0Done:
-		return s.cmd1(p.GetSc1())
+		return s.cmd0(sub)
+	case msgType == s1Command1 && member == fSC1 && s.state == stateCmd0Done:
+		return s.cmd1(sub)
 	}
 	s.reset()
-	return nil, fmt.Errorf("%w: security 1 message %v in the wrong state", ErrProto, p.GetMsg())
+	return nil, fmt.Errorf("%w: security 1 message %d in the wrong state", ErrProto, int32(msgType))
 }
 
-func (s *Session) cmd0(c *pb.SessionCmd0) ([]byte, error) {
-	cli, err := ecdh.X25519().NewPublicKey(c.GetClientPubkey())
+// sec1Response is a SessionData of security 1 carrying a session response.
+func sec1Response(msgType uint64, member protowire.Number, resp enc) []byte {
+	return enc(nil).varint(fSecVer, Sec1).msg(fSec1, enc(nil).varint(fMsg, msgType).msg(member, resp))
+}
+
+func (s *Session) cmd0(c message) ([]byte, error) {
+	cli, err := ecdh.X25519().NewPublicKey(c.bytes(1)) // SessionCmd0.client_pubkey
 	if err != nil {
 		return nil, fmt.Errorf("%w: client public key: %v", ErrProto, err)
 	}
-	priv, err := newKey(s.rand)
+	priv, err := NewKey(s.rand)
 	if err != nil {
 		return nil, fmt.Errorf("protocomm: device key: %w", err)
 	}
@@ -155,14 +172,14 @@ func (s *Session) cmd0(c *pb.SessionCmd0) ([]byte, error) {
 		return nil, err
 	}
 	s.stream, s.devPub, s.cliPub, s.state = stream, priv.PublicKey().Bytes(), cli.Bytes(), stateCmd0Done
-	return marshal(&pb.SessionData{SecVer: pb.SecSchemeVersion_SecScheme1, Proto: &pb.SessionData_Sec1{Sec1: &pb.Sec1Payload{
-		Msg: pb.Sec1MsgType_Session_Response0, Payload: &pb.Sec1Payload_Sr0{Sr0: &pb.SessionResp0{
-			Status: pb.Status_Success, DevicePubkey: s.devPub, DeviceRandom: devRandom}}}}})
+	// SessionResp0: status 1, device_pubkey 3, device_random 4.
+	return sec1Response(s1Response0, fSR0, enc(nil).varint(1, uint64(StatusSuccess)).bytes(3, s.devPub).bytes(4, devRandom)), nil
 }
 
-func (s *Session) cmd1(c *pb.SessionCmd1) ([]byte, error) {
-	check := make([]byte, len(c.GetClientVerifyData()))
-	s.stream.XORKeyStream(check, c.GetClientVerifyData())
+func (s *Session) cmd1(c message) ([]byte, error) {
+	got := c.bytes(2) // SessionCmd1.client_verify_data
+	check := make([]byte, len(got))
+	s.stream.XORKeyStream(check, got)
 	if subtle.ConstantTimeCompare(check, s.devPub) != 1 {
 		s.reset()
 		return nil, ErrPoP
@@ -170,9 +187,8 @@ func (s *Session) cmd1(c *pb.SessionCmd1) ([]byte, error) {
 	verify := make([]byte, len(s.cliPub))
 	s.stream.XORKeyStream(verify, s.cliPub)
 	s.state = stateEstablished
-	return marshal(&pb.SessionData{SecVer: pb.SecSchemeVersion_SecScheme1, Proto: &pb.SessionData_Sec1{Sec1: &pb.Sec1Payload{
-		Msg: pb.Sec1MsgType_Session_Response1, Payload: &pb.Sec1Payload_Sr1{Sr1: &pb.SessionResp1{
-			Status: pb.Status_Success, DeviceVerifyData: verify}}}}})
+	// SessionResp1: status 1, device_verify_data 3.
+	return sec1Response(s1Response1, fSR1, enc(nil).varint(1, uint64(StatusSuccess)).bytes(3, verify)), nil
 }
 
 // Crypt passes data through the session's keystream (security 1; security 0 returns it as
@@ -210,9 +226,9 @@ func Stream(shared, pop, devRandom []byte) (cipher.Stream, error) {
 	return cipher.NewCTR(block, devRandom), nil
 }
 
-// newKey reads an X25519 private key from random (32 bytes, clamped by X25519 itself), so a
-// test's fixed reader gives a known key.
-func newKey(random io.Reader) (*ecdh.PrivateKey, error) {
+// NewKey reads an X25519 private key from random (32 bytes, clamped by X25519 itself), so a
+// test's fixed reader gives a known key. The client side makes its key the same way.
+func NewKey(random io.Reader) (*ecdh.PrivateKey, error) {
 	b := make([]byte, 32)
 	if _, err := io.ReadFull(random, b); err != nil {
 		return nil, fmt.Errorf("protocomm: key: %w", err)
@@ -222,12 +238,4 @@ func newKey(random io.Reader) (*ecdh.PrivateKey, error) {
 		return nil, fmt.Errorf("protocomm: key: %w", err)
 	}
 	return k, nil
-}
-
-func marshal(m proto.Message) ([]byte, error) {
-	b, err := proto.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("protocomm: marshal: %w", err)
-	}
-	return b, nil
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"devhost/plugins/ble/protocomm"
-	pb "devhost/plugins/ble/provpb"
 )
 
 // Schemes (f_ble.prov_scheme).
@@ -266,23 +265,23 @@ func (f *Flow) status() protocomm.StationState {
 	f.mu.Lock()
 	if !f.applied {
 		f.mu.Unlock()
-		return protocomm.StationState{State: pb.WifiStationState_Disconnected}
+		return protocomm.StationState{State: protocomm.StaDisconnected}
 	}
 	saw := f.sawAttempt
 	f.mu.Unlock()
 	st := f.opts.Station()
-	out := protocomm.StationState{State: pb.WifiStationState_Connecting}
+	out := protocomm.StationState{State: protocomm.StaConnecting}
 	switch {
 	case st.State == StaConnected:
-		out = protocomm.StationState{State: pb.WifiStationState_Connected, IP: st.IP, SSID: st.SSID,
-			BSSID: macBytes(st.BSSID), Channel: int32(st.Channel), Auth: pb.WifiAuthMode_WPA2_PSK}
+		out = protocomm.StationState{State: protocomm.StaConnected, IP: st.IP, SSID: st.SSID,
+			BSSID: macBytes(st.BSSID), Channel: int32(st.Channel), Auth: protocomm.AuthWPA2PSK}
 		f.StationChanged(st) // a poll may see the success before the event does
 	case st.State == StaBackoff && saw:
 		if r, ok := failReason(st.Reason); ok {
-			out = protocomm.StationState{State: pb.WifiStationState_ConnectionFailed, FailReason: r}
+			out = protocomm.StationState{State: protocomm.StaConnectionFailed, FailReason: r}
 		}
 	}
-	if out.State == pb.WifiStationState_Connected || out.State == pb.WifiStationState_ConnectionFailed {
+	if out.State == protocomm.StaConnected || out.State == protocomm.StaConnectionFailed {
 		f.mu.Lock()
 		f.finalRead = true
 		f.mu.Unlock()
@@ -293,12 +292,12 @@ func (f *Flow) status() protocomm.StationState {
 
 // failReason maps a station disconnect reason to the app's failure reason; false for a
 // reason the station retries through.
-func failReason(code int) (pb.WifiConnectFailedReason, bool) {
+func failReason(code int) (protocomm.FailReason, bool) {
 	switch code {
 	case 201:
-		return pb.WifiConnectFailedReason_NetworkNotFound, true
+		return protocomm.FailNetworkNotFound, true
 	case 2, 15, 202, 204:
-		return pb.WifiConnectFailedReason_AuthError, true
+		return protocomm.FailAuthError, true
 	}
 	return 0, false
 }
@@ -310,24 +309,24 @@ func AP(ssid, bssid string, channel, rssi int, auth string) protocomm.AP {
 }
 
 // authMode maps the board's auth names to the app's enum.
-func authMode(a string) pb.WifiAuthMode {
+func authMode(a string) protocomm.AuthMode {
 	switch a {
 	case "wep":
-		return pb.WifiAuthMode_WEP
+		return protocomm.AuthWEP
 	case "wpa":
-		return pb.WifiAuthMode_WPA_PSK
+		return protocomm.AuthWPAPSK
 	case "wpa2":
-		return pb.WifiAuthMode_WPA2_PSK
+		return protocomm.AuthWPA2PSK
 	case "wpa/wpa2":
-		return pb.WifiAuthMode_WPA_WPA2_PSK
+		return protocomm.AuthWPAWPA2PSK
 	case "wpa2-enterprise":
-		return pb.WifiAuthMode_WPA2_ENTERPRISE
+		return protocomm.AuthWPA2Enterprise
 	case "wpa3":
-		return pb.WifiAuthMode_WPA3_PSK
+		return protocomm.AuthWPA3PSK
 	case "wpa2/wpa3":
-		return pb.WifiAuthMode_WPA2_WPA3_PSK
+		return protocomm.AuthWPA2WPA3PSK
 	}
-	return pb.WifiAuthMode_Open
+	return protocomm.AuthOpen
 }
 
 func macBytes(s string) []byte {

@@ -9,6 +9,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"devhost/plugins/ble/protocomm"
+	"devhost/plugins/ble/provclient"
 	pb "devhost/plugins/ble/provpb"
 )
 
@@ -20,7 +21,7 @@ type rig struct {
 	sta   Station
 	slot0 [2]string
 	docs  []Doc
-	c     *protocomm.Client
+	c     *provclient.Client
 	// storeErr is what Store answers; atStore, the last Doc announced when Store ran.
 	storeErr error
 	atStore  Doc
@@ -48,8 +49,8 @@ func newRig(t *testing.T) *rig {
 }
 
 // client is an app on session s, talking to whichever handler the flow serves now.
-func (r *rig) client(s *protocomm.Session) *protocomm.Client {
-	return &protocomm.Client{X: func(ep string, b []byte) ([]byte, error) { return r.flow.Handler().Handle(s, ep, b) },
+func (r *rig) client(s *protocomm.Session) *provclient.Client {
+	return &provclient.Client{X: func(ep string, b []byte) ([]byte, error) { return r.flow.Handler().Handle(s, ep, b) },
 		Sec: protocomm.Sec1, PoP: []byte("pop12345")}
 }
 

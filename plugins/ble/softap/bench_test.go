@@ -8,6 +8,7 @@ import (
 
 	"devhost/plugins/ble/protocomm"
 	"devhost/plugins/ble/prov"
+	"devhost/plugins/ble/provclient"
 	"devhost/plugins/ble/softap/table"
 )
 
@@ -27,7 +28,7 @@ func BenchmarkHandshakeSec1(b *testing.B) {
 	}
 	hc := &http.Client{Jar: jar}
 	for b.Loop() {
-		c := &protocomm.Client{X: Exchange(hc, srv.URL), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
+		c := &provclient.Client{X: Exchange(hc, srv.URL), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
 		if _, err := c.Version(); err != nil {
 			b.Fatal(err)
 		}

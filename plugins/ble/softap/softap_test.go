@@ -10,6 +10,7 @@ import (
 
 	"devhost/plugins/ble/protocomm"
 	"devhost/plugins/ble/prov"
+	"devhost/plugins/ble/provclient"
 	pb "devhost/plugins/ble/provpb"
 	"devhost/plugins/ble/softap/table"
 )
@@ -52,7 +53,7 @@ func TestProvisionOverHTTP(t *testing.T) {
 	for _, keepAlive := range []bool{true, false} {
 		r := newRig(t)
 		r.flow.Start()
-		c := &protocomm.Client{X: Exchange(client(t, keepAlive), r.srv.URL), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
+		c := &provclient.Client{X: Exchange(client(t, keepAlive), r.srv.URL), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
 		if v, err := c.Version(); err != nil || v.Prov.SecVer != 1 {
 			t.Fatalf("version %+v %v", v, err)
 		}
@@ -132,7 +133,7 @@ func TestRefusals(t *testing.T) {
 func TestWrongPoPOverHTTP(t *testing.T) {
 	r := newRig(t)
 	r.flow.Start()
-	c := &protocomm.Client{X: Exchange(client(t, true), r.srv.URL), Sec: protocomm.Sec1, PoP: []byte("wrong")}
+	c := &provclient.Client{X: Exchange(client(t, true), r.srv.URL), Sec: protocomm.Sec1, PoP: []byte("wrong")}
 	if err := c.Handshake(); err == nil {
 		t.Fatal("wrong PoP accepted")
 	}
@@ -147,7 +148,7 @@ func TestWrongPoPOverHTTP(t *testing.T) {
 func TestSessionsAreSeparateAndBounded(t *testing.T) {
 	r := newRig(t)
 	r.flow.Start()
-	a := &protocomm.Client{X: Exchange(client(t, true), r.srv.URL), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
+	a := &provclient.Client{X: Exchange(client(t, true), r.srv.URL), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
 	if err := a.Handshake(); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestSessionsAreSeparateAndBounded(t *testing.T) {
 		t.Fatalf("foreign client: %d", code)
 	}
 	for i := 0; i < 3*MaxSessions; i++ {
-		c := &protocomm.Client{X: Exchange(client(t, false), r.srv.URL), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
+		c := &provclient.Client{X: Exchange(client(t, false), r.srv.URL), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
 		if err := c.Handshake(); err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,16 @@ export interface Plugin {
   restarts: number;
   last_error: string | null;
   namespace: string | null;
+  /** What wakes a dormant plugin (state "dormant"). */
+  wake?: Wake;
+}
+/** A dormant plugin's wake conditions (ABI 1.4): settings of its own namespace and the values
+ * it sleeps with (any other value wakes it), a press of the provisioning button, the WiFi
+ * station left without a network. */
+export interface Wake {
+  config?: Record<string, unknown>;
+  button?: boolean;
+  wifi_unconfigured?: boolean;
 }
 export interface PluginList {
   plugins: Plugin[];
@@ -186,18 +196,45 @@ function Keys() {
   );
 }
 
+/** wakeWords says in plain words what wakes a dormant plugin, one line per condition; a
+ * request to its endpoints and Start always do. */
+export function wakeWords(w: Wake | undefined, ns: string | null): string[] {
+  const out: string[] = [];
+  for (const [key, v] of Object.entries(w?.config ?? {})) {
+    const name = ns ? `${ns}.${key}` : key;
+    if (v === false) out.push(`the setting ${name} is switched on`);
+    else if (v === true) out.push(`the setting ${name} is switched off`);
+    else out.push(`the setting ${name} changes from ${JSON.stringify(v)}`);
+  }
+  if (w?.button) out.push('the provisioning button is pressed');
+  if (w?.wifi_unconfigured) out.push('the device has no WiFi network configured');
+  out.push(out.length ? 'a request to its endpoints, or Start' : 'a request to its endpoints, or Start (it named no condition)');
+  return out;
+}
+
 function PluginCard(p: { pl: Plugin }) {
   const { pl } = p;
   const [run, busy, note] = useAction();
   const [purge, setPurge] = useState(false);
+  const dormant = pl.state === 'dormant';
   return (
     <Card title={`${pl.name} ${pl.version}`}>
       <div data-testid={`plugin-${pl.id}`}>
         <KV
           rows={[
             ['Id', <code>{pl.id}</code>],
-            ['State', <Badge state={pl.state} />],
-            ['Memory', bytes(pl.memory)],
+            ['State', dormant ? <Badge state="dormant">dormant: asleep until woken</Badge> : <Badge state={pl.state} />],
+            ['Memory', dormant ? 'none while asleep (its code and memory are released)' : bytes(pl.memory)],
+            [
+              'Wakes when',
+              dormant ? (
+                <ul class="conds" data-testid={`wake-${pl.id}`}>
+                  {wakeWords(pl.wake, pl.namespace).map((w) => (
+                    <li key={w}>{w}</li>
+                  ))}
+                </ul>
+              ) : undefined,
+            ],
             ['Calls', pl.calls],
             ['Errors', pl.errors],
             ['Denied', pl.denied || undefined],

@@ -14,6 +14,8 @@ import { chromium } from 'playwright-core';
 const webDir = fileURLToPath(new URL('../..', import.meta.url));
 export const BIN = process.env.DEVHOST_BIN || join(webDir, '..', 'bin', 'devhost');
 export const BUNDLE = process.env.WEB_BUNDLE || join(webDir, '..', '.cache', 'web', 'app.devplug');
+/** A plugin that goes dormant while its feature is off (the n2k plugin, `make web-fixtures`). */
+export const DORMANT_BUNDLE = process.env.WEB_DORMANT_BUNDLE || join(webDir, '..', '.cache', 'web', 'n2k.devplug');
 export const FIRMWARE = process.env.WEB_FIRMWARE || join(webDir, '..', '.cache', 'web', 'fw.img');
 export const DEVCTL = join(dirname(BIN), 'devctl');
 export const SHOTS = join(webDir, 'test-results', 'screenshots');

@@ -1,4 +1,9 @@
-package protocomm
+// Package provclient is the phone app's side of ESP-IDF's unified provisioning over
+// protocomm (devctl prov and the tests use it): the security session and the prov-config,
+// prov-scan and prov-ctrl requests, with the messages of the generated package provpb. The
+// device's side (package protocomm) reads and writes the same messages with protowire, so
+// each side checks the other.
+package provclient
 
 import (
 	"crypto/aes"
@@ -13,15 +18,13 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"devhost/plugins/ble/protocomm"
 	pb "devhost/plugins/ble/provpb"
 )
 
-// Exchange sends one request body to an endpoint over a transport and returns the answer.
-type Exchange func(endpoint string, body []byte) ([]byte, error)
-
 // Client is the phone app's side of provisioning (devctl prov and the tests use it).
 type Client struct {
-	X      Exchange
+	X      protocomm.Exchange
 	Sec    int
 	PoP    []byte
 	Random io.Reader // nil: crypto/rand
@@ -41,7 +44,7 @@ type VersionInfo struct {
 // Version reads proto-ver (the apps send a short probe string).
 func (c *Client) Version() (VersionInfo, error) {
 	var v VersionInfo
-	b, err := c.X(EPVersion, []byte("---"))
+	b, err := c.X(protocomm.EPVersion, []byte("---"))
 	if err != nil {
 		return v, fmt.Errorf("proto-ver: %w", err)
 	}
@@ -54,23 +57,23 @@ func (c *Client) Version() (VersionInfo, error) {
 // Handshake establishes the security session.
 func (c *Client) Handshake() error {
 	switch c.Sec {
-	case Sec0:
+	case protocomm.Sec0:
 		return c.handshake0()
-	case Sec1:
+	case protocomm.Sec1:
 		return c.handshake1()
 	}
-	return fmt.Errorf("%w: security %d", ErrScheme, c.Sec)
+	return fmt.Errorf("%w: security %d", protocomm.ErrScheme, c.Sec)
 }
 
 func (c *Client) handshake0() error {
 	req := &pb.SessionData{SecVer: pb.SecSchemeVersion_SecScheme0, Proto: &pb.SessionData_Sec0{Sec0: &pb.Sec0Payload{
 		Msg: pb.Sec0MsgType_S0_Session_Command, Payload: &pb.Sec0Payload_Sc{Sc: &pb.S0SessionCmd{}}}}}
 	var resp pb.SessionData
-	if err := c.call(EPSession, req, &resp, false); err != nil {
+	if err := c.Call(protocomm.EPSession, req, &resp, false); err != nil {
 		return err
 	}
 	if resp.GetSec0().GetSr() == nil || resp.GetSec0().GetSr().GetStatus() != pb.Status_Success {
-		return fmt.Errorf("%w: security 0 session refused", ErrProto)
+		return fmt.Errorf("%w: security 0 session refused", protocomm.ErrProto)
 	}
 	return nil
 }
@@ -80,29 +83,29 @@ func (c *Client) handshake1() error {
 	if random == nil {
 		random = rand.Reader
 	}
-	priv, err := newKey(random)
+	priv, err := protocomm.NewKey(random)
 	if err != nil {
 		return fmt.Errorf("client key: %w", err)
 	}
 	req0 := &pb.SessionData{SecVer: pb.SecSchemeVersion_SecScheme1, Proto: &pb.SessionData_Sec1{Sec1: &pb.Sec1Payload{
 		Msg: pb.Sec1MsgType_Session_Command0, Payload: &pb.Sec1Payload_Sc0{Sc0: &pb.SessionCmd0{ClientPubkey: priv.PublicKey().Bytes()}}}}}
 	var resp0 pb.SessionData
-	if err := c.call(EPSession, req0, &resp0, false); err != nil {
+	if err := c.Call(protocomm.EPSession, req0, &resp0, false); err != nil {
 		return err
 	}
 	sr0 := resp0.GetSec1().GetSr0()
 	if sr0 == nil || sr0.GetStatus() != pb.Status_Success || len(sr0.GetDeviceRandom()) != aes.BlockSize {
-		return fmt.Errorf("%w: SessionResp0", ErrProto)
+		return fmt.Errorf("%w: SessionResp0", protocomm.ErrProto)
 	}
 	devPub, err := ecdh.X25519().NewPublicKey(sr0.GetDevicePubkey())
 	if err != nil {
-		return fmt.Errorf("%w: device public key: %v", ErrProto, err)
+		return fmt.Errorf("%w: device public key: %v", protocomm.ErrProto, err)
 	}
 	shared, err := priv.ECDH(devPub)
 	if err != nil {
-		return fmt.Errorf("%w: key exchange: %v", ErrProto, err)
+		return fmt.Errorf("%w: key exchange: %v", protocomm.ErrProto, err)
 	}
-	stream, err := Stream(shared, c.PoP, sr0.GetDeviceRandom())
+	stream, err := protocomm.Stream(shared, c.PoP, sr0.GetDeviceRandom())
 	if err != nil {
 		return err
 	}
@@ -111,17 +114,17 @@ func (c *Client) handshake1() error {
 	req1 := &pb.SessionData{SecVer: pb.SecSchemeVersion_SecScheme1, Proto: &pb.SessionData_Sec1{Sec1: &pb.Sec1Payload{
 		Msg: pb.Sec1MsgType_Session_Command1, Payload: &pb.Sec1Payload_Sc1{Sc1: &pb.SessionCmd1{ClientVerifyData: verify}}}}}
 	var resp1 pb.SessionData
-	if err := c.call(EPSession, req1, &resp1, false); err != nil {
+	if err := c.Call(protocomm.EPSession, req1, &resp1, false); err != nil {
 		return fmt.Errorf("session refused (wrong PoP?): %w", err)
 	}
 	sr1 := resp1.GetSec1().GetSr1()
 	if sr1 == nil || sr1.GetStatus() != pb.Status_Success {
-		return fmt.Errorf("%w: SessionResp1", ErrProto)
+		return fmt.Errorf("%w: SessionResp1", protocomm.ErrProto)
 	}
 	check := make([]byte, len(sr1.GetDeviceVerifyData()))
 	stream.XORKeyStream(check, sr1.GetDeviceVerifyData())
 	if string(check) != string(priv.PublicKey().Bytes()) {
-		return fmt.Errorf("%w: device verification failed", ErrPoP)
+		return fmt.Errorf("%w: device verification failed", protocomm.ErrPoP)
 	}
 	c.stream = stream
 	return nil
@@ -136,7 +139,9 @@ func (c *Client) crypt(b []byte) []byte {
 	return out
 }
 
-func (c *Client) call(ep string, req, resp proto.Message, secure bool) error {
+// Call sends req on endpoint ep (encrypted when secure, as every endpoint after the
+// session's) and reads the answer into resp.
+func (c *Client) Call(ep string, req, resp proto.Message, secure bool) error {
 	b, err := proto.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("%s: marshal: %w", ep, err)
@@ -152,7 +157,7 @@ func (c *Client) call(ep string, req, resp proto.Message, secure bool) error {
 		out = c.crypt(out)
 	}
 	if err := proto.Unmarshal(out, resp); err != nil {
-		return fmt.Errorf("%s: %w: %v", ep, ErrProto, err)
+		return fmt.Errorf("%s: %w: %v", ep, protocomm.ErrProto, err)
 	}
 	return nil
 }
@@ -160,7 +165,7 @@ func (c *Client) call(ep string, req, resp proto.Message, secure bool) error {
 // SetConfig sends the credentials.
 func (c *Client) SetConfig(ssid, passphrase string) error {
 	var resp pb.WiFiConfigPayload
-	err := c.call(EPConfig, &pb.WiFiConfigPayload{Msg: pb.WiFiConfigMsgType_TypeCmdSetConfig,
+	err := c.Call(protocomm.EPConfig, &pb.WiFiConfigPayload{Msg: pb.WiFiConfigMsgType_TypeCmdSetConfig,
 		Payload: &pb.WiFiConfigPayload_CmdSetConfig{CmdSetConfig: &pb.CmdSetConfig{Ssid: []byte(ssid), Passphrase: []byte(passphrase)}}}, &resp, true)
 	if err != nil {
 		return err
@@ -174,7 +179,7 @@ func (c *Client) SetConfig(ssid, passphrase string) error {
 // ApplyConfig asks the device to join the network.
 func (c *Client) ApplyConfig() error {
 	var resp pb.WiFiConfigPayload
-	err := c.call(EPConfig, &pb.WiFiConfigPayload{Msg: pb.WiFiConfigMsgType_TypeCmdApplyConfig,
+	err := c.Call(protocomm.EPConfig, &pb.WiFiConfigPayload{Msg: pb.WiFiConfigMsgType_TypeCmdApplyConfig,
 		Payload: &pb.WiFiConfigPayload_CmdApplyConfig{CmdApplyConfig: &pb.CmdApplyConfig{}}}, &resp, true)
 	if err != nil {
 		return err
@@ -188,13 +193,13 @@ func (c *Client) ApplyConfig() error {
 // Status reads the station's state.
 func (c *Client) Status() (*pb.RespGetStatus, error) {
 	var resp pb.WiFiConfigPayload
-	err := c.call(EPConfig, &pb.WiFiConfigPayload{Msg: pb.WiFiConfigMsgType_TypeCmdGetStatus,
+	err := c.Call(protocomm.EPConfig, &pb.WiFiConfigPayload{Msg: pb.WiFiConfigMsgType_TypeCmdGetStatus,
 		Payload: &pb.WiFiConfigPayload_CmdGetStatus{CmdGetStatus: &pb.CmdGetStatus{}}}, &resp, true)
 	if err != nil {
 		return nil, err
 	}
 	if resp.GetRespGetStatus() == nil {
-		return nil, fmt.Errorf("%w: no status in the answer", ErrProto)
+		return nil, fmt.Errorf("%w: no status in the answer", protocomm.ErrProto)
 	}
 	return resp.GetRespGetStatus(), nil
 }
@@ -202,11 +207,11 @@ func (c *Client) Status() (*pb.RespGetStatus, error) {
 // Scan runs a scan and reads every result.
 func (c *Client) Scan() ([]*pb.WiFiScanResult, error) {
 	var resp pb.WiFiScanPayload
-	if err := c.call(EPScan, &pb.WiFiScanPayload{Msg: pb.WiFiScanMsgType_TypeCmdScanStart,
+	if err := c.Call(protocomm.EPScan, &pb.WiFiScanPayload{Msg: pb.WiFiScanMsgType_TypeCmdScanStart,
 		Payload: &pb.WiFiScanPayload_CmdScanStart{CmdScanStart: &pb.CmdScanStart{Blocking: true}}}, &resp, true); err != nil {
 		return nil, err
 	}
-	if err := c.call(EPScan, &pb.WiFiScanPayload{Msg: pb.WiFiScanMsgType_TypeCmdScanStatus,
+	if err := c.Call(protocomm.EPScan, &pb.WiFiScanPayload{Msg: pb.WiFiScanMsgType_TypeCmdScanStatus,
 		Payload: &pb.WiFiScanPayload_CmdScanStatus{CmdScanStatus: &pb.CmdScanStatus{}}}, &resp, true); err != nil {
 		return nil, err
 	}
@@ -214,7 +219,7 @@ func (c *Client) Scan() ([]*pb.WiFiScanResult, error) {
 	var out []*pb.WiFiScanResult
 	for start := uint32(0); start < n; start += 4 {
 		count := min(4, n-start)
-		if err := c.call(EPScan, &pb.WiFiScanPayload{Msg: pb.WiFiScanMsgType_TypeCmdScanResult,
+		if err := c.Call(protocomm.EPScan, &pb.WiFiScanPayload{Msg: pb.WiFiScanMsgType_TypeCmdScanResult,
 			Payload: &pb.WiFiScanPayload_CmdScanResult{CmdScanResult: &pb.CmdScanResult{StartIndex: start, Count: count}}}, &resp, true); err != nil {
 			return nil, err
 		}
