@@ -187,7 +187,7 @@ func (s *Stream) SetSettings(st Settings) {
 		end = s.dropLinkLocked()
 	}
 	if !old.WSEnabled && st.WSEnabled {
-		s.round, s.nextDial = 0, time.Time{}
+		s.dialNowLocked()
 	}
 	s.wakeWriterLocked()
 	s.mu.Unlock()
