@@ -527,6 +527,12 @@ func (m *tokenMachine) doVerify() {
 		return
 	}
 	resp, err := m.call(m.rec.Token, http.MethodGet, pathSelf, nil)
+	m.judgeVerify(resp, err, "")
+}
+
+// judgeVerify moves the machine on the answer to a token check (GET /signalk/v1/api/self):
+// approved with the reason why, refused, or checked again after the error backoff.
+func (m *tokenMachine) judgeVerify(resp *response, err error, why string) {
 	if err != nil && resp == nil {
 		if m.transportFailed(err) {
 			return
@@ -543,7 +549,7 @@ func (m *tokenMachine) doVerify() {
 		if json.Unmarshal(resp.Body, &self) == nil {
 			m.learnSelf(strings.TrimPrefix(self, "vessels."))
 		}
-		m.to(StateApproved, "")
+		m.to(StateApproved, why)
 		m.after(m.checkEvery(), m.doVerify)
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		m.rejected(fmt.Sprintf("token refused (%d)", status))
@@ -754,25 +760,7 @@ func (m *tokenMachine) setToken(ctx context.Context, tok string) error {
 		m.rec = record{Token: tok}
 		m.save()
 		m.to(StateVerifying, "token set by the operator")
-		if cerr != nil && resp == nil {
-			if m.transportFailed(cerr) {
-				return
-			}
-			m.reason = "server unreachable: " + short(cerr)
-			m.after(m.verifyRetry(), m.doVerify)
-			return
-		}
-		if verified(resp, cerr) {
-			var self string
-			if json.Unmarshal(resp.Body, &self) == nil {
-				m.learnSelf(strings.TrimPrefix(self, "vessels."))
-			}
-			m.to(StateApproved, "token set by the operator")
-			m.after(m.checkEvery(), m.doVerify)
-			return
-		}
-		m.reason = fmt.Sprintf("verify answered %d", resp.Status)
-		m.after(m.verifyRetry(), m.doVerify)
+		m.judgeVerify(resp, cerr, "token set by the operator")
 	})
 	if e != nil {
 		return e
