@@ -15,10 +15,7 @@ import (
 func TestDocumentShape(t *testing.T) {
 	r := newRig(t)
 	ca := testcert.NewCA(t, "Boat CA")
-	srv := newTLSServer(t, ca.Issue(t, testcert.Loopback), nil)
-	if err := r.get(t, srv.Addr()); err != nil {
-		t.Fatal(err)
-	}
+	srv := r.firstUse(t, ca)
 	var rt http.HandlerFunc
 	var paths []string
 	for _, x := range r.m.Routes() {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"devhost/host/signalk/sktest/testcert"
 	"devhost/host/store"
 
 	"github.com/jonboulle/clockwork"
@@ -198,6 +199,17 @@ func (r *rig) get(t testing.TB, addr string) error {
 	}
 	_ = resp.Body.Close()
 	return nil
+}
+
+// firstUse serves a loopback leaf issued by ca and makes the first connection to it, the one
+// that captures the pin in tofu; the server stays up for what the test does next.
+func (r *rig) firstUse(t testing.TB, ca *testcert.CA) *tlsServer {
+	t.Helper()
+	srv := newTLSServer(t, ca.Issue(t, testcert.Loopback), nil)
+	if err := r.get(t, srv.Addr()); err != nil {
+		t.Fatalf("first use: %v", err)
+	}
+	return srv
 }
 
 func (r *rig) storedPin(t testing.TB, addr string) (*anchor, bool) {

@@ -23,11 +23,7 @@ import (
 func TestTOFUCAAnchor(t *testing.T) {
 	r := newRig(t)
 	ca1 := testcert.NewCA(t, "Boat CA")
-	srv := newTLSServer(t, ca1.Issue(t, testcert.Loopback), nil)
-
-	if err := r.get(t, srv.Addr()); err != nil {
-		t.Fatalf("first use: %v", err)
-	}
+	srv := r.firstUse(t, ca1)
 	pin, ok := r.storedPin(t, srv.Addr())
 	if !ok {
 		t.Fatal("first use not pinned after an HTTP status")
@@ -454,10 +450,7 @@ func TestBundleMode(t *testing.T) {
 func TestOperatorCAInTOFU(t *testing.T) {
 	r := newRig(t)
 	ca1, ca2 := testcert.NewCA(t, "Old CA"), testcert.NewCA(t, "New CA")
-	srv := newTLSServer(t, ca1.Issue(t, testcert.Loopback), nil)
-	if err := r.get(t, srv.Addr()); err != nil {
-		t.Fatal(err)
-	}
+	srv := r.firstUse(t, ca1)
 	srv.set(ca2.Issue(t, testcert.Loopback))
 	if got := certErrReason(t, r.get(t, srv.Addr())); got != ReasonMismatch {
 		t.Fatalf("reason %q", got)
@@ -484,10 +477,7 @@ func TestDeleteKeepsOperatorCA(t *testing.T) {
 	r := newRig(t)
 	opCA, cfgCA, other := testcert.NewCA(t, "Operator CA"), testcert.NewCA(t, "Config CA"), testcert.NewCA(t, "Other CA")
 	r.cfg.set("ca_pem", []byte(pemOf(cfgCA.Cert)))
-	srv := newTLSServer(t, opCA.Issue(t, testcert.Loopback), nil)
-	if err := r.get(t, srv.Addr()); err != nil {
-		t.Fatalf("first use: %v", err)
-	}
+	srv := r.firstUse(t, opCA)
 	if _, ok := r.storedPin(t, srv.Addr()); !ok {
 		t.Fatal("first use captured nothing")
 	}
