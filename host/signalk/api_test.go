@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -106,19 +105,8 @@ func (lr *liveRig) connect() *skpeer.Conn {
 // again after a successful PUT, and again on every reconnect, so the server keeps routing.
 func TestPutableStateThroughClient(t *testing.T) {
 	lr := newLiveRig(t)
-	var mu sync.Mutex
-	mode := "standby"
-	remove, err := lr.cl().HandlePut("dev.probe.mode", func(req sk.PutRequest, reply func(sk.PutResult, string)) {
-		var v string
-		if json.Unmarshal(req.Value, &v) != nil {
-			reply(sk.PutInvalid, "mode is a string")
-			return
-		}
-		mu.Lock()
-		mode = v
-		mu.Unlock()
-		reply(sk.PutSuccess, "")
-	}, func() (any, bool) { mu.Lock(); defer mu.Unlock(); return mode, true })
+	mode := &putState[string]{v: "standby"}
+	remove, err := lr.cl().HandlePut("dev.probe.mode", mode.handle, mode.state)
 	if err != nil {
 		t.Fatal(err)
 	}

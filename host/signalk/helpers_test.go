@@ -3,6 +3,7 @@ package signalk
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -21,6 +22,36 @@ import (
 	"devhost/host/sk"
 	"devhost/host/store"
 )
+
+// putState is a PUT-able state as a plugin keeps it: a PUT of a T sets it (anything else is
+// refused as invalid), the state reader answers it, and each accepted value is also sent on
+// seen when the test watches.
+type putState[T any] struct {
+	mu   sync.Mutex
+	v    T
+	seen chan T
+}
+
+func (p *putState[T]) handle(req sk.PutRequest, reply func(sk.PutResult, string)) {
+	var v T
+	if json.Unmarshal(req.Value, &v) != nil {
+		reply(sk.PutInvalid, fmt.Sprintf("the state is a %T", v))
+		return
+	}
+	p.mu.Lock()
+	p.v = v
+	p.mu.Unlock()
+	if p.seen != nil {
+		p.seen <- v
+	}
+	reply(sk.PutSuccess, "")
+}
+
+func (p *putState[T]) state() (any, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.v, true
+}
 
 // fakeConfig is a settable configuration with the sk.* defaults.
 type fakeConfig struct {
