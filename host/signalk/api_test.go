@@ -240,17 +240,21 @@ func TestPutAndMetaArguments(t *testing.T) {
 	c := lr.cl()
 	nop := func(sk.PutRequest, func(sk.PutResult, string)) {}
 	state := func() (any, bool) { return 1.0, true }
-	if _, err := c.HandlePut("dev.a.*", nop, state); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("state on a family: %v", err)
+	handle := func(pattern string, h sk.PutHandler, state func() (any, bool)) func() error {
+		return func() error { _, err := c.HandlePut(pattern, h, state); return err }
 	}
-	if _, err := c.HandlePut("dev.a", nil, nil); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("nil handler: %v", err)
-	}
-	if _, err := c.HandlePut("dev..a", nop, nil); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("bad pattern: %v", err)
-	}
-	if err := c.DeclareMeta("dev.a", json.RawMessage(`{}`), -time.Second); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("negative period: %v", err)
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"state on a family", handle("dev.a.*", nop, state)},
+		{"nil handler", handle("dev.a", nil, nil)},
+		{"bad pattern", handle("dev..a", nop, nil)},
+		{"negative period", func() error { return c.DeclareMeta("dev.a", json.RawMessage(`{}`), -time.Second) }},
+	} {
+		if err := tc.call(); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", tc.name, err)
+		}
 	}
 }
 
