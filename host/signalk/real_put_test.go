@@ -33,8 +33,8 @@ func TestRealServerPutRoutedAcrossRestart(t *testing.T) {
 		OnUnauthorized: func(skstream.Unauthorized) { client().StreamUnauthorized() },
 	})
 	r := newRig(t, nil, func(o *Options) { o.Stream = StreamFrom(st) })
-	r.cfg.set("sk", "server_host", s.Host)
-	r.cfg.set("sk", "server_port", s.Port)
+	r.cfg.Set("sk", "server_host", s.Host)
+	r.cfg.Set("sk", "server_port", s.Port)
 	nc, err := New(r.opts)
 	if err != nil {
 		t.Fatal(err)

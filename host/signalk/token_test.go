@@ -96,7 +96,7 @@ func TestTokenPollBackoff(t *testing.T) {
 func TestTokenApprovedVerifiedApproved(t *testing.T) {
 	p := approvingPeer(t)
 	r := newRig(t, p, nil)
-	r.cfg.set("sk", "check_s", 600)
+	r.cfg.Set("sk", "check_s", 600)
 	r.start()
 	r.waitState(StateRequested, true)
 	r.clk.Advance(PollFirst)
