@@ -283,14 +283,7 @@ func (s *Stream) answer(id, state string, code int, msg string) {
 // inboundWorker runs PUT handlers one request at a time, in arrival order, off the read loop.
 func (s *Stream) inboundWorker() {
 	defer s.cbWG.Done()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case req := <-s.inQ:
-			s.handleInbound(req)
-		}
-	}
+	each(s.ctx, s.inQ, s.handleInbound)
 }
 
 // handlerLocked finds the handler for a path the way Route picks its pattern.
