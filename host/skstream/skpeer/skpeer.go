@@ -331,9 +331,14 @@ func (c *Conn) Await(tb testing.TB, what string, match func(frame []byte) bool) 
 	}
 }
 
-// delta is the part of a device delta AwaitValue looks at.
-type delta struct {
+// Delta is a delta frame of the device as the server reads it.
+type Delta struct {
+	Context string `json:"context"`
 	Updates []struct {
+		Timestamp *string `json:"timestamp"`
+		Source    struct {
+			Label string `json:"label"`
+		} `json:"source"`
 		Values []struct {
 			Path  string          `json:"path"`
 			Value json.RawMessage `json:"value"`
@@ -345,7 +350,7 @@ type delta struct {
 func (c *Conn) AwaitValue(tb testing.TB, path, want string) {
 	tb.Helper()
 	c.Await(tb, path+" = "+want, func(b []byte) bool {
-		var d delta
+		var d Delta
 		if json.Unmarshal(b, &d) != nil {
 			return false
 		}
