@@ -101,25 +101,25 @@ func (s *Sim) InjectCAN(f CANFrame) error {
 
 // BLEAdvertise starts or replaces the device's advertisement.
 func (s *Sim) BLEAdvertise(data []byte) error {
-	if len(data) > 31 {
-		return fmt.Errorf("%w: advertisement of %d bytes (at most 31)", ErrFrame, len(data))
+	if data == nil {
+		data = []byte{} // advertising empty data is still advertising; nil is stopped
 	}
-	s.radio.mu.Lock()
-	s.radio.advert = slices.Clone(data)
-	if s.radio.advert == nil {
-		s.radio.advert = []byte{}
-	}
-	s.radio.mu.Unlock()
-	return nil
+	return s.setBLEData("advertisement", &s.radio.advert, data)
 }
 
 // BLEScanResponse sets the scan response data (empty clears it).
 func (s *Sim) BLEScanResponse(data []byte) error {
+	return s.setBLEData("scan response", &s.radio.scanRsp, data)
+}
+
+// setBLEData keeps a copy of an advertisement or scan response in *dst, refusing what one
+// legacy advertising packet (31 bytes) cannot carry.
+func (s *Sim) setBLEData(what string, dst *[]byte, data []byte) error {
 	if len(data) > 31 {
-		return fmt.Errorf("%w: scan response of %d bytes (at most 31)", ErrFrame, len(data))
+		return fmt.Errorf("%w: %s of %d bytes (at most 31)", ErrFrame, what, len(data))
 	}
 	s.radio.mu.Lock()
-	s.radio.scanRsp = slices.Clone(data)
+	*dst = slices.Clone(data)
 	s.radio.mu.Unlock()
 	return nil
 }

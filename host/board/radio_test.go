@@ -63,6 +63,22 @@ func TestBLERadio(t *testing.T) {
 	if r := s.Radios(); r.Advertising != nil {
 		t.Fatalf("still advertising %v", r.Advertising)
 	}
+	// Advertising no data is advertising all the same; only a stop clears it.
+	if err := s.BLEAdvertise(nil); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Radios(); r.Advertising == nil || len(r.Advertising) != 0 {
+		t.Fatalf("empty advert shows as %v", r.Advertising)
+	}
+	if err := s.BLEScanResponse(make([]byte, 32)); !errors.Is(err, ErrFrame) {
+		t.Fatalf("32-byte scan response: %v", err)
+	}
+	if err := s.BLEScanResponse([]byte{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Radios(); len(r.ScanResponse) != 2 {
+		t.Fatalf("scan response %v", r.ScanResponse)
+	}
 	var heard []BLEAdvert
 	cancel, _ := s.BLEScan(func(a BLEAdvert) { heard = append(heard, a) })
 	if s.Radios().Scanning != 1 {

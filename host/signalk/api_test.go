@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -106,19 +105,8 @@ func (lr *liveRig) connect() *skpeer.Conn {
 // again after a successful PUT, and again on every reconnect, so the server keeps routing.
 func TestPutableStateThroughClient(t *testing.T) {
 	lr := newLiveRig(t)
-	var mu sync.Mutex
-	mode := "standby"
-	remove, err := lr.cl().HandlePut("dev.probe.mode", func(req sk.PutRequest, reply func(sk.PutResult, string)) {
-		var v string
-		if json.Unmarshal(req.Value, &v) != nil {
-			reply(sk.PutInvalid, "mode is a string")
-			return
-		}
-		mu.Lock()
-		mode = v
-		mu.Unlock()
-		reply(sk.PutSuccess, "")
-	}, func() (any, bool) { mu.Lock(); defer mu.Unlock(); return mode, true })
+	mode := &putState[string]{v: "standby"}
+	remove, err := lr.cl().HandlePut("dev.probe.mode", mode.handle, mode.state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,17 +240,21 @@ func TestPutAndMetaArguments(t *testing.T) {
 	c := lr.cl()
 	nop := func(sk.PutRequest, func(sk.PutResult, string)) {}
 	state := func() (any, bool) { return 1.0, true }
-	if _, err := c.HandlePut("dev.a.*", nop, state); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("state on a family: %v", err)
+	handle := func(pattern string, h sk.PutHandler, state func() (any, bool)) func() error {
+		return func() error { _, err := c.HandlePut(pattern, h, state); return err }
 	}
-	if _, err := c.HandlePut("dev.a", nil, nil); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("nil handler: %v", err)
-	}
-	if _, err := c.HandlePut("dev..a", nop, nil); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("bad pattern: %v", err)
-	}
-	if err := c.DeclareMeta("dev.a", json.RawMessage(`{}`), -time.Second); !errors.Is(err, ErrInvalidArgument) {
-		t.Fatalf("negative period: %v", err)
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"state on a family", handle("dev.a.*", nop, state)},
+		{"nil handler", handle("dev.a", nil, nil)},
+		{"bad pattern", handle("dev..a", nop, nil)},
+		{"negative period", func() error { return c.DeclareMeta("dev.a", json.RawMessage(`{}`), -time.Second) }},
+	} {
+		if err := tc.call(); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", tc.name, err)
+		}
 	}
 }
 

@@ -14,11 +14,6 @@ import (
 	"devhost/host/sktls"
 )
 
-// blobConfig gives the test configuration the Blob reader the TLS component needs.
-type blobConfig struct{ *fakeConfig }
-
-func (blobConfig) Blob(string, string) []byte { return nil }
-
 // countingTLS counts scheme resolutions of the component it wraps.
 type countingTLS struct {
 	TLS
@@ -72,9 +67,9 @@ func TestGuessedSchemeProbedAfterEachAttempt(t *testing.T) {
 	fport, _ := strconv.Atoi(fps)
 
 	r := newRig(t, nil, nil)
-	r.cfg.set("sk", "server_host", fh)
-	r.cfg.set("sk", "server_port", fport)
-	m, err := sktls.New(sktls.Options{Store: r.st, Config: blobConfig{r.cfg}, Clock: r.clk})
+	r.cfg.Set("sk", "server_host", fh)
+	r.cfg.Set("sk", "server_port", fport)
+	m, err := sktls.New(sktls.Options{Store: r.st, Config: r.cfg, Clock: r.clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +255,7 @@ func TestForcedHTTPUsesTheHTTPAdvertisement(t *testing.T) {
 	plain := Server{Self: "urn:a", Host: "10.0.0.1", Port: 3000, Scheme: "http"}
 	secure := Server{Self: "urn:a", Host: "10.0.0.1", Port: 3443, Scheme: "https"}
 	r := newRig(t, nil, func(o *Options) { o.Discovery = newFakeDiscovery(secure, plain) })
-	r.cfg.set("sk", "scheme", "http")
+	r.cfg.Set("sk", "scheme", "http")
 	r.start()
 	eventually(t, "a choice", func() bool { return r.c.Server() != nil })
 	if s := r.c.Server(); s.Scheme != "http" || s.Port != 3000 {

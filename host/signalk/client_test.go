@@ -278,7 +278,7 @@ func TestNotificationsAndTelemetry(t *testing.T) {
 		}
 	}
 	// sk.health_s 0 turns it off.
-	r.cfg.set("sk", "health_s", 0)
+	r.cfg.Set("sk", "health_s", 0)
 	time.Sleep(20 * time.Millisecond)
 	n0 := len(r.stream.values())
 	r.clk.Advance(time.Hour)

@@ -3,6 +3,7 @@ package signalk
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,46 +19,48 @@ import (
 
 	"devhost/host/events"
 	"devhost/host/health"
+	"devhost/host/signalk/sktest"
 	"devhost/host/sk"
 	"devhost/host/store"
 )
 
-// fakeConfig is a settable configuration with the sk.* defaults.
-type fakeConfig struct {
-	mu        sync.Mutex
-	v         map[string]any
-	listeners []func(ns, key string)
+// putState is a PUT-able state as a plugin keeps it: a PUT of a T sets it (anything else is
+// refused as invalid), the state reader answers it, and each accepted value is also sent on
+// seen when the test watches.
+type putState[T any] struct {
+	mu   sync.Mutex
+	v    T
+	seen chan T
 }
 
-func newFakeConfig() *fakeConfig {
-	return &fakeConfig{v: map[string]any{
+func (p *putState[T]) handle(req sk.PutRequest, reply func(sk.PutResult, string)) {
+	var v T
+	if json.Unmarshal(req.Value, &v) != nil {
+		reply(sk.PutInvalid, fmt.Sprintf("the state is a %T", v))
+		return
+	}
+	p.mu.Lock()
+	p.v = v
+	p.mu.Unlock()
+	if p.seen != nil {
+		p.seen <- v
+	}
+	reply(sk.PutSuccess, "")
+}
+
+func (p *putState[T]) state() (any, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.v, true
+}
+
+// newFakeConfig is the configuration of the tests with the sk.* defaults.
+func newFakeConfig() *sktest.Config {
+	return sktest.NewConfig(map[string]any{
 		"sk.server_port": 80, "sk.permissions": "readwrite", "sk.scheme": "auto",
 		"sk.check_s": 3600, "sk.stall_s": 300, "sk.health_s": 10, "sk.discover_s": 60,
 		"time.sk_fallback": true,
-	}}
-}
-
-func (c *fakeConfig) get(ns, key string) any {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.v[ns+"."+key]
-}
-func (c *fakeConfig) Int(ns, key string) int       { n, _ := c.get(ns, key).(int); return n }
-func (c *fakeConfig) String(ns, key string) string { s, _ := c.get(ns, key).(string); return s }
-func (c *fakeConfig) Bool(ns, key string) bool     { b, _ := c.get(ns, key).(bool); return b }
-func (c *fakeConfig) OnChange(fn func(ns, key string)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.listeners = append(c.listeners, fn)
-}
-func (c *fakeConfig) set(ns, key string, v any) {
-	c.mu.Lock()
-	c.v[ns+"."+key] = v
-	ls := append([]func(ns, key string){}, c.listeners...)
-	c.mu.Unlock()
-	for _, f := range ls {
-		f(ns, key)
-	}
+	})
 }
 
 // fakeStream records what the client asks of the stream.
@@ -314,7 +317,7 @@ func approvedRig(t *testing.T, mod func(*Options)) (*peer, *rig) {
 type rig struct {
 	t      *testing.T
 	clk    *clockwork.FakeClock
-	cfg    *fakeConfig
+	cfg    *sktest.Config
 	st     *store.Store
 	stream *fakeStream
 	ev     *fakeEvents
@@ -339,8 +342,8 @@ func newRig(t *testing.T, p *peer, mod func(*Options)) *rig {
 	r.hlth = health.New(health.Options{Clock: r.clk})
 	if p != nil {
 		h, port := p.hostPort()
-		r.cfg.set("sk", "server_host", h)
-		r.cfg.set("sk", "server_port", port)
+		r.cfg.Set("sk", "server_host", h)
+		r.cfg.Set("sk", "server_port", port)
 	}
 	r.opts = Options{Clock: r.clk, Config: r.cfg, Store: st, Stream: r.stream, Events: r.ev,
 		Health: r.hlth, Hostname: func() string { return "dev-ab12" }}

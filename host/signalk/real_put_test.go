@@ -10,7 +10,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"devhost/host/signalk/sktest"
-	"devhost/host/sk"
 	"devhost/host/skstream"
 )
 
@@ -34,8 +33,8 @@ func TestRealServerPutRoutedAcrossRestart(t *testing.T) {
 		OnUnauthorized: func(skstream.Unauthorized) { client().StreamUnauthorized() },
 	})
 	r := newRig(t, nil, func(o *Options) { o.Stream = StreamFrom(st) })
-	r.cfg.set("sk", "server_host", s.Host)
-	r.cfg.set("sk", "server_port", s.Port)
+	r.cfg.Set("sk", "server_host", s.Host)
+	r.cfg.Set("sk", "server_port", s.Port)
 	nc, err := New(r.opts)
 	if err != nil {
 		t.Fatal(err)
@@ -51,21 +50,9 @@ func TestRealServerPutRoutedAcrossRestart(t *testing.T) {
 	defer st.Close()
 
 	const path = "electrical.switches.devtest.state"
-	var mu sync.Mutex
-	on := false
-	seen := make(chan bool, 4)
-	if _, err := c.HandlePut(path, func(req sk.PutRequest, reply func(sk.PutResult, string)) {
-		var v bool
-		if json.Unmarshal(req.Value, &v) != nil {
-			reply(sk.PutInvalid, "state is a boolean")
-			return
-		}
-		mu.Lock()
-		on = v
-		mu.Unlock()
-		seen <- v
-		reply(sk.PutSuccess, "")
-	}, func() (any, bool) { mu.Lock(); defer mu.Unlock(); return on, true }); err != nil {
+	on := &putState[bool]{seen: make(chan bool, 4)}
+	seen := on.seen
+	if _, err := c.HandlePut(path, on.handle, on.state); err != nil {
 		t.Fatal(err)
 	}
 

@@ -11,8 +11,8 @@ import (
 // calls are real, the spec's timers are advanced by hand.
 func realRig(t *testing.T, s *sktest.Server) *rig {
 	r := newRig(t, nil, nil)
-	r.cfg.set("sk", "server_host", s.Host)
-	r.cfg.set("sk", "server_port", s.Port)
+	r.cfg.Set("sk", "server_host", s.Host)
+	r.cfg.Set("sk", "server_port", s.Port)
 	return r.start()
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -176,18 +177,28 @@ func (c *Client) postRequest(w http.ResponseWriter, r *http.Request) {
 	api.WriteJSON(w, http.StatusAccepted, c.Status())
 }
 
-// postToken sets a token by hand and verifies it at once.
-func (c *Client) postToken(w http.ResponseWriter, r *http.Request) {
+// objectBody decodes a JSON object body whose members are all among members; an unknown one
+// is a validation error naming it, as api.Unmarshal names it for a struct. Members are read
+// raw so that each endpoint words its own error for a member of the wrong type.
+func objectBody(r *http.Request, members ...string) (map[string]json.RawMessage, error) {
 	var body map[string]json.RawMessage
 	if err := api.DecodeJSON(r, &body); err != nil {
-		api.WriteErr(w, err)
-		return
+		return nil, err
 	}
 	for k := range body {
-		if k != "token" {
-			api.WriteErr(w, api.Validation("token", "unknown member %q", k))
-			return
+		if !slices.Contains(members, k) {
+			return nil, api.Validation(k, "unknown member %q", k)
 		}
+	}
+	return body, nil
+}
+
+// postToken sets a token by hand and verifies it at once.
+func (c *Client) postToken(w http.ResponseWriter, r *http.Request) {
+	body, err := objectBody(r, "token")
+	if err != nil {
+		api.WriteErr(w, err)
+		return
 	}
 	var tok string
 	if raw, ok := body["token"]; !ok || json.Unmarshal(raw, &tok) != nil {
@@ -199,7 +210,7 @@ func (c *Client) postToken(w http.ResponseWriter, r *http.Request) {
 		api.WriteErr(w, api.Validation("token", "token must be 1..4096 characters without spaces"))
 		return
 	}
-	err := c.tm.setToken(r.Context(), tok)
+	err = c.tm.setToken(r.Context(), tok)
 	switch {
 	case errors.Is(err, ErrNoServer):
 		api.WriteErr(w, noServer())
@@ -220,16 +231,10 @@ func (c *Client) postToken(w http.ResponseWriter, r *http.Request) {
 // postPut sends a PUT to the server through the stream: 202 at once; the answer shows up in
 // GET /sk/put.
 func (c *Client) postPut(w http.ResponseWriter, r *http.Request) {
-	var body map[string]json.RawMessage
-	if err := api.DecodeJSON(r, &body); err != nil {
+	body, err := objectBody(r, "path", "value")
+	if err != nil {
 		api.WriteErr(w, err)
 		return
-	}
-	for k := range body {
-		if k != "path" && k != "value" {
-			api.WriteErr(w, api.Validation(k, "unknown member %q", k))
-			return
-		}
 	}
 	var path string
 	if raw, ok := body["path"]; !ok || json.Unmarshal(raw, &path) != nil || !validPath(path) {
@@ -249,7 +254,7 @@ func (c *Client) postPut(w http.ResponseWriter, r *http.Request) {
 	rec := &PutRecord{Path: path, Value: value, State: "PENDING", sent: c.clk.Now(), prev: c.lastPut}
 	c.lastPut = rec
 	c.mu.Unlock()
-	err := c.Put(path, value, func(a sk.PutAnswer) {
+	err = c.Put(path, value, func(a sk.PutAnswer) {
 		c.mu.Lock()
 		rec.State, rec.StatusCode, rec.Message = a.State, a.StatusCode, a.Message
 		c.mu.Unlock()

@@ -32,8 +32,8 @@ func TestRealServerTokenToStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRig(t, nil, func(o *Options) { o.Stream = StreamFrom(st) })
-	r.cfg.set("sk", "server_host", s.Host)
-	r.cfg.set("sk", "server_port", s.Port)
+	r.cfg.Set("sk", "server_host", s.Host)
+	r.cfg.Set("sk", "server_port", s.Port)
 	r.start()
 	c = r.c
 	r.approveOn(ctx, s)

@@ -121,7 +121,7 @@ func TestStream401RecheckOKResumesRealStream(t *testing.T) {
 func TestStreamResumeOnlyAfterRefusal(t *testing.T) {
 	p, r := tokenRig(t, false, nil)
 	h, _ := p.hostPort()
-	r.cfg.set("sk", "check_s", 600)
+	r.cfg.Set("sk", "check_s", 600)
 	r.start()
 	r.waitState(StateApproved, true)
 	eventually(t, "stream target", func() bool { return r.stream.target().Token == "tok1" })

@@ -318,9 +318,13 @@ func (m *tokenMachine) call(token, method, path string, body []byte) (*response,
 	return resp, err
 }
 
-// transportFailed handles a call that got no HTTP status. It answers true when it moved the
-// machine (a certificate refusal), false when the caller applies its own retry.
-func (m *tokenMachine) transportFailed(err error) bool {
+// noStatus handles a call that got no HTTP status and reports whether it did: a certificate
+// refusal moves the machine; otherwise the server is noted unreachable and the caller's retry
+// runs with the reason.
+func (m *tokenMachine) noStatus(resp *response, err error, retry func(reason string)) bool {
+	if err == nil || resp != nil {
+		return false
+	}
 	if errors.Is(err, errCert) {
 		m.certError(err)
 		return true
@@ -328,7 +332,8 @@ func (m *tokenMachine) transportFailed(err error) bool {
 	if m.srv != nil {
 		m.unreachable(*m.srv)
 	}
-	return false
+	retry("server unreachable: " + short(err))
+	return true
 }
 
 func (m *tokenMachine) nextBackoff() time.Duration {
@@ -348,17 +353,15 @@ func (m *tokenMachine) doRequest() {
 	body, _ := json.Marshal(map[string]string{
 		"clientId": m.clientID, "description": m.description(), "permissions": m.permissions()})
 	resp, err := m.call("", http.MethodPost, pathRequests, body)
-	if err != nil && resp == nil {
-		if m.transportFailed(err) {
-			return
-		}
-		m.to(StateError, "server unreachable: "+short(err))
+	retry := func(reason string) {
+		m.to(StateError, reason)
 		m.after(m.nextBackoff(), m.retryRequest)
+	}
+	if m.noStatus(resp, err, retry) {
 		return
 	}
 	if err != nil { // truncated
-		m.to(StateError, short(err))
-		m.after(m.nextBackoff(), m.retryRequest)
+		retry(short(err))
 		return
 	}
 	switch {
@@ -421,17 +424,15 @@ func (m *tokenMachine) retryRequest() {
 // doPoll polls the pending request's href.
 func (m *tokenMachine) doPoll() {
 	resp, err := m.call("", http.MethodGet, m.rec.Href, nil)
-	if err != nil && resp == nil {
-		if m.transportFailed(err) {
-			return
-		}
-		m.reason = "server unreachable: " + short(err)
+	retry := func(reason string) {
+		m.reason = reason
 		m.schedulePoll()
+	}
+	if m.noStatus(resp, err, retry) {
 		return
 	}
 	if err != nil {
-		m.reason = short(err)
-		m.schedulePoll()
+		retry(short(err))
 		return
 	}
 	out, tok := classifyPoll(resp.Status, resp.Body)
@@ -527,12 +528,17 @@ func (m *tokenMachine) doVerify() {
 		return
 	}
 	resp, err := m.call(m.rec.Token, http.MethodGet, pathSelf, nil)
-	if err != nil && resp == nil {
-		if m.transportFailed(err) {
-			return
-		}
-		m.reason = "server unreachable: " + short(err)
+	m.judgeVerify(resp, err, "")
+}
+
+// judgeVerify moves the machine on the answer to a token check (GET /signalk/v1/api/self):
+// approved with the reason why, refused, or checked again after the error backoff.
+func (m *tokenMachine) judgeVerify(resp *response, err error, why string) {
+	retry := func(reason string) {
+		m.reason = reason
 		m.after(m.verifyRetry(), m.doVerify)
+	}
+	if m.noStatus(resp, err, retry) {
 		return
 	}
 	status := resp.Status
@@ -543,17 +549,14 @@ func (m *tokenMachine) doVerify() {
 		if json.Unmarshal(resp.Body, &self) == nil {
 			m.learnSelf(strings.TrimPrefix(self, "vessels."))
 		}
-		m.to(StateApproved, "")
+		m.to(StateApproved, why)
 		m.after(m.checkEvery(), m.doVerify)
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		m.rejected(fmt.Sprintf("token refused (%d)", status))
+	case err != nil:
+		retry(short(err))
 	default:
-		if err != nil {
-			m.reason = short(err)
-		} else {
-			m.reason = fmt.Sprintf("verify answered %d: %s", status, snippet(resp.Body))
-		}
-		m.after(m.verifyRetry(), m.doVerify)
+		retry(fmt.Sprintf("verify answered %d: %s", status, snippet(resp.Body)))
 	}
 }
 
@@ -754,25 +757,7 @@ func (m *tokenMachine) setToken(ctx context.Context, tok string) error {
 		m.rec = record{Token: tok}
 		m.save()
 		m.to(StateVerifying, "token set by the operator")
-		if cerr != nil && resp == nil {
-			if m.transportFailed(cerr) {
-				return
-			}
-			m.reason = "server unreachable: " + short(cerr)
-			m.after(m.verifyRetry(), m.doVerify)
-			return
-		}
-		if verified(resp, cerr) {
-			var self string
-			if json.Unmarshal(resp.Body, &self) == nil {
-				m.learnSelf(strings.TrimPrefix(self, "vessels."))
-			}
-			m.to(StateApproved, "token set by the operator")
-			m.after(m.checkEvery(), m.doVerify)
-			return
-		}
-		m.reason = fmt.Sprintf("verify answered %d", resp.Status)
-		m.after(m.verifyRetry(), m.doVerify)
+		m.judgeVerify(resp, cerr, "token set by the operator")
 	})
 	if e != nil {
 		return e

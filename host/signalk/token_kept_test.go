@@ -122,7 +122,7 @@ func TestTokenKeptWhileApproved(t *testing.T) {
 	for _, f := range verifyFaults {
 		t.Run(f.name, func(t *testing.T) {
 			p, r := tokenRig(t, false, nil)
-			r.cfg.set("sk", "check_s", 600)
+			r.cfg.Set("sk", "check_s", 600)
 			r.start()
 			r.waitState(StateApproved, true)
 			waitTarget(t, r, "with the token", func(tg Target) bool { return tg.Token == "tok1" })
@@ -231,7 +231,7 @@ func TestCertErrorResumesAfterRenewal(t *testing.T) {
 			}},
 		{name: "APPROVED", prev: StateApproved,
 			setup: func(t *testing.T, p *peer, r *rig) {
-				r.cfg.set("sk", "check_s", 600)
+				r.cfg.Set("sk", "check_s", 600)
 				r.keep(p, record{Token: "tok1"})
 			},
 			reach:  func(_ *testing.T, r *rig) { r.waitState(StateApproved, true) },

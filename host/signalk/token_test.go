@@ -96,7 +96,7 @@ func TestTokenPollBackoff(t *testing.T) {
 func TestTokenApprovedVerifiedApproved(t *testing.T) {
 	p := approvingPeer(t)
 	r := newRig(t, p, nil)
-	r.cfg.set("sk", "check_s", 600)
+	r.cfg.Set("sk", "check_s", 600)
 	r.start()
 	r.waitState(StateRequested, true)
 	r.clk.Advance(PollFirst)
@@ -379,9 +379,17 @@ func TestTokenSetByHand(t *testing.T) {
 	if tg := r.stream.target(); tg.Token != "good" {
 		t.Fatalf("stream target %+v", tg)
 	}
-	for _, body := range []string{`{}`, `{"token":""}`, `{"token":5}`, `{"token":"a","x":1}`, `{"token":"a b"}`} {
-		if rec := postJSON(t, r.c.postToken, body); rec.Code != http.StatusBadRequest {
-			t.Fatalf("%s: %d", body, rec.Code)
+	for _, tc := range []struct{ body, path string }{
+		{`{}`, "token"},
+		{`{"token":""}`, "token"},
+		{`{"token":5}`, "token"},
+		{`{"token":"a","x":1}`, "x"},
+		{`{"token":"a b"}`, "token"},
+		{`[]`, ""},
+	} {
+		rec := postJSON(t, r.c.postToken, tc.body)
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"path":"`+tc.path+`"`) {
+			t.Fatalf("%s: %d %s, want 400 naming %q", tc.body, rec.Code, rec.Body, tc.path)
 		}
 	}
 }

@@ -82,14 +82,21 @@ func benchPaths(n int) []string {
 	return ps
 }
 
-// BenchmarkPublishNumber is the caller's cost of one published number (connected, 100 ms
-// batches, 64 distinct paths).
-func BenchmarkPublishNumber(b *testing.B) {
+// benchPublisher is a stream connected to a reading peer with the default settings and the 64
+// paths it publishes to, the timer reset: what the caller-cost benchmarks share.
+func benchPublisher(b *testing.B) (*Stream, []string) {
 	url, _ := benchPeer(b, false)
 	s := benchStream(b, url)
 	paths := benchPaths(64)
 	b.ReportAllocs()
 	b.ResetTimer()
+	return s, paths
+}
+
+// BenchmarkPublishNumber is the caller's cost of one published number (connected, 100 ms
+// batches, 64 distinct paths).
+func BenchmarkPublishNumber(b *testing.B) {
+	s, paths := benchPublisher(b)
 	for i := 0; i < b.N; i++ {
 		if err := s.PublishNumber(paths[i&63], float64(i)); err != nil {
 			b.Fatal(err)
@@ -99,11 +106,7 @@ func BenchmarkPublishNumber(b *testing.B) {
 
 // BenchmarkPublishParallel publishes from every P at once.
 func BenchmarkPublishParallel(b *testing.B) {
-	url, _ := benchPeer(b, false)
-	s := benchStream(b, url)
-	paths := benchPaths(64)
-	b.ReportAllocs()
-	b.ResetTimer()
+	s, paths := benchPublisher(b)
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {

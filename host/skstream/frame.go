@@ -386,18 +386,20 @@ func subscribeFrame(patterns []string) []byte {
 // subscribed is sent again right after it.
 var unsubscribeAllFrame = []byte(`{"context":"*","unsubscribe":[{"path":"*"}]}`)
 
+// putRequest is the frame that asks the server to set a path.
+type putRequest struct {
+	Context   string  `json:"context"`
+	RequestID string  `json:"requestId"`
+	Put       putBody `json:"put"`
+}
+
+type putBody struct {
+	Path  string          `json:"path"`
+	Value json.RawMessage `json:"value"`
+}
+
 func putRequestFrame(requestID, path string, value json.RawMessage) []byte {
-	b, _ := json.Marshal(struct {
-		Context   string `json:"context"`
-		RequestID string `json:"requestId"`
-		Put       struct {
-			Path  string          `json:"path"`
-			Value json.RawMessage `json:"value"`
-		} `json:"put"`
-	}{Context: "vessels.self", RequestID: requestID, Put: struct {
-		Path  string          `json:"path"`
-		Value json.RawMessage `json:"value"`
-	}{path, value}})
+	b, _ := json.Marshal(putRequest{Context: "vessels.self", RequestID: requestID, Put: putBody{path, value}})
 	return b
 }
 

@@ -59,20 +59,8 @@ func (p *peer) set(fn func(p *peer)) {
 	fn(p)
 }
 
-// wireDelta is an outbound delta as the server reads it.
-type wireDelta struct {
-	Context string `json:"context"`
-	Updates []struct {
-		Timestamp *string `json:"timestamp"`
-		Source    struct {
-			Label string `json:"label"`
-		} `json:"source"`
-		Values []struct {
-			Path  string          `json:"path"`
-			Value json.RawMessage `json:"value"`
-		} `json:"values"`
-	} `json:"updates"`
-}
+// wireDelta is an outbound delta as the server reads it, with the tests' view of its values.
+type wireDelta struct{ skpeer.Delta }
 
 // nextDelta reads the next frame, which must be a delta with one update.
 func nextDelta(t *testing.T, c *skpeer.Conn) wireDelta {

@@ -46,29 +46,21 @@ func (s *Stream) SetTarget(t *Target) {
 		c := *t
 		t = &c
 	}
-	s.mu.Lock()
-	s.target = t
-	s.targetGen++
-	s.unauth, s.certErr = false, false
-	s.round, s.nextDial = 0, time.Time{}
-	end := s.dropLinkLocked()
-	s.mu.Unlock()
-	if end != nil {
-		end.end(deliberate("target changed"))
-	}
-	s.kickManager()
-	s.noteStatus()
+	s.relink("target changed", func() {
+		s.target = t
+		s.targetGen++
+		s.unauth, s.certErr = false, false
+		s.dialNowLocked()
+	})
 }
 
 // Retry lifts a stop after a 401, 403 or certificate error and ends any backoff wait: the
 // current target is dialed at once. A live connection is left alone.
 func (s *Stream) Retry() {
-	s.mu.Lock()
-	s.unauth, s.certErr = false, false
-	s.round, s.nextDial = 0, time.Time{}
-	s.mu.Unlock()
-	s.kickManager()
-	s.noteStatus()
+	s.relink("", func() {
+		s.unauth, s.certErr = false, false
+		s.dialNowLocked()
+	})
 }
 
 // Connected reports whether the stream has consumed the hello of a live connection.
@@ -80,40 +72,47 @@ func (s *Stream) Connected() bool {
 
 // NetworkUp is the device's network-up notification: dial at once.
 func (s *Stream) NetworkUp() {
-	s.mu.Lock()
-	s.netUp = true
-	s.round, s.nextDial = 0, time.Time{}
-	s.mu.Unlock()
-	s.kickManager()
-	s.noteStatus()
+	s.relink("", func() {
+		s.netUp = true
+		s.dialNowLocked()
+	})
 }
 
 // NetworkDown is the network-down notification: close the socket, stop dialing, keep buffering.
 func (s *Stream) NetworkDown() {
-	s.mu.Lock()
-	s.netUp = false
-	end := s.dropLinkLocked()
-	s.mu.Unlock()
-	if end != nil {
-		end.end(deliberate("network down"))
-	}
-	s.kickManager()
-	s.noteStatus()
+	s.relink("network down", func() { s.netUp = false })
 }
 
 // NetworkChanged is the CHANGED edge (route moved or address changed): the socket is bound to
 // the old route, so close it and dial again at once.
 func (s *Stream) NetworkChanged() {
+	s.relink("network changed", func() {
+		s.netUp = true
+		s.dialNowLocked()
+	})
+}
+
+// relink is how the link's inputs change: change runs under the lock; when closeWhy is not ""
+// the dial in progress and the live socket are ended deliberately (not a failure that backs
+// off); then the manager wakes to act on the new state at once.
+func (s *Stream) relink(closeWhy string, change func()) {
 	s.mu.Lock()
-	s.netUp = true
-	s.round, s.nextDial = 0, time.Time{}
-	end := s.dropLinkLocked()
+	change()
+	var end *session
+	if closeWhy != "" {
+		end = s.dropLinkLocked()
+	}
 	s.mu.Unlock()
 	if end != nil {
-		end.end(deliberate("network changed"))
+		end.end(deliberate(closeWhy))
 	}
 	s.kickManager()
 	s.noteStatus()
+}
+
+// dialNowLocked ends any backoff: the next dial is due at once.
+func (s *Stream) dialNowLocked() {
+	s.round, s.nextDial = 0, time.Time{}
 }
 
 // dropLinkLocked aborts a dial in progress and returns the session to end (outside the lock).

@@ -66,6 +66,23 @@ func matchPattern(pattern, path string) bool {
 	return pattern == path
 }
 
+// Route answers the entry of byPattern whose pattern owns path, the way the stream routes an
+// inbound PUT: the exact path first, else the family with the longest prefix; ok is false when
+// no pattern selects the path. Code that routes beside the stream uses it to agree with it.
+func Route[T any](byPattern map[string]T, path string) (owner T, ok bool) {
+	if v, found := byPattern[path]; found {
+		return v, true
+	}
+	bestLen := -1
+	for pat, v := range byPattern {
+		prefix, family := strings.CutSuffix(pat, "*")
+		if family && strings.HasPrefix(path, prefix) && len(prefix) > bestLen {
+			owner, ok, bestLen = v, true, len(prefix)
+		}
+	}
+	return owner, ok
+}
+
 // covers reports whether pattern a selects every path pattern b selects.
 func covers(a, b string) bool {
 	pa, fa := strings.CutSuffix(a, "*")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 
 	"github.com/google/uuid"
@@ -284,30 +283,13 @@ func (s *Stream) answer(id, state string, code int, msg string) {
 // inboundWorker runs PUT handlers one request at a time, in arrival order, off the read loop.
 func (s *Stream) inboundWorker() {
 	defer s.cbWG.Done()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case req := <-s.inQ:
-			s.handleInbound(req)
-		}
-	}
+	each(s.ctx, s.inQ, s.handleInbound)
 }
 
-// handlerLocked finds the handler for a path: exact first, then the longest family prefix.
+// handlerLocked finds the handler for a path the way Route picks its pattern.
 func (s *Stream) handlerLocked(path string) *PutPath {
-	if h, ok := s.handlers[path]; ok {
-		return h
-	}
-	var best *PutPath
-	bestLen := -1
-	for pat, h := range s.handlers {
-		prefix, family := strings.CutSuffix(pat, "*")
-		if family && strings.HasPrefix(path, prefix) && len(prefix) > bestLen {
-			best, bestLen = h, len(prefix)
-		}
-	}
-	return best
+	h, _ := Route(s.handlers, path)
+	return h
 }
 
 // answerError carries the status and message a handler wants answered.

@@ -15,19 +15,10 @@ import (
 	"devhost/host/skstream/skpeer"
 )
 
-type putFrame struct {
-	Context   string `json:"context"`
-	RequestID string `json:"requestId"`
-	Put       struct {
-		Path  string          `json:"path"`
-		Value json.RawMessage `json:"value"`
-	} `json:"put"`
-}
-
-func readPut(t *testing.T, c *skpeer.Conn) putFrame {
+func readPut(t *testing.T, c *skpeer.Conn) putRequest {
 	t.Helper()
 	b := c.Next(t)
-	var p putFrame
+	var p putRequest
 	if err := json.Unmarshal(b, &p); err != nil || p.RequestID == "" {
 		t.Fatalf("not a PUT frame: %s", b)
 	}

@@ -187,7 +187,7 @@ func (s *Stream) SetSettings(st Settings) {
 		end = s.dropLinkLocked()
 	}
 	if !old.WSEnabled && st.WSEnabled {
-		s.round, s.nextDial = 0, time.Time{}
+		s.dialNowLocked()
 	}
 	s.wakeWriterLocked()
 	s.mu.Unlock()
@@ -297,14 +297,22 @@ func (s *Stream) noteDropsLocked() {
 
 func (s *Stream) notifier() {
 	defer s.wg.Done()
+	each(s.ctx, s.statusCh, func(struct{}) {
+		if s.opts.OnStatus != nil {
+			s.opts.OnStatus(s.Status())
+		}
+	})
+}
+
+// each calls fn with every item of ch, one at a time, until ctx ends: the loop of the
+// stream's single-purpose goroutines.
+func each[T any](ctx context.Context, ch <-chan T, fn func(T)) {
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			return
-		case <-s.statusCh:
-			if s.opts.OnStatus != nil {
-				s.opts.OnStatus(s.Status())
-			}
+		case v := <-ch:
+			fn(v)
 		}
 	}
 }

@@ -418,6 +418,21 @@ func TestCoverAndMatch(t *testing.T) {
 			t.Errorf("cover(%v) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
+	owners := map[string]string{"a.b": "exact", "a.*": "a.", "a.b*": "a.b", "*": "all"}
+	route := []struct{ path, want string }{
+		{"a.b", "exact"},
+		{"a.bc", "a.b"},
+		{"a.c", "a."},
+		{"x", "all"},
+	}
+	for _, tc := range route {
+		if got, ok := Route(owners, tc.path); !ok || got != tc.want {
+			t.Errorf("Route(%q) = %q %v, want %q", tc.path, got, ok, tc.want)
+		}
+	}
+	if got, ok := Route(map[string]string{"a.*": "a."}, "b"); ok {
+		t.Errorf("Route(b) = %q, want none", got)
+	}
 }
 
 func TestCloseDoesNotWaitForAStuckCallback(t *testing.T) {

@@ -15,10 +15,7 @@ import (
 func TestDocumentShape(t *testing.T) {
 	r := newRig(t)
 	ca := testcert.NewCA(t, "Boat CA")
-	srv := newTLSServer(t, ca.Issue(t, testcert.Loopback), nil)
-	if err := r.get(t, srv.Addr()); err != nil {
-		t.Fatal(err)
-	}
+	srv := r.firstUse(t, ca)
 	var rt http.HandlerFunc
 	var paths []string
 	for _, x := range r.m.Routes() {
@@ -125,12 +122,12 @@ func TestEvents(t *testing.T) {
 	}
 	n = r.eventCount()
 	retries := r.retries.Load()
-	r.cfg.set("tls_trust", ModeBundle)
+	r.cfg.Set("sk", "tls_trust", ModeBundle)
 	if r.eventCount() != n+1 || r.lastEvent().Mode != ModeBundle || r.retries.Load() != retries+1 {
 		t.Fatal("a trust mode change did not publish and retry")
 	}
 	n = r.eventCount()
-	r.cfg.set("batch_ms", "5")
+	r.cfg.Set("sk", "batch_ms", "5")
 	if r.eventCount() != n {
 		t.Fatal("an unrelated key published")
 	}

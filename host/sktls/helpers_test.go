@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"devhost/host/signalk/sktest"
+	"devhost/host/signalk/sktest/testcert"
 	"devhost/host/store"
 
 	"github.com/jonboulle/clockwork"
@@ -68,62 +70,16 @@ func newTLSServer(t testing.TB, c tls.Certificate, h http.Handler) *tlsServer {
 	return s
 }
 
-// fakeConfig is the sk.* configuration.
-type fakeConfig struct {
-	mu        sync.Mutex
-	strs      map[string]string
-	blobs     map[string][]byte
-	listeners []func(ns, key string)
-}
-
-func newFakeConfig() *fakeConfig {
-	return &fakeConfig{strs: map[string]string{"scheme": "auto", "tls_trust": "tofu"}, blobs: map[string][]byte{}}
-}
-
-func (f *fakeConfig) String(ns, key string) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if ns != "sk" {
-		return ""
-	}
-	return f.strs[key]
-}
-
-func (f *fakeConfig) Blob(ns, key string) []byte {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if ns != "sk" {
-		return nil
-	}
-	return append([]byte(nil), f.blobs[key]...)
-}
-
-func (f *fakeConfig) OnChange(fn func(ns, key string)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.listeners = append(f.listeners, fn)
-}
-
-func (f *fakeConfig) set(key string, v any) {
-	f.mu.Lock()
-	switch v := v.(type) {
-	case string:
-		f.strs[key] = v
-	case []byte:
-		f.blobs[key] = v
-	}
-	ls := append([]func(string, string){}, f.listeners...)
-	f.mu.Unlock()
-	for _, fn := range ls {
-		fn("sk", key)
-	}
+// newFakeConfig is the configuration of the tests with the sk.* defaults the component reads.
+func newFakeConfig() *sktest.Config {
+	return sktest.NewConfig(map[string]any{"sk.scheme": "auto", "sk.tls_trust": "tofu"})
 }
 
 // rig is a manager with its store, configuration, fake clock and recorded side effects.
 type rig struct {
 	m       *Manager
 	st      *store.Store
-	cfg     *fakeConfig
+	cfg     *sktest.Config
 	clock   *clockwork.FakeClock
 	path    string
 	retries atomic.Int64
@@ -198,6 +154,17 @@ func (r *rig) get(t testing.TB, addr string) error {
 	}
 	_ = resp.Body.Close()
 	return nil
+}
+
+// firstUse serves a loopback leaf issued by ca and makes the first connection to it, the one
+// that captures the pin in tofu; the server stays up for what the test does next.
+func (r *rig) firstUse(t testing.TB, ca *testcert.CA) *tlsServer {
+	t.Helper()
+	srv := newTLSServer(t, ca.Issue(t, testcert.Loopback), nil)
+	if err := r.get(t, srv.Addr()); err != nil {
+		t.Fatalf("first use: %v", err)
+	}
+	return srv
 }
 
 func (r *rig) storedPin(t testing.TB, addr string) (*anchor, bool) {

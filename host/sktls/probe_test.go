@@ -234,7 +234,7 @@ func TestProbeGuess(t *testing.T) {
 		t.Fatal("an answer was not remembered")
 	}
 	// A change of the server setting forgets it.
-	r.cfg.set("server_port", "1")
+	r.cfg.Set("sk", "server_port", "1")
 	if _, err := r.m.Resolve(context.Background(), host, port, ""); err != nil || srv.accepts.Load() != n+1 {
 		t.Fatal("the remembered answer survived a server change")
 	}
@@ -269,7 +269,7 @@ func TestResolveWithoutProbe(t *testing.T) {
 	}
 	for _, tc := range cases {
 		r := newRig(t)
-		r.cfg.set("scheme", tc.scheme)
+		r.cfg.Set("sk", "scheme", tc.scheme)
 		ep, err := r.m.Resolve(context.Background(), host, port, tc.advertised)
 		if err != nil || ep.Scheme != tc.want || ep.Source != tc.source || ep.Guess {
 			t.Fatalf("%+v: %+v %v", tc, ep, err)

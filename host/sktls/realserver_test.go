@@ -225,7 +225,7 @@ func TestRealServerTLS(t *testing.T) {
 	if err := s.Restart(ctx, testcert.Files(t, ca2.Issue(t, testcert.Leaf{DNS: []string{"boat.example"}}))); err != nil {
 		t.Fatal(err)
 	}
-	r.cfg.set("tls_trust", ModeCA)
+	r.cfg.Set("sk", "tls_trust", ModeCA)
 	if err := verify(); !IsCertError(err) {
 		t.Fatalf("ca mode without a CA: %v", err)
 	}

@@ -23,11 +23,7 @@ import (
 func TestTOFUCAAnchor(t *testing.T) {
 	r := newRig(t)
 	ca1 := testcert.NewCA(t, "Boat CA")
-	srv := newTLSServer(t, ca1.Issue(t, testcert.Loopback), nil)
-
-	if err := r.get(t, srv.Addr()); err != nil {
-		t.Fatalf("first use: %v", err)
-	}
+	srv := r.firstUse(t, ca1)
 	pin, ok := r.storedPin(t, srv.Addr())
 	if !ok {
 		t.Fatal("first use not pinned after an HTTP status")
@@ -278,7 +274,7 @@ func TestStaleCaptureNotCommitted(t *testing.T) {
 // pinned; a chain from another CA or no CA at all is cert_error.
 func TestCAMode(t *testing.T) {
 	r := newRig(t)
-	r.cfg.set("tls_trust", ModeCA)
+	r.cfg.Set("sk", "tls_trust", ModeCA)
 	ca1, ca2 := testcert.NewCA(t, "Config CA"), testcert.NewCA(t, "Operator CA")
 	srv := newTLSServer(t, ca1.Issue(t, testcert.Leaf{DNS: []string{"not-this-host.example"}}), nil)
 
@@ -286,7 +282,7 @@ func TestCAMode(t *testing.T) {
 		t.Fatalf("no CA: reason %q", got)
 	}
 	retries := r.retries.Load()
-	r.cfg.set("ca_pem", []byte(pemOf(ca1.Cert)))
+	r.cfg.Set("sk", "ca_pem", []byte(pemOf(ca1.Cert)))
 	if r.retries.Load() != retries+1 {
 		t.Fatal("a new sk.ca_pem did not ask for a retry")
 	}
@@ -321,7 +317,7 @@ func TestCAMode(t *testing.T) {
 		t.Fatalf("operator CA after restart: %v", err)
 	}
 	// sk.ca_pem that is not PEM counts as no CA and says so.
-	r.cfg.set("ca_pem", []byte("garbage"))
+	r.cfg.Set("sk", "ca_pem", []byte("garbage"))
 	srv.set(ca1.Issue(t, testcert.Loopback))
 	if got := certErrReason(t, r.get(t, srv.Addr())); got != ReasonUntrusted {
 		t.Fatalf("unusable sk.ca_pem: reason %q", got)
@@ -423,7 +419,7 @@ func TestBundleMode(t *testing.T) {
 			} else {
 				r = newRig(t)
 			}
-			r.cfg.set("tls_trust", ModeBundle)
+			r.cfg.Set("sk", "tls_trust", ModeBundle)
 			srv := newTLSServer(t, tc.cert, nil)
 			err := r.get(t, srv.Addr())
 			if tc.ok && err != nil {
@@ -454,10 +450,7 @@ func TestBundleMode(t *testing.T) {
 func TestOperatorCAInTOFU(t *testing.T) {
 	r := newRig(t)
 	ca1, ca2 := testcert.NewCA(t, "Old CA"), testcert.NewCA(t, "New CA")
-	srv := newTLSServer(t, ca1.Issue(t, testcert.Loopback), nil)
-	if err := r.get(t, srv.Addr()); err != nil {
-		t.Fatal(err)
-	}
+	srv := r.firstUse(t, ca1)
 	srv.set(ca2.Issue(t, testcert.Loopback))
 	if got := certErrReason(t, r.get(t, srv.Addr())); got != ReasonMismatch {
 		t.Fatalf("reason %q", got)
@@ -483,11 +476,8 @@ func TestOperatorCAInTOFU(t *testing.T) {
 func TestDeleteKeepsOperatorCA(t *testing.T) {
 	r := newRig(t)
 	opCA, cfgCA, other := testcert.NewCA(t, "Operator CA"), testcert.NewCA(t, "Config CA"), testcert.NewCA(t, "Other CA")
-	r.cfg.set("ca_pem", []byte(pemOf(cfgCA.Cert)))
-	srv := newTLSServer(t, opCA.Issue(t, testcert.Loopback), nil)
-	if err := r.get(t, srv.Addr()); err != nil {
-		t.Fatalf("first use: %v", err)
-	}
+	r.cfg.Set("sk", "ca_pem", []byte(pemOf(cfgCA.Cert)))
+	srv := r.firstUse(t, opCA)
 	if _, ok := r.storedPin(t, srv.Addr()); !ok {
 		t.Fatal("first use captured nothing")
 	}
@@ -531,7 +521,7 @@ func TestDeleteKeepsOperatorCA(t *testing.T) {
 
 	// ca mode: the kept CA anchors the server, whatever its names, and pins nothing; a chain
 	// from another CA is still refused, and a further DELETE changes none of that.
-	r.cfg.set("tls_trust", ModeCA)
+	r.cfg.Set("sk", "tls_trust", ModeCA)
 	srv.set(opCA.Issue(t, testcert.Leaf{DNS: []string{"boat.example"}}))
 	for _, step := range []string{"before", "after"} {
 		if err := r.get(t, srv.Addr()); err != nil {

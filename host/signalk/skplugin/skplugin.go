@@ -20,6 +20,7 @@ import (
 	"devhost/host/plugin"
 	"devhost/host/signalk"
 	"devhost/host/sk"
+	"devhost/host/skstream"
 )
 
 // MaxStatePaths bounds the PUT-able paths whose state is kept. A path published past it is
@@ -160,21 +161,10 @@ func (a *adapter) current(path string) func() (any, bool) {
 	}
 }
 
-// ownerLocked finds the plugin handler of a path the way the stream routes: the exact pattern
-// first, else the family with the longest prefix.
+// ownerLocked finds the plugin handler of a path the way the stream routes (skstream.Route).
 func (a *adapter) ownerLocked(path string) *patReg {
-	if r := a.pats[path]; r != nil {
-		return r
-	}
-	var best *patReg
-	bestLen := -1
-	for pat, r := range a.pats {
-		prefix, family := strings.CutSuffix(pat, "*")
-		if family && strings.HasPrefix(path, prefix) && len(prefix) > bestLen {
-			best, bestLen = r, len(prefix)
-		}
-	}
-	return best
+	r, _ := skstream.Route(a.pats, path)
+	return r
 }
 
 // dispatch is the one handler the adapter registers with the client: it picks the plugin

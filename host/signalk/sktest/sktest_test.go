@@ -113,3 +113,24 @@ func TestInstallIsIdempotent(t *testing.T) {
 		t.Fatalf("a second install took %s; it must be a no-op", d)
 	}
 }
+
+// Config reads what was set, as the zero value for a missing key or another type, hands out
+// copies of blobs, and tells listeners after the change.
+func TestConfig(t *testing.T) {
+	c := NewConfig(map[string]any{"sk.port": 3000, "sk.scheme": "auto"})
+	var told []string
+	c.OnChange(func(ns, key string) { told = append(told, ns+"."+key+"="+c.String(ns, key)) })
+	c.Set("sk", "scheme", "http")
+	c.Set("sk", "ca", []byte("pem"))
+	if c.Int("sk", "port") != 3000 || c.String("sk", "scheme") != "http" || c.String("sk", "port") != "" || c.Bool("sk", "none") {
+		t.Fatalf("reads: %d %q", c.Int("sk", "port"), c.String("sk", "scheme"))
+	}
+	b := c.Blob("sk", "ca")
+	b[0] = 'x'
+	if string(c.Blob("sk", "ca")) != "pem" || c.Blob("sk", "none") != nil {
+		t.Fatal("Blob does not hand out a copy")
+	}
+	if len(told) != 2 || told[0] != "sk.scheme=http" || told[1] != "sk.ca=" {
+		t.Fatalf("listeners told %v", told)
+	}
+}

@@ -224,23 +224,16 @@ func (s *Server) Close() { s.srv.Close() }
 // Accept waits for the device's next stream connection; it is closed when tb ends.
 func (s *Server) Accept(tb testing.TB) *Conn {
 	tb.Helper()
-	select {
-	case c := <-s.conns:
-		tb.Cleanup(func() { _ = c.WS.Close() })
-		return c
-	case <-time.After(wait):
-		tb.Fatalf("skpeer: the device opened no stream connection within %v", wait)
-	}
-	return nil
+	c := within(tb, s.conns, "the device opened no stream connection")
+	tb.Cleanup(func() { _ = c.WS.Close() })
+	return c
 }
 
 // ExpectNoConn fails when the device opens a stream connection in the next moment.
 func (s *Server) ExpectNoConn(tb testing.TB) {
 	tb.Helper()
-	select {
-	case c := <-s.conns:
+	if c, ok := quietFor(s.conns); !ok {
 		tb.Fatalf("skpeer: unexpected stream connection %s", c.Req.URL)
-	case <-time.After(quiet):
 	}
 }
 
@@ -281,32 +274,43 @@ func (c *Conn) SendPut(tb testing.TB, id, path, value string) {
 // Next waits for the device's next frame.
 func (c *Conn) Next(tb testing.TB) []byte {
 	tb.Helper()
-	select {
-	case b := <-c.frames:
-		return b
-	case <-time.After(wait):
-		tb.Fatalf("skpeer: the device sent no frame within %v", wait)
-	}
-	return nil
+	return within(tb, c.frames, "the device sent no frame")
 }
 
 // ExpectNone fails when the device sends a frame in the next moment.
 func (c *Conn) ExpectNone(tb testing.TB) {
 	tb.Helper()
-	select {
-	case b := <-c.frames:
+	if b, ok := quietFor(c.frames); !ok {
 		tb.Fatalf("skpeer: unexpected frame %s", b)
-	case <-time.After(quiet):
 	}
 }
 
 // WaitClosed waits for the connection to end.
 func (c *Conn) WaitClosed(tb testing.TB) {
 	tb.Helper()
+	within(tb, c.closed, "the device did not close the stream")
+}
+
+// within receives from ch, failing tb with "<failure> within <wait>" when nothing comes.
+func within[T any](tb testing.TB, ch <-chan T, failure string) T {
+	tb.Helper()
 	select {
-	case <-c.closed:
+	case v := <-ch:
+		return v
 	case <-time.After(wait):
-		tb.Fatalf("skpeer: the device did not close the stream within %v", wait)
+	}
+	tb.Fatalf("skpeer: %s within %v", failure, wait)
+	var zero T
+	return zero
+}
+
+// quietFor reports whether ch stays quiet for the next moment, and what it delivered if not.
+func quietFor[T any](ch <-chan T) (got T, ok bool) {
+	select {
+	case got = <-ch:
+		return got, false
+	case <-time.After(quiet):
+		return got, true
 	}
 }
 
@@ -327,9 +331,14 @@ func (c *Conn) Await(tb testing.TB, what string, match func(frame []byte) bool) 
 	}
 }
 
-// delta is the part of a device delta AwaitValue looks at.
-type delta struct {
+// Delta is a delta frame of the device as the server reads it.
+type Delta struct {
+	Context string `json:"context"`
 	Updates []struct {
+		Timestamp *string `json:"timestamp"`
+		Source    struct {
+			Label string `json:"label"`
+		} `json:"source"`
 		Values []struct {
 			Path  string          `json:"path"`
 			Value json.RawMessage `json:"value"`
@@ -341,7 +350,7 @@ type delta struct {
 func (c *Conn) AwaitValue(tb testing.TB, path, want string) {
 	tb.Helper()
 	c.Await(tb, path+" = "+want, func(b []byte) bool {
-		var d delta
+		var d Delta
 		if json.Unmarshal(b, &d) != nil {
 			return false
 		}
