@@ -32,12 +32,12 @@ func TestEncodeRoundTrip(t *testing.T) {
 		}
 		got := map[string]any{}
 		for k := range tc.want {
-			if v, ok := d.Fields[k]; ok {
+			if v, ok := d.Lookup(k); ok {
 				got[k] = v
 			}
 		}
 		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%d: got %v want %v", tc.pgn, d.Fields, tc.want)
+			t.Errorf("%d: got %v want %v", tc.pgn, d.Map(), tc.want)
 		}
 	}
 	// 126464, a repeating list of PGNs.

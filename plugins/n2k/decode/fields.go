@@ -19,39 +19,109 @@ var (
 	ErrEmpty      = errors.New("no data")
 )
 
-// Decoded is a message with its fields by canboat id. A field whose value is not available
-// is absent. Values are float64, string or []string (bit lookups).
+// Decoded is a message with its fields. A decoded message holds them by their index in its
+// definition (Def); Field, Lookup and At read them, a mapper that resolved a field's index
+// once reads it by At. A field whose value is not available is absent. Values are float64,
+// string or []string (bit lookups).
 type Decoded struct {
 	Header
 	Time        string
 	ID          string // canboat's id of the definition, e.g. "vesselHeading"
 	Description string
-	Fields      map[string]any
-	List        []map[string]any // repeating field set 1
-	List2       []map[string]any // repeating field set 2
-	mem         *decodeMemo      // what DecodeInto keeps from message to message
+	// Def is the definition decoded with and DefN its place among pgn.Definitions(PGN); nil
+	// for a message made by hand, whose fields are ByName.
+	Def    *pgn.PGN
+	DefN   int
+	ByName map[string]any
+	List   []map[string]any // repeating field set 1
+	List2  []map[string]any // repeating field set 2
+	vals   []any            // by index in Def.Fields, the fields before the repeating sets
+	mem    *decodeMemo      // what DecodeInto keeps from message to message
 }
 
-// decodeMemo is what DecodeInto keeps between the messages it decodes into one Decoded: a
-// Fields map per PGN (clearing a map costs as much as the most fields it ever held, so one
-// map for every PGN would cost the largest PGN's clearing every message), and per definition
-// the last value of each field as stored in Fields: a value equal to the last one is stored
-// again without boxing it anew (inside the sandbox an allocation costs about a microsecond,
-// and most fields repeat).
+// decodeMemo is what DecodeInto keeps between the messages it decodes into one Decoded, per
+// definition (by pgn.PGN.Seq): the slice of its field values, and the last value of each
+// field as boxed: a value equal to the last one is stored again without boxing it anew
+// (inside the sandbox an allocation costs about a microsecond, and most fields repeat). A
+// map of fields keyed by name, the earlier way, cost a string hash for every field written
+// and read, a fifth of the plugin's time.
 type decodeMemo struct {
-	fields map[uint32]map[string]any
-	boxes  map[*pgn.PGN][]any
+	slots [][]any // per definition: the values, then the last boxes, each as long as the fields
+}
+
+// slot answers def's values, cleared, and its last boxes.
+func (m *decodeMemo) slot(def *pgn.PGN) (vals, last []any) {
+	if m.slots == nil {
+		m.slots = make([][]any, len(pgn.All()))
+	}
+	n := len(def.Fields) - repeating(def)
+	if n < 0 {
+		n = 0
+	}
+	s := m.slots[def.Seq]
+	if len(s) != 2*n {
+		s = make([]any, 2*n)
+		m.slots[def.Seq] = s
+	}
+	vals, last = s[:n:n], s[n:]
+	clear(vals)
+	return vals, last
+}
+
+// Lookup answers the field with canboat id id, and whether the message has it.
+func (d *Decoded) Lookup(id string) (any, bool) {
+	if d.Def == nil {
+		v, ok := d.ByName[id]
+		return v, ok
+	}
+	fs := d.Def.Fields[:len(d.vals)]
+	for i := range fs {
+		if fs[i].ID == id {
+			v := d.vals[i]
+			return v, v != nil
+		}
+	}
+	return nil, false
+}
+
+// Field answers the field with canboat id id, nil when the message does not have it.
+func (d *Decoded) Field(id string) any {
+	v, _ := d.Lookup(id)
+	return v
+}
+
+// At answers the field at index i of Def.Fields, nil when absent.
+func (d *Decoded) At(i int) any {
+	if i < 0 || i >= len(d.vals) {
+		return nil
+	}
+	return d.vals[i]
+}
+
+// Map answers the fields as a map by canboat id, made anew: for tests and tools, not for
+// message after message.
+func (d *Decoded) Map() map[string]any {
+	if d.Def == nil {
+		return d.ByName
+	}
+	out := make(map[string]any, len(d.vals))
+	for i, v := range d.vals {
+		if v != nil {
+			out[d.Def.Fields[i].ID] = v
+		}
+	}
+	return out
 }
 
 // Number answers a numeric field.
 func (d *Decoded) Number(id string) (float64, bool) {
-	v, ok := d.Fields[id].(float64)
+	v, ok := d.Field(id).(float64)
 	return v, ok
 }
 
 // String answers a string field (a lookup's name, a date, a text).
 func (d *Decoded) String(id string) (string, bool) {
-	v, ok := d.Fields[id].(string)
+	v, ok := d.Field(id).(string)
 	return v, ok
 }
 
@@ -69,14 +139,14 @@ func Decode(m Message) (*Decoded, error) {
 	return d, nil
 }
 
-// DecodeInto is Decode into d, reusing what an earlier DecodeInto into d made (the Fields
-// map of each PGN, the values boxed): a caller decoding message after message allocates
-// little. What d held before is gone, and so are the Fields of an earlier message of the
-// same PGN.
+// DecodeInto is Decode into d, reusing what an earlier DecodeInto into d made (the field
+// slice of each definition, the values boxed): a caller decoding message after message
+// allocates little. What d held before is gone, and so are the fields of an earlier message
+// of the same definition.
 func DecodeInto(m Message, d *Decoded) error {
 	mem := d.mem
 	if mem == nil {
-		mem = &decodeMemo{fields: map[uint32]map[string]any{}, boxes: map[*pgn.PGN][]any{}}
+		mem = &decodeMemo{}
 	}
 	*d = Decoded{mem: mem}
 	defs := pgn.Definitions(m.PGN)
@@ -106,19 +176,11 @@ func DecodeInto(m Message, d *Decoded) error {
 			}
 		}
 	}
-	fields := mem.fields[m.PGN]
-	if fields == nil {
-		fields = make(map[string]any, len(def.Fields))
-		mem.fields[m.PGN] = fields
-	} else {
-		clear(fields)
-	}
-	*d = Decoded{Header: m.Header, Time: m.Time, Fields: fields, mem: mem}
-	boxes := mem.boxes
-	last := boxes[def]
+	vals, last := mem.slot(def)
+	*d = Decoded{Header: m.Header, Time: m.Time, mem: mem}
 	r := &bitReader{data: m.Data}
 	target := int64(-1) // the PGN a PGN-type field named, for conditional fields
-	for i := 0; i < len(def.Fields)-repeating(def); i++ {
+	for i := 0; i < len(vals); i++ {
 		f := &def.Fields[i]
 		if f.CondProprietary && target >= 0 && !IsProprietary(uint32(target)) {
 			continue
@@ -142,14 +204,26 @@ func DecodeInto(m Message, d *Decoded) error {
 			if len(next) == 0 {
 				return fmt.Errorf("pgn %d field %s=%v: %w", m.PGN, f.ID, v, ErrNoMatch)
 			}
-			cands, def = next, next[0]
-			last = boxes[def]
-			f = &def.Fields[i]
-			if f.Description != "" {
-				d.Fields[f.ID] = f.Description
-			} else {
-				d.Fields[f.ID] = float64(f.Match)
+			cands = next
+			if next[0] != def {
+				// Another definition leads: what was read so far moves to its slice.
+				def = next[0]
+				nv, nl := mem.slot(def)
+				copy(nv, vals[:min(i, len(vals))])
+				vals, last = nv, nl
+				if i >= len(vals) {
+					break
+				}
 			}
+			f = &def.Fields[i]
+			var mv value
+			if f.Description != "" {
+				mv = strValue(f.Description)
+			} else {
+				mv = numValue(float64(f.Match))
+			}
+			last[i] = mv.boxed(last[i])
+			vals[i] = last[i]
 			continue
 		}
 		v, ok, stop := readValue(f, r)
@@ -157,16 +231,20 @@ func DecodeInto(m Message, d *Decoded) error {
 			break
 		}
 		if ok {
-			if len(last) != len(def.Fields) {
-				last = make([]any, len(def.Fields))
-				boxes[def] = last
-			}
 			b := v.boxed(last[i])
 			last[i] = b
-			d.Fields[f.ID] = b
+			vals[i] = b
 			if f.Kind == pgn.KindPGN && v.kind == kindNum {
 				target = int64(v.num)
 			}
+		}
+	}
+	d.Def, d.vals = def, vals
+	d.DefN = 0
+	for i := range defs {
+		if &defs[i] == def {
+			d.DefN = i
+			break
 		}
 	}
 	d.ID, d.Description = def.ID, def.Description
@@ -197,7 +275,7 @@ func readRepeating(def *pgn.PGN, d *Decoded, r *bitReader, start, size, countFie
 	}
 	count := 2048
 	if countField > 0 && countField <= len(def.Fields) {
-		n, ok := d.Fields[def.Fields[countField-1].ID].(float64)
+		n, ok := d.At(countField - 1).(float64)
 		if !ok {
 			return []map[string]any{}
 		}
@@ -358,7 +436,7 @@ func readValue(f *pgn.Field, r *bitReader) (value, bool, bool) {
 		var names []string
 		for i := 0; i < f.BitLength && r.left() > 0; i++ {
 			if r.bits(1) == 1 {
-				if n, ok := pgn.BitName(f.BitLookup, i); ok {
+				if n, ok := f.BitName(i); ok {
 					names = append(names, n)
 				} else {
 					names = append(names, "Unknown bit "+strconv.Itoa(i))
@@ -420,7 +498,7 @@ func readValue(f *pgn.Field, r *bitReader) (value, bool, bool) {
 		if f.ID == "timeStamp" && v < 60 {
 			return strValue(strconv.FormatFloat(v, 'f', -1, 64)), true, false
 		}
-		if name, ok := pgn.LookupName(f.Lookup, int64(v)); ok {
+		if name, ok := f.LookupName(int64(v)); ok {
 			return strValue(name), true, false
 		}
 		if f.BitLength > 1 && isMax(f.BitLength, raw, f.Signed) {
@@ -446,7 +524,7 @@ func readField(f *pgn.Field, r *bitReader) (any, bool, bool) {
 	return v.any(), ok, stop
 }
 
-// value is a field's value before it is boxed into Fields.
+// value is a field's value before it is boxed.
 type value struct {
 	kind uint8
 	num  float64

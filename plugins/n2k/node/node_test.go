@@ -27,8 +27,8 @@ func TestNameFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id, want := range map[string]any{"uniqueNumber": 1000.0, "deviceClass": "Internetwork device", "industryGroup": "Marine", "arbitraryAddressCapable": "Yes"} {
-		if d.Fields[id] != want {
-			t.Errorf("%s = %v want %v (%v)", id, d.Fields[id], want, d.Fields)
+		if d.Field(id) != want {
+			t.Errorf("%s = %v want %v (%v)", id, d.Field(id), want, d.Map())
 		}
 	}
 }
@@ -136,7 +136,7 @@ func TestRequests(t *testing.T) {
 	// The product information decodes to what the node says it is.
 	out := n.Message(request(100, 126996), time.Second)
 	d, err := decode.Decode(out[0])
-	if err != nil || d.Fields["modelId"] != "devhost n2k" {
+	if err != nil || d.Field("modelId") != "devhost n2k" {
 		t.Errorf("product: %v %v", err, d)
 	}
 	// The PGN lists: transmit (function 0) then receive (1).
@@ -158,8 +158,8 @@ func TestHeartbeat(t *testing.T) {
 			t.Fatalf("heartbeat: %+v", out)
 		}
 		d, err := decode.Decode(out[0])
-		if err != nil || d.Fields["sequenceCounter"] != float64(i) || d.Fields["dataTransmitOffset"] != "00:01:00" {
-			t.Errorf("heartbeat %d: %v %v", i, err, d.Fields)
+		if err != nil || d.Field("sequenceCounter") != float64(i) || d.Field("dataTransmitOffset") != "00:01:00" {
+			t.Errorf("heartbeat %d: %v %v", i, err, d.Map())
 		}
 	}
 }

@@ -152,7 +152,8 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		m.claim(st, d, raw)
 		return nil
 	}
-	rs, ok := rules[d.PGN]
+	prepareRules()
+	rs, ok := ready[d.PGN]
 	if !ok {
 		return nil
 	}
@@ -173,7 +174,6 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 	}
 	c := &mem.c
 	*c = ctx{d: d, st: st, stamp: &u.Timestamp}
-	prepareRules()
 	for i := range rs {
 		rs[i].apply(c, &u.Values)
 	}
@@ -181,7 +181,7 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		s := "null"
 		if rs[0].instanceFn != nil {
 			s = rs[0].instanceFn(c)
-		} else if n, ok := d.Fields["instance"]; ok {
+		} else if n, ok := d.Lookup("instance"); ok {
 			s = jsString(n)
 		}
 		u.Source.Instance = &s
