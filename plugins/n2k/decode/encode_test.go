@@ -46,7 +46,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := Decode(Message{Header: Header{PGN: 126464}, Data: data})
-	if err != nil || len(d.List) != 2 || d.List[1]["pgn"] != 60928.0 {
+	if err != nil || len(d.List) != 2 || d.List[1].Field("pgn") != 60928.0 {
 		t.Fatalf("126464: %v %+v", err, d)
 	}
 	for _, bad := range []map[string]any{{"instance": 300.0}, {"instance": "x"}, {"instance": true}} {

@@ -143,7 +143,7 @@ func TestRequests(t *testing.T) {
 	out = n.Message(request(255, 126464), time.Second)
 	tx, _ := decode.Decode(out[0])
 	rx, _ := decode.Decode(out[1])
-	if len(tx.List) != 2 || tx.List[1]["pgn"] != 126993.0 || len(rx.List) != 1 || rx.List[0]["pgn"] != 127250.0 {
+	if len(tx.List) != 2 || tx.List[1].Field("pgn") != 126993.0 || len(rx.List) != 1 || rx.List[0].Field("pgn") != 127250.0 {
 		t.Errorf("lists %+v %+v", tx, rx)
 	}
 }

@@ -305,7 +305,7 @@ func TestACLines(t *testing.T) {
 		base  string
 	}{{127503, "acceptability", "electrical.ac."}, {127504, "waveform", "electrical.inverters."}} {
 		d := &decode.Decoded{Header: decode.Header{PGN: tc.pgn, Src: 9}, ByName: map[string]any{"instance": 3.0},
-			List: []map[string]any{{"line": "Line 1", tc.first: "Good", "voltage": 230.0}, {"line": 1.0, "current": 4.0}}}
+			List: []decode.Group{{ByName: map[string]any{"line": "Line 1", tc.first: "Good", "voltage": 230.0}}, {ByName: map[string]any{"line": 1.0, "current": 4.0}}}}
 		delta := New().Map(d, nil, "2026-01-01T00:00:00.000Z")
 		if delta == nil {
 			t.Fatalf("%d: no delta", tc.pgn)

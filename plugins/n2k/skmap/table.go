@@ -381,8 +381,8 @@ func init() {
 func satellites(c *ctx) (any, bool) {
 	sats := []Satellite{}
 	for _, s := range c.d.List {
-		if len(s) >= 4 {
-			sats = append(sats, Satellite{ID: s["prn"], Elevation: s["elevation"], Azimuth: s["azimuth"], SNR: s["snr"]})
+		if s.Len() >= 4 {
+			sats = append(sats, Satellite{ID: s.Field("prn"), Elevation: s.Field("elevation"), Azimuth: s.Field("azimuth"), SNR: s.Field("snr")})
 		}
 	}
 	return SatellitesInView{Count: len(sats), Satellites: sats}, true

@@ -27,18 +27,18 @@ func init() {
 		if !waypoints(3)(c) {
 			return false
 		}
-		_, lat := c.d.List[2]["wpLatitude"]
-		_, lon := c.d.List[2]["wpLongitude"]
+		_, lat := c.d.List[2].Lookup("wpLatitude")
+		_, lon := c.d.List[2].Lookup("wpLongitude")
 		return lat && lon
 	}
 	wpName := func(i int) func(*ctx) (any, bool) {
-		return func(c *ctx) (any, bool) { v, ok := c.d.List[i]["wpName"]; return v, ok }
+		return func(c *ctx) (any, bool) { v, ok := c.d.List[i].Lookup("wpName"); return v, ok }
 	}
 	wpPosition := func(i int) func(*ctx) (any, bool) {
 		return func(c *ctx) (any, bool) {
 			p := map[string]any{}
 			for _, k := range [][2]string{{"latitude", "wpLatitude"}, {"longitude", "wpLongitude"}} {
-				if v, ok := c.d.List[i][k[1]]; ok {
+				if v, ok := c.d.List[i].Lookup(k[1]); ok {
 					p[k[0]] = v
 				}
 			}

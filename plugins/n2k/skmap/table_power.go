@@ -49,12 +49,12 @@ func acLines(base, first string) func(*ctx, *[]Value) {
 	return func(c *ctx, out *[]Value) {
 		for _, line := range c.d.List {
 			phase := "A"
-			if n, ok := line["line"].(float64); ok && n >= 0 && n <= 2 {
+			if n, ok := line.Field("line").(float64); ok && n >= 0 && n <= 2 {
 				phase = string(rune('A' + int(n)))
 			}
 			prefix := base + fieldText(c, "instance") + "." + phase + "."
 			for _, f := range fields {
-				if v, ok := line[f]; ok {
+				if v, ok := line.Lookup(f); ok {
 					*out = append(*out, Value{Path: prefix + f, Value: v})
 				}
 			}
