@@ -37,11 +37,17 @@ type rule struct {
 	instanceFn func(*ctx) string
 	template   bool    // path has {field} parts (set by prepareRules)
 	idx        []int16 // field's index per definition of the PGN (set by prepareRules)
+	// A template with one {field}: its number among them (from 1; 0 for none), the field and
+	// its index per definition (set by prepareRules), for Mapper.templated.
+	tplN   int
+	tplID  string
+	tplIdx []int16
 }
 
 var (
-	prepared sync.Once
-	ready    map[uint32][]rule // rules made ready to run, by PGN (prepareRules)
+	prepared  sync.Once
+	ready     map[uint32][]rule // rules made ready to run, by PGN (prepareRules)
+	templates int               // the templates with one field (rule.tplN)
 )
 
 // prepareRules makes the rules ready to run once, after every init function of the package
@@ -59,6 +65,14 @@ func prepareRules() {
 			for i := range rs {
 				r := &rs[i]
 				r.template = strings.Contains(r.path, "{")
+				if id, ok := oneField(r.path); ok {
+					templates++
+					r.tplN, r.tplID = templates, id
+					r.tplIdx = make([]int16, len(defs))
+					for k := range defs {
+						r.tplIdx[k] = fieldIndex(&defs[k], id)
+					}
+				}
 				if r.field == "" {
 					continue
 				}
@@ -70,6 +84,54 @@ func prepareRules() {
 			ready[p] = rs
 		}
 	})
+}
+
+// oneField answers the field of a path template with exactly one {field}.
+func oneField(t string) (string, bool) {
+	i := strings.IndexByte(t, '{')
+	if i < 0 {
+		return "", false
+	}
+	j := strings.IndexByte(t[i:], '}')
+	if j < 0 || strings.IndexByte(t[i+j:], '{') >= 0 {
+		return "", false
+	}
+	return t[i+1 : i+j], true
+}
+
+// templated answers the rule's path for a message whose template field is an instance (a
+// whole number 0..255, as nearly every template's field is), made once per rule and
+// instance and kept by the mapper: looking the path up by template and value text cost two
+// string hashes per rule and message. Other values take expand's way.
+func (c *ctx) templated(r *rule) string {
+	d := c.d
+	var v any
+	if d.Def != nil && d.DefN < len(r.tplIdx) {
+		v = d.At(int(r.tplIdx[d.DefN]))
+	} else {
+		v = d.Field(r.tplID)
+	}
+	x, ok := v.(float64)
+	if !ok || x < 0 || x >= float64(len(srcNames)) || x != math.Trunc(x) {
+		return c.expand(r.path)
+	}
+	m := c.st.m
+	if m.tpl == nil {
+		m.tpl = make([]*[256]string, templates+1)
+	}
+	row := m.tpl[r.tplN]
+	if row == nil {
+		row = new([256]string)
+		m.tpl[r.tplN] = row
+	}
+	n := int(x)
+	if row[n] == "" {
+		t := r.path
+		i := strings.IndexByte(t, '{')
+		j := strings.IndexByte(t[i:], '}')
+		row[n] = t[:i] + srcNames[n] + t[i+j+1:]
+	}
+	return row[n]
 }
 
 // fieldIndex answers the index of field id among def's fields before its repeating sets (the
@@ -114,6 +176,8 @@ func (r *rule) apply(c *ctx, out *[]Value) {
 	path := r.path
 	if r.pathFn != nil {
 		path = r.pathFn(c)
+	} else if r.tplN > 0 {
+		path = c.templated(r)
 	} else if r.template {
 		path = c.expand(path)
 	}

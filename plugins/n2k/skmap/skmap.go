@@ -113,6 +113,8 @@ type Mapper struct {
 	// was seen; the reference keeps it for all senders together.
 	fusionSource string
 	mem          deltaMem // the delta answered, reused message after message
+	// tpl holds the paths of one-field templates by rule.tplN and instance (templated).
+	tpl []*[256]string
 }
 
 // srcNames are the numbers 0..255 in decimal (source addresses, instances), made once.
