@@ -258,7 +258,7 @@ func TestAddressClaimAndRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := sent(t, h, 0)
-	if len(msgs) != 1 || msgs[0].PGN != 60928 || msgs[0].Src != 100 || msgs[0].Fields["uniqueNumber"] != 1234.0 {
+	if len(msgs) != 1 || msgs[0].PGN != 60928 || msgs[0].Src != 100 || msgs[0].Field("uniqueNumber") != 1234.0 {
 		t.Fatalf("claim: %+v", msgs)
 	}
 	if st := getStatus(t, h); st["address"] != nil || st["name"] == nil {
@@ -278,7 +278,7 @@ func TestAddressClaimAndRequests(t *testing.T) {
 	// An ISO request for product information is answered (a fast-packet).
 	fromBus(h, decode.Message{Header: decode.Header{Prio: 6, PGN: 59904, Src: 9, Dst: 100}, Data: []byte{0x14, 0xf0, 0x01}})
 	msgs = sent(t, h, n)
-	if len(msgs) != 1 || msgs[0].PGN != 126996 || msgs[0].Fields["modelId"] != "devhost n2k" {
+	if len(msgs) != 1 || msgs[0].PGN != 126996 || msgs[0].Field("modelId") != "devhost n2k" {
 		t.Fatalf("product information: %+v", msgs)
 	}
 	// A device with a lower NAME claims 100: the plugin claims 101.
@@ -325,8 +325,8 @@ func TestSwitchPut(t *testing.T) {
 		t.Fatalf("put: %+v %v", r, err)
 	}
 	msgs := sent(t, h, n)
-	if len(msgs) != 1 || msgs[0].PGN != 127502 || msgs[0].Src != 50 || msgs[0].Fields["instance"] != 2.0 ||
-		msgs[0].Fields["switch3"] != "On" || msgs[0].Fields["switch1"] != "Take no action (no change)" {
+	if len(msgs) != 1 || msgs[0].PGN != 127502 || msgs[0].Src != 50 || msgs[0].Field("instance") != 2.0 ||
+		msgs[0].Field("switch3") != "On" || msgs[0].Field("switch1") != "Take no action (no change)" {
 		t.Fatalf("127502: %+v", msgs)
 	}
 	for path, v := range map[string]any{"electrical.switches.bank.2.3.state": "on", "electrical.switches.bank.2.29.state": true,

@@ -23,7 +23,7 @@ func TestNameFieldsGoIntoTheClaim(t *testing.T) {
 		t.Fatalf("claim: %+v", msgs)
 	}
 	// canboat's own field definitions (and lookups) read the claim back.
-	got := msgs[0].Fields
+	got := msgs[0].Map()
 	for field, want := range map[string]any{"uniqueNumber": 4321.0, "manufacturerCode": "Raymarine", "deviceFunction": 140.0,
 		"deviceClass": "Steering and Control surfaces", "deviceInstanceLower": 3.0, "deviceInstanceUpper": 5.0,
 		"systemInstance": 3.0, "industryGroup": "Marine", "arbitraryAddressCapable": "Yes"} {
@@ -58,7 +58,7 @@ func TestDefaultNameIsAMarineGateway(t *testing.T) {
 	msgs := sent(t, h, 0)
 	for field, want := range map[string]any{"manufacturerCode": 2046.0, "deviceFunction": 130.0, "deviceClass": "Internetwork device",
 		"industryGroup": "Marine", "systemInstance": 0.0, "deviceInstanceLower": 0.0} {
-		if got := msgs[0].Fields[field]; got != want {
+		if got := msgs[0].Field(field); got != want {
 			t.Errorf("default %s = %v, want %v", field, got, want)
 		}
 	}

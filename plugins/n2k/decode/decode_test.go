@@ -65,8 +65,8 @@ func TestDecodeFields(t *testing.T) {
 			if tc.want == nil {
 				return
 			}
-			if !reflect.DeepEqual(d.Fields, tc.want) {
-				t.Errorf("got %v want %v", d.Fields, tc.want)
+			if !reflect.DeepEqual(d.Map(), tc.want) {
+				t.Errorf("got %v want %v", d.Map(), tc.want)
 			}
 		})
 	}
@@ -79,8 +79,8 @@ func TestDecodeSpecialTypes(t *testing.T) {
 	want := map[string]any{"date": "2016.02.28", "time": "19:57:05", "latitude": 14.074058587276419,
 		"longitude": -60.95039335508509, "altitude": -27.246835, "gnssType": "GPS+SBAS/WAAS", "method": "DGNSS fix",
 		"integrity": "No integrity checking", "numberOfSvs": 9.0, "hdop": 0.8, "pdop": 1.6, "referenceStations": 0.0}
-	if !reflect.DeepEqual(d.Fields, want) {
-		t.Errorf("got %v\nwant %v", d.Fields, want)
+	if !reflect.DeepEqual(d.Map(), want) {
+		t.Errorf("got %v\nwant %v", d.Map(), want)
 	}
 	if d.List == nil || len(d.List) != 0 {
 		t.Errorf("repeating set: %v", d.List)
@@ -90,16 +90,16 @@ func TestDecodeSpecialTypes(t *testing.T) {
 	wantEng := map[string]any{"instance": 11.0, "oilPressure": 0.0, "temperature": 311.61, "alternatorPotential": 26.3,
 		"fuelRate": -0.1, "totalEngineHours": "4274:54:00", "discreteStatus1": []string{}, "discreteStatus2": []string{},
 		"engineLoad": -1.0, "engineTorque": -1.0}
-	if !reflect.DeepEqual(eng.Fields, wantEng) {
-		t.Errorf("got %v\nwant %v", eng.Fields, wantEng)
+	if !reflect.DeepEqual(eng.Map(), wantEng) {
+		t.Errorf("got %v\nwant %v", eng.Map(), wantEng)
 	}
 }
 
 func TestDecodeProprietary(t *testing.T) {
 	// 65280 Furuno heave: manufacturer code 1855, industry 4.
 	d := decodeHex(t, 65280, 0x3f, 0x9f, 0x12, 0x00, 0x00, 0x00, 0xff, 0xff)
-	if d.ID != "furunoHeave" || d.Fields["manufacturerCode"] != "Furuno" {
-		t.Errorf("got %s %v", d.ID, d.Fields)
+	if d.ID != "furunoHeave" || d.Field("manufacturerCode") != "Furuno" {
+		t.Errorf("got %s %v", d.ID, d.Map())
 	}
 	_, err := Decode(Message{Header: Header{PGN: 65280}, Data: []byte{0x01, 0x80, 0, 0, 0, 0, 0, 0}})
 	if !errors.Is(err, ErrNoMatch) {

@@ -32,12 +32,12 @@ func TestEncodeRoundTrip(t *testing.T) {
 		}
 		got := map[string]any{}
 		for k := range tc.want {
-			if v, ok := d.Fields[k]; ok {
+			if v, ok := d.Lookup(k); ok {
 				got[k] = v
 			}
 		}
 		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%d: got %v want %v", tc.pgn, d.Fields, tc.want)
+			t.Errorf("%d: got %v want %v", tc.pgn, d.Map(), tc.want)
 		}
 	}
 	// 126464, a repeating list of PGNs.
@@ -46,7 +46,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := Decode(Message{Header: Header{PGN: 126464}, Data: data})
-	if err != nil || len(d.List) != 2 || d.List[1]["pgn"] != 60928.0 {
+	if err != nil || len(d.List) != 2 || d.List[1].Field("pgn") != 60928.0 {
 		t.Fatalf("126464: %v %+v", err, d)
 	}
 	for _, bad := range []map[string]any{{"instance": 300.0}, {"instance": "x"}, {"instance": true}} {

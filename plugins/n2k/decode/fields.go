@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,39 +20,116 @@ var (
 	ErrEmpty      = errors.New("no data")
 )
 
-// Decoded is a message with its fields by canboat id. A field whose value is not available
-// is absent. Values are float64, string or []string (bit lookups).
+// Decoded is a message with its fields. A decoded message holds them by their index in its
+// definition (Def); Field, Lookup and At read them, a mapper that resolved a field's index
+// once reads it by At. A field whose value is not available is absent. Values are float64,
+// string or []string (bit lookups).
 type Decoded struct {
 	Header
 	Time        string
 	ID          string // canboat's id of the definition, e.g. "vesselHeading"
 	Description string
-	Fields      map[string]any
-	List        []map[string]any // repeating field set 1
-	List2       []map[string]any // repeating field set 2
-	mem         *decodeMemo      // what DecodeInto keeps from message to message
+	// Def is the definition decoded with and DefN its place among pgn.Definitions(PGN); nil
+	// for a message made by hand, whose fields are ByName.
+	Def    *pgn.PGN
+	DefN   int
+	ByName map[string]any
+	List   []Group     // repeating field set 1
+	List2  []Group     // repeating field set 2
+	vals   []value     // by index in Def.Fields, the fields before the repeating sets
+	last   []any       // the values of vals as last boxed (At), by the same index
+	mem    *decodeMemo // what DecodeInto keeps from message to message
 }
 
-// decodeMemo is what DecodeInto keeps between the messages it decodes into one Decoded: a
-// Fields map per PGN (clearing a map costs as much as the most fields it ever held, so one
-// map for every PGN would cost the largest PGN's clearing every message), and per definition
-// the last value of each field as stored in Fields: a value equal to the last one is stored
-// again without boxing it anew (inside the sandbox an allocation costs about a microsecond,
-// and most fields repeat).
+// decodeMemo is what DecodeInto keeps between the messages it decodes into one Decoded, per
+// definition (by pgn.PGN.Seq): the slice of its field values, unboxed, and the last value
+// of each field as boxed. A field is boxed (made an interface value) only when it is read,
+// and a value equal to the last one read is answered without boxing it anew: inside the
+// sandbox an allocation costs about a microsecond, most fields repeat, and many (sequence
+// ids, reserved and unused fields) are never read. A map of fields keyed by name, the
+// earlier way, cost a string hash for every field written and read, a fifth of the
+// plugin's time, and a box for every value that changed.
 type decodeMemo struct {
-	fields map[uint32]map[string]any
-	boxes  map[*pgn.PGN][]any
+	vals [][]value
+	last [][]any
+	reps []*[2]repMemo // per definition, its repeating sets
+}
+
+// slot answers def's values, cleared, and its last boxes.
+func (m *decodeMemo) slot(def *pgn.PGN) (vals []value, last []any) {
+	if m.vals == nil {
+		m.vals = make([][]value, len(pgn.All()))
+		m.last = make([][]any, len(pgn.All()))
+	}
+	n := len(def.Fields) - repeating(def)
+	if n < 0 {
+		n = 0
+	}
+	vals, last = m.vals[def.Seq], m.last[def.Seq]
+	if len(vals) != n {
+		vals, last = make([]value, n), make([]any, n)
+		m.vals[def.Seq], m.last[def.Seq] = vals, last
+	}
+	clear(vals)
+	return vals, last
+}
+
+// Lookup answers the field with canboat id id, and whether the message has it.
+func (d *Decoded) Lookup(id string) (any, bool) {
+	if d.Def == nil {
+		v, ok := d.ByName[id]
+		return v, ok
+	}
+	fs := d.Def.Fields[:len(d.vals)]
+	for i := range fs {
+		if fs[i].ID == id {
+			v := d.At(i)
+			return v, v != nil
+		}
+	}
+	return nil, false
+}
+
+// Field answers the field with canboat id id, nil when the message does not have it.
+func (d *Decoded) Field(id string) any {
+	v, _ := d.Lookup(id)
+	return v
+}
+
+// At answers the field at index i of Def.Fields, nil when absent.
+func (d *Decoded) At(i int) any {
+	if i < 0 || i >= len(d.vals) || d.vals[i].kind == kindNone {
+		return nil
+	}
+	b := d.vals[i].boxed(d.last[i])
+	d.last[i] = b
+	return b
+}
+
+// Map answers the fields as a map by canboat id, made anew: for tests and tools, not for
+// message after message.
+func (d *Decoded) Map() map[string]any {
+	if d.Def == nil {
+		return d.ByName
+	}
+	out := make(map[string]any, len(d.vals))
+	for i := range d.vals {
+		if v := d.At(i); v != nil {
+			out[d.Def.Fields[i].ID] = v
+		}
+	}
+	return out
 }
 
 // Number answers a numeric field.
 func (d *Decoded) Number(id string) (float64, bool) {
-	v, ok := d.Fields[id].(float64)
+	v, ok := d.Field(id).(float64)
 	return v, ok
 }
 
 // String answers a string field (a lookup's name, a date, a text).
 func (d *Decoded) String(id string) (string, bool) {
-	v, ok := d.Fields[id].(string)
+	v, ok := d.Field(id).(string)
 	return v, ok
 }
 
@@ -69,14 +147,14 @@ func Decode(m Message) (*Decoded, error) {
 	return d, nil
 }
 
-// DecodeInto is Decode into d, reusing what an earlier DecodeInto into d made (the Fields
-// map of each PGN, the values boxed): a caller decoding message after message allocates
-// little. What d held before is gone, and so are the Fields of an earlier message of the
-// same PGN.
+// DecodeInto is Decode into d, reusing what an earlier DecodeInto into d made (the field
+// slice of each definition, the values boxed): a caller decoding message after message
+// allocates little. What d held before is gone, and so are the fields of an earlier message
+// of the same definition.
 func DecodeInto(m Message, d *Decoded) error {
 	mem := d.mem
 	if mem == nil {
-		mem = &decodeMemo{fields: map[uint32]map[string]any{}, boxes: map[*pgn.PGN][]any{}}
+		mem = &decodeMemo{}
 	}
 	*d = Decoded{mem: mem}
 	defs := pgn.Definitions(m.PGN)
@@ -106,19 +184,11 @@ func DecodeInto(m Message, d *Decoded) error {
 			}
 		}
 	}
-	fields := mem.fields[m.PGN]
-	if fields == nil {
-		fields = make(map[string]any, len(def.Fields))
-		mem.fields[m.PGN] = fields
-	} else {
-		clear(fields)
-	}
-	*d = Decoded{Header: m.Header, Time: m.Time, Fields: fields, mem: mem}
-	boxes := mem.boxes
-	last := boxes[def]
+	vals, last := mem.slot(def)
+	*d = Decoded{Header: m.Header, Time: m.Time, mem: mem}
 	r := &bitReader{data: m.Data}
 	target := int64(-1) // the PGN a PGN-type field named, for conditional fields
-	for i := 0; i < len(def.Fields)-repeating(def); i++ {
+	for i := 0; i < len(vals); i++ {
 		f := &def.Fields[i]
 		if f.CondProprietary && target >= 0 && !IsProprietary(uint32(target)) {
 			continue
@@ -142,13 +212,22 @@ func DecodeInto(m Message, d *Decoded) error {
 			if len(next) == 0 {
 				return fmt.Errorf("pgn %d field %s=%v: %w", m.PGN, f.ID, v, ErrNoMatch)
 			}
-			cands, def = next, next[0]
-			last = boxes[def]
+			cands = next
+			if next[0] != def {
+				// Another definition leads: what was read so far moves to its slice.
+				def = next[0]
+				nv, nl := mem.slot(def)
+				copy(nv, vals[:min(i, len(vals), len(nv))])
+				vals, last = nv, nl
+				if i >= len(vals) {
+					break
+				}
+			}
 			f = &def.Fields[i]
 			if f.Description != "" {
-				d.Fields[f.ID] = f.Description
+				vals[i] = strValue(f.Description)
 			} else {
-				d.Fields[f.ID] = float64(f.Match)
+				vals[i] = numValue(float64(f.Match))
 			}
 			continue
 		}
@@ -157,24 +236,26 @@ func DecodeInto(m Message, d *Decoded) error {
 			break
 		}
 		if ok {
-			if len(last) != len(def.Fields) {
-				last = make([]any, len(def.Fields))
-				boxes[def] = last
-			}
-			b := v.boxed(last[i])
-			last[i] = b
-			d.Fields[f.ID] = b
+			vals[i] = v
 			if f.Kind == pgn.KindPGN && v.kind == kindNum {
 				target = int64(v.num)
 			}
 		}
 	}
+	d.Def, d.vals, d.last = def, vals, last
+	d.DefN = 0
+	for i := range defs {
+		if &defs[i] == def {
+			d.DefN = i
+			break
+		}
+	}
 	d.ID, d.Description = def.ID, def.Description
 	if def.Rep1Size > 0 {
-		d.List = readRepeating(def, d, r, def.Rep1Start, def.Rep1Size, def.Rep1Count)
+		d.List = readRepeating(def, d, r, mem.rep(def, 0), def.Rep1Start, def.Rep1Size, def.Rep1Count)
 	}
 	if def.Rep2Size > 0 {
-		d.List2 = readRepeating(def, d, r, def.Rep2Start, def.Rep2Size, def.Rep2Count)
+		d.List2 = readRepeating(def, d, r, mem.rep(def, 1), def.Rep2Start, def.Rep2Size, def.Rep2Count)
 	}
 	return nil
 }
@@ -190,40 +271,149 @@ func hasMatchField(p *pgn.PGN) bool {
 
 func repeating(p *pgn.PGN) int { return p.Rep1Size + p.Rep2Size }
 
+// Group is one repetition of a repeating field set, its fields read like a message's. A
+// group made by hand (tests) has its fields in ByName.
+type Group struct {
+	ByName map[string]any
+	fields []pgn.Field // the set's definitions
+	vals   []value
+	last   []any
+}
+
+// Lookup answers the group's field with canboat id id, and whether the group has it.
+func (g Group) Lookup(id string) (any, bool) {
+	if g.fields == nil {
+		v, ok := g.ByName[id]
+		return v, ok
+	}
+	for i := range g.fields {
+		if g.fields[i].ID == id {
+			v := g.at(i)
+			return v, v != nil
+		}
+	}
+	return nil, false
+}
+
+// Field answers the group's field with canboat id id, nil when the group does not have it.
+func (g Group) Field(id string) any {
+	v, _ := g.Lookup(id)
+	return v
+}
+
+// Len counts the fields the group has.
+func (g Group) Len() int {
+	if g.fields == nil {
+		return len(g.ByName)
+	}
+	n := 0
+	for i := range g.vals {
+		if g.vals[i].kind != kindNone {
+			n++
+		}
+	}
+	return n
+}
+
+// Map answers the group's fields as a map by canboat id, made anew (tests, tools).
+func (g Group) Map() map[string]any {
+	if g.fields == nil {
+		return g.ByName
+	}
+	out := make(map[string]any, len(g.vals))
+	for i := range g.vals {
+		if v := g.at(i); v != nil {
+			out[g.fields[i].ID] = v
+		}
+	}
+	return out
+}
+
+func (g Group) at(i int) any {
+	if g.vals[i].kind == kindNone {
+		return nil
+	}
+	b := g.vals[i].boxed(g.last[i])
+	g.last[i] = b
+	return b
+}
+
+// repMemo is what DecodeInto keeps of one repeating set of one definition: the values of
+// every group in one slice, the last boxes by the same index and the groups, reused
+// message after message (a map per group, the earlier way, was 2 of every 5 allocations
+// of the decoder and mapper).
+type repMemo struct {
+	vals   []value
+	last   []any
+	groups []Group
+}
+
+// rep answers the memo of def's repeating set n (0 or 1).
+func (m *decodeMemo) rep(def *pgn.PGN, n int) *repMemo {
+	if m.reps == nil {
+		m.reps = make([]*[2]repMemo, len(pgn.All()))
+	}
+	r := m.reps[def.Seq]
+	if r == nil {
+		r = &[2]repMemo{{groups: make([]Group, 0, 4)}, {groups: make([]Group, 0, 4)}}
+		m.reps[def.Seq] = r
+	}
+	return &r[n]
+}
+
 // readRepeating reads one repeating set: count from its count field, or until the data ends.
-func readRepeating(def *pgn.PGN, d *Decoded, r *bitReader, start, size, countField int) []map[string]any {
+// A group without any value is left out.
+func readRepeating(def *pgn.PGN, d *Decoded, r *bitReader, m *repMemo, start, size, countField int) []Group {
 	if start < 1 || start-1+size > len(def.Fields) {
 		return nil
 	}
 	count := 2048
 	if countField > 0 && countField <= len(def.Fields) {
-		n, ok := d.Fields[def.Fields[countField-1].ID].(float64)
+		n, ok := d.At(countField - 1).(float64)
 		if !ok {
-			return []map[string]any{}
+			return m.groups[:0]
 		}
 		count = int(n)
 	}
-	list := []map[string]any{}
 	set := def.Fields[start-1 : start-1+size]
+	vals := m.vals[:0]
+	kept := 0
+read:
 	for ; count > 0 && r.left() > 0; count-- {
-		group := map[string]any{}
+		base := kept * size
+		vals = vals[:base]
+		for range size {
+			vals = append(vals, value{})
+		}
+		present := false
 		for i := range set {
 			if r.left() <= 0 {
 				break
 			}
-			v, ok, stop := readField(&set[i], r)
+			v, ok, stop := readValue(&set[i], r)
 			if stop {
-				return list
+				break read
 			}
 			if ok {
-				group[set[i].ID] = v
+				vals[base+i] = v
+				present = true
 			}
 		}
-		if len(group) > 0 {
-			list = append(list, group)
+		if present {
+			kept++
 		}
 	}
-	return list
+	m.vals = vals
+	for len(m.last) < kept*size {
+		m.last = append(m.last, nil)
+	}
+	groups := m.groups[:0]
+	for k := 0; k < kept; k++ {
+		lo, hi := k*size, (k+1)*size
+		groups = append(groups, Group{fields: set, vals: vals[lo:hi:hi], last: m.last[lo:hi:hi]})
+	}
+	m.groups = groups
+	return groups
 }
 
 // readRaw reads a numeric field as an integer; ok is false for "data not available", a
@@ -358,7 +548,7 @@ func readValue(f *pgn.Field, r *bitReader) (value, bool, bool) {
 		var names []string
 		for i := 0; i < f.BitLength && r.left() > 0; i++ {
 			if r.bits(1) == 1 {
-				if n, ok := pgn.BitName(f.BitLookup, i); ok {
+				if n, ok := f.BitName(i); ok {
 					names = append(names, n)
 				} else {
 					names = append(names, "Unknown bit "+strconv.Itoa(i))
@@ -420,7 +610,7 @@ func readValue(f *pgn.Field, r *bitReader) (value, bool, bool) {
 		if f.ID == "timeStamp" && v < 60 {
 			return strValue(strconv.FormatFloat(v, 'f', -1, 64)), true, false
 		}
-		if name, ok := pgn.LookupName(f.Lookup, int64(v)); ok {
+		if name, ok := f.LookupName(int64(v)); ok {
 			return strValue(name), true, false
 		}
 		if f.BitLength > 1 && isMax(f.BitLength, raw, f.Signed) {
@@ -440,13 +630,7 @@ func readValue(f *pgn.Field, r *bitReader) (value, bool, bool) {
 	return numValue(v), true, false
 }
 
-// readField is readValue with the value boxed.
-func readField(f *pgn.Field, r *bitReader) (any, bool, bool) {
-	v, ok, stop := readValue(f, r)
-	return v.any(), ok, stop
-}
-
-// value is a field's value before it is boxed into Fields.
+// value is a field's value before it is boxed.
 type value struct {
 	kind uint8
 	num  float64
@@ -476,7 +660,8 @@ func (v value) any() any {
 	return nil
 }
 
-// boxed answers v as an interface value: last when that holds the same number or string.
+// boxed answers v as an interface value: last when that holds the same number, string or
+// list (a field read by several rules is boxed once; the values are never changed).
 func (v value) boxed(last any) any {
 	switch v.kind {
 	case kindNum:
@@ -485,6 +670,10 @@ func (v value) boxed(last any) any {
 		}
 	case kindStr:
 		if x, ok := last.(string); ok && x == v.str {
+			return last
+		}
+	case kindList:
+		if x, ok := last.([]string); ok && slices.Equal(x, v.list) {
 			return last
 		}
 	}

@@ -27,8 +27,8 @@ func TestNameFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id, want := range map[string]any{"uniqueNumber": 1000.0, "deviceClass": "Internetwork device", "industryGroup": "Marine", "arbitraryAddressCapable": "Yes"} {
-		if d.Fields[id] != want {
-			t.Errorf("%s = %v want %v (%v)", id, d.Fields[id], want, d.Fields)
+		if d.Field(id) != want {
+			t.Errorf("%s = %v want %v (%v)", id, d.Field(id), want, d.Map())
 		}
 	}
 }
@@ -136,14 +136,14 @@ func TestRequests(t *testing.T) {
 	// The product information decodes to what the node says it is.
 	out := n.Message(request(100, 126996), time.Second)
 	d, err := decode.Decode(out[0])
-	if err != nil || d.Fields["modelId"] != "devhost n2k" {
+	if err != nil || d.Field("modelId") != "devhost n2k" {
 		t.Errorf("product: %v %v", err, d)
 	}
 	// The PGN lists: transmit (function 0) then receive (1).
 	out = n.Message(request(255, 126464), time.Second)
 	tx, _ := decode.Decode(out[0])
 	rx, _ := decode.Decode(out[1])
-	if len(tx.List) != 2 || tx.List[1]["pgn"] != 126993.0 || len(rx.List) != 1 || rx.List[0]["pgn"] != 127250.0 {
+	if len(tx.List) != 2 || tx.List[1].Field("pgn") != 126993.0 || len(rx.List) != 1 || rx.List[0].Field("pgn") != 127250.0 {
 		t.Errorf("lists %+v %+v", tx, rx)
 	}
 }
@@ -158,8 +158,8 @@ func TestHeartbeat(t *testing.T) {
 			t.Fatalf("heartbeat: %+v", out)
 		}
 		d, err := decode.Decode(out[0])
-		if err != nil || d.Fields["sequenceCounter"] != float64(i) || d.Fields["dataTransmitOffset"] != "00:01:00" {
-			t.Errorf("heartbeat %d: %v %v", i, err, d.Fields)
+		if err != nil || d.Field("sequenceCounter") != float64(i) || d.Field("dataTransmitOffset") != "00:01:00" {
+			t.Errorf("heartbeat %d: %v %v", i, err, d.Map())
 		}
 	}
 }

@@ -69,9 +69,24 @@ type Field struct {
 	PrimaryKey  bool
 	// Set from the above when the package starts, for decoders that look at every field of
 	// every message: comparing strings costs more than a number inside the sandbox.
-	Kind            Kind // Type as a number
-	Decimals        int  // decimal places of Resolution below 1 (0.01: 2)
-	CondProprietary bool // Condition is PGNIsProprietary
+	Kind            Kind             // Type as a number
+	Decimals        int              // decimal places of Resolution below 1 (0.01: 2)
+	CondProprietary bool             // Condition is PGNIsProprietary
+	lookup          map[int64]string // the enumeration Lookup names, found once
+	bitLookup       map[int]string   // the bit enumeration BitLookup names, found once
+}
+
+// LookupName answers the name of value in the field's enumeration (Lookup): the table is
+// found when the package starts, so a message costs no lookup by the enumeration's name.
+func (f *Field) LookupName(value int64) (string, bool) {
+	s, ok := f.lookup[value]
+	return s, ok
+}
+
+// BitName answers the name of bit in the field's bit enumeration (BitLookup).
+func (f *Field) BitName(bit int) (string, bool) {
+	s, ok := f.bitLookup[bit]
+	return s, ok
 }
 
 // Kind is a field type as a number: the types a decoder tells apart, KindOther for the rest.
@@ -111,11 +126,14 @@ var kinds = map[string]Kind{
 
 func init() {
 	for i := range definitions {
+		definitions[i].Seq = i
 		for j := range definitions[i].Fields {
 			f := &definitions[i].Fields[j]
 			f.Kind = kinds[f.Type]
 			f.Decimals = Decimals(f.Resolution)
 			f.CondProprietary = f.Condition == "PGNIsProprietary"
+			f.lookup = lookups[f.Lookup]
+			f.bitLookup = bitLookups[f.BitLookup]
 		}
 	}
 }
@@ -134,6 +152,9 @@ type PGN struct {
 	// field holding the count (0: repeat until the data ends).
 	Rep1Start, Rep1Size, Rep1Count int
 	Rep2Start, Rep2Size, Rep2Count int
+	// Seq is the definition's place in All(), set when the package starts: a decoder keeps
+	// what it holds per definition in a slice by Seq instead of a map.
+	Seq int
 }
 
 // Lookup answers the name of value in enumeration name.

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"devhost/plugins/n2k/decode"
+	"devhost/plugins/n2k/pgn"
 )
 
 // ctx is one message being mapped.
@@ -34,22 +35,124 @@ type rule struct {
 	root bool
 	// instanceFn gives the $source's instance where it is not the instance field.
 	instanceFn func(*ctx) string
-	template   bool // path has {field} parts (set by prepareRules)
+	template   bool    // path has {field} parts (set by prepareRules)
+	idx        []int16 // field's index per definition of the PGN (set by prepareRules)
+	// A template with one {field}: its number among them (from 1; 0 for none), the field and
+	// its index per definition (set by prepareRules), for Mapper.templated.
+	tplN   int
+	tplID  string
+	tplIdx []int16
 }
 
-var prepared sync.Once
+var (
+	prepared  sync.Once
+	ready     map[uint32][]rule // rules made ready to run, by PGN (prepareRules)
+	templates int               // the templates with one field (rule.tplN)
+)
 
-// prepareRules marks the templates among the rules' paths once, after every init function
-// of the package filled the table: looking for "{" in every path of every message cost as
-// much as a map lookup.
+// prepareRules makes the rules ready to run once, after every init function of the package
+// filled the table: a copy of each PGN's rules (two PGNs may share rule values), with the
+// templates among the paths marked (looking for "{" in every path of every message cost as
+// much as a map lookup) and, for a rule taking a field, the field's index in each of the
+// PGN's definitions, so that a message's field is read by its index instead of searched by
+// name.
 func prepareRules() {
 	prepared.Do(func() {
-		for _, rs := range rules {
+		ready = make(map[uint32][]rule, len(rules))
+		for p, rs := range rules {
+			rs = append([]rule(nil), rs...)
+			defs := pgn.Definitions(p)
 			for i := range rs {
-				rs[i].template = strings.Contains(rs[i].path, "{")
+				r := &rs[i]
+				r.template = strings.Contains(r.path, "{")
+				if id, ok := oneField(r.path); ok {
+					templates++
+					r.tplN, r.tplID = templates, id
+					r.tplIdx = make([]int16, len(defs))
+					for k := range defs {
+						r.tplIdx[k] = fieldIndex(&defs[k], id)
+					}
+				}
+				if r.field == "" {
+					continue
+				}
+				r.idx = make([]int16, len(defs))
+				for k := range defs {
+					r.idx[k] = fieldIndex(&defs[k], r.field)
+				}
 			}
+			ready[p] = rs
 		}
 	})
+}
+
+// oneField answers the field of a path template with exactly one {field}.
+func oneField(t string) (string, bool) {
+	i := strings.IndexByte(t, '{')
+	if i < 0 {
+		return "", false
+	}
+	j := strings.IndexByte(t[i:], '}')
+	if j < 0 || strings.IndexByte(t[i+j:], '{') >= 0 {
+		return "", false
+	}
+	return t[i+1 : i+j], true
+}
+
+// templated answers the rule's path for a message whose template field is an instance (a
+// whole number 0..255, as nearly every template's field is), made once per rule and
+// instance and kept by the mapper: looking the path up by template and value text cost two
+// string hashes per rule and message. Other values take expand's way.
+func (c *ctx) templated(r *rule) string {
+	d := c.d
+	var v any
+	if d.Def != nil && d.DefN < len(r.tplIdx) {
+		v = d.At(int(r.tplIdx[d.DefN]))
+	} else {
+		v = d.Field(r.tplID)
+	}
+	x, ok := v.(float64)
+	if !ok || x < 0 || x >= float64(len(srcNames)) || x != math.Trunc(x) {
+		return c.expand(r.path)
+	}
+	m := c.st.m
+	if m.tpl == nil {
+		m.tpl = make([]*[256]string, templates+1)
+	}
+	row := m.tpl[r.tplN]
+	if row == nil {
+		row = new([256]string)
+		m.tpl[r.tplN] = row
+	}
+	n := int(x)
+	if row[n] == "" {
+		t := r.path
+		i := strings.IndexByte(t, '{')
+		j := strings.IndexByte(t[i:], '}')
+		row[n] = t[:i] + srcNames[n] + t[i+j+1:]
+	}
+	return row[n]
+}
+
+// fieldIndex answers the index of field id among def's fields before its repeating sets (the
+// fields a decoded message holds by index), -1 when it has none.
+func fieldIndex(def *pgn.PGN, id string) int16 {
+	n := len(def.Fields) - def.Rep1Size - def.Rep2Size
+	for i := 0; i < n; i++ {
+		if def.Fields[i].ID == id {
+			return int16(i)
+		}
+	}
+	return -1
+}
+
+// fieldOf answers the message's value of the rule's field: by the index prepareRules found
+// for the message's definition, by name for a message made by hand.
+func (r *rule) fieldOf(d *decode.Decoded) any {
+	if d.Def != nil && d.DefN < len(r.idx) {
+		return d.At(int(r.idx[d.DefN]))
+	}
+	return d.Field(r.field)
 }
 
 func (r *rule) apply(c *ctx, out *[]Value) {
@@ -63,7 +166,7 @@ func (r *rule) apply(c *ctx, out *[]Value) {
 	var v any
 	var ok bool
 	if r.field != "" {
-		v, ok = number(c.d.Fields[r.field])
+		v, ok = number(r.fieldOf(c.d))
 	} else if r.value != nil {
 		v, ok = r.value(c)
 	}
@@ -73,6 +176,8 @@ func (r *rule) apply(c *ctx, out *[]Value) {
 	path := r.path
 	if r.pathFn != nil {
 		path = r.pathFn(c)
+	} else if r.tplN > 0 {
+		path = c.templated(r)
 	} else if r.template {
 		path = c.expand(path)
 	}
@@ -104,7 +209,7 @@ func number(v any) (any, bool) {
 
 // num answers a field as a number; NaN when absent or not numeric (JavaScript's Number()).
 func num(c *ctx, id string) float64 {
-	switch x := c.d.Fields[id].(type) {
+	switch x := c.d.Field(id).(type) {
 	case float64:
 		return x
 	case string:
@@ -116,17 +221,17 @@ func num(c *ctx, id string) float64 {
 }
 
 func has(id string) func(*ctx) bool {
-	return func(c *ctx) bool { _, ok := c.d.Fields[id]; return ok }
+	return func(c *ctx) bool { _, ok := c.d.Lookup(id); return ok }
 }
 
 func eq(id, want string) func(*ctx) bool {
-	return func(c *ctx) bool { s, _ := c.d.Fields[id].(string); return s == want }
+	return func(c *ctx) bool { s, _ := c.d.Field(id).(string); return s == want }
 }
 
 // truthy is JavaScript truthiness of a field: present, not 0, not "".
 func truthy(id string) func(*ctx) bool {
 	return func(c *ctx) bool {
-		switch x := c.d.Fields[id].(type) {
+		switch x := c.d.Field(id).(type) {
 		case float64:
 			return x != 0 && !math.IsNaN(x)
 		case string:
@@ -158,7 +263,7 @@ func (c *ctx) expand(t string) string {
 		return expand(t, c.d)
 	}
 	s := "undefined"
-	if v, ok := c.d.Fields[t[i+1:i+j]]; ok {
+	if v, ok := c.d.Lookup(t[i+1 : i+j]); ok {
 		s = jsString(v)
 	}
 	k := pathKey{t, s}
@@ -220,7 +325,7 @@ func expand(t string, d *decode.Decoded) string {
 			return b.String()
 		}
 		b.WriteString(t[:i])
-		if v, ok := d.Fields[t[i+1:i+j]]; ok {
+		if v, ok := d.Lookup(t[i+1 : i+j]); ok {
 			b.WriteString(jsString(v))
 		} else {
 			b.WriteString("undefined")
@@ -246,8 +351,8 @@ func nanNull(id string, k float64) func(*ctx) (any, bool) {
 }
 
 func dateTime(c *ctx) (any, bool) {
-	date, _ := c.d.Fields["date"].(string)
-	tm, _ := c.d.Fields["time"].(string)
+	date, _ := c.d.Field("date").(string)
+	tm, _ := c.d.Field("time").(string)
 	return strings.ReplaceAll(date, ".", "-") + "T" + tm + "Z", true
 }
 
@@ -301,7 +406,7 @@ func timeToSeconds(v any) (any, bool) {
 // mapped returns the table's name for a lookup value, or the value itself.
 func mapped(id string, table map[string]string) func(*ctx) (any, bool) {
 	return func(c *ctx) (any, bool) {
-		v, ok := c.d.Fields[id]
+		v, ok := c.d.Lookup(id)
 		if !ok {
 			return nil, false
 		}

@@ -113,6 +113,8 @@ type Mapper struct {
 	// was seen; the reference keeps it for all senders together.
 	fusionSource string
 	mem          deltaMem // the delta answered, reused message after message
+	// tpl holds the paths of one-field templates by rule.tplN and instance (templated).
+	tpl []*[256]string
 }
 
 // srcNames are the numbers 0..255 in decimal (source addresses, instances), made once.
@@ -152,7 +154,8 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		m.claim(st, d, raw)
 		return nil
 	}
-	rs, ok := rules[d.PGN]
+	prepareRules()
+	rs, ok := ready[d.PGN]
 	if !ok {
 		return nil
 	}
@@ -173,7 +176,6 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 	}
 	c := &mem.c
 	*c = ctx{d: d, st: st, stamp: &u.Timestamp}
-	prepareRules()
 	for i := range rs {
 		rs[i].apply(c, &u.Values)
 	}
@@ -181,7 +183,7 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		s := "null"
 		if rs[0].instanceFn != nil {
 			s = rs[0].instanceFn(c)
-		} else if n, ok := d.Fields["instance"]; ok {
+		} else if n, ok := d.Lookup("instance"); ok {
 			s = jsString(n)
 		}
 		u.Source.Instance = &s

@@ -253,7 +253,7 @@ func TestSynthetic(t *testing.T) {
 		if tc.state != nil {
 			m.state[9] = tc.state
 		}
-		d := m.Map(&decode.Decoded{Header: decode.Header{PGN: tc.pgn, Src: 9}, Fields: tc.fields}, nil, "2026-01-01T00:00:00.000Z")
+		d := m.Map(&decode.Decoded{Header: decode.Header{PGN: tc.pgn, Src: 9}, ByName: tc.fields}, nil, "2026-01-01T00:00:00.000Z")
 		var got []Value
 		if d != nil {
 			got = d.Updates[0].Values
@@ -273,7 +273,7 @@ func TestUnclaimedAC(t *testing.T) {
 }
 
 func TestEngineNotifications(t *testing.T) {
-	d := New().Map(&decode.Decoded{Header: decode.Header{PGN: 127489, Src: 9}, Fields: map[string]any{
+	d := New().Map(&decode.Decoded{Header: decode.Header{PGN: 127489, Src: 9}, ByName: map[string]any{
 		"instance": "Single Engine or Dual Engine Port", "discreteStatus1": []string{"Over Temperature"}}}, nil, "2026-01-01T00:00:00.000Z")
 	if d == nil {
 		t.Fatal("no delta")
@@ -304,8 +304,8 @@ func TestACLines(t *testing.T) {
 		first string
 		base  string
 	}{{127503, "acceptability", "electrical.ac."}, {127504, "waveform", "electrical.inverters."}} {
-		d := &decode.Decoded{Header: decode.Header{PGN: tc.pgn, Src: 9}, Fields: map[string]any{"instance": 3.0},
-			List: []map[string]any{{"line": "Line 1", tc.first: "Good", "voltage": 230.0}, {"line": 1.0, "current": 4.0}}}
+		d := &decode.Decoded{Header: decode.Header{PGN: tc.pgn, Src: 9}, ByName: map[string]any{"instance": 3.0},
+			List: []decode.Group{{ByName: map[string]any{"line": "Line 1", tc.first: "Good", "voltage": 230.0}}, {ByName: map[string]any{"line": 1.0, "current": 4.0}}}}
 		delta := New().Map(d, nil, "2026-01-01T00:00:00.000Z")
 		if delta == nil {
 			t.Fatalf("%d: no delta", tc.pgn)

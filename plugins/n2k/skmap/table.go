@@ -29,7 +29,7 @@ var rules = map[uint32][]rule{
 		{path: "electrical.batteries.{instance}.capacity.stateOfCharge", value: scaled("stateOfCharge", 0.01), when: has("stateOfCharge")},
 		{path: "electrical.batteries.{instance}.capacity.stateOfHealth", value: scaled("stateOfHealth", 0.01), when: has("stateOfHealth")},
 		{path: "electrical.batteries.{instance}.capacity.timeRemaining", allowNull: true,
-			value: func(c *ctx) (any, bool) { return timeToSeconds(c.d.Fields["timeRemaining"]) }},
+			value: func(c *ctx) (any, bool) { return timeToSeconds(c.d.Field("timeRemaining")) }},
 	},
 	127508: {
 		{path: "electrical.batteries.{instance}.voltage", field: "voltage"},
@@ -98,11 +98,11 @@ var rules = map[uint32][]rule{
 	},
 	130311: {
 		{pathFn: func(c *ctx) string {
-			s, _ := c.d.Fields["temperatureSource"].(string)
+			s, _ := c.d.Field("temperatureSource").(string)
 			return temperaturePath(s, "default")
 		}, field: "temperature", when: has("temperatureSource")},
 		{pathFn: func(c *ctx) string {
-			s, _ := c.d.Fields["humiditySource"].(string)
+			s, _ := c.d.Field("humiditySource").(string)
 			if p := humidityPath(s, "default"); p != "" {
 				return p
 			}
@@ -115,7 +115,7 @@ var rules = map[uint32][]rule{
 	},
 	130312: {{pathFn: temperatureInstancePath, field: "actualTemperature", instance: true}},
 	130313: {{pathFn: func(c *ctx) string {
-		s := jsString(c.d.Fields["source"])
+		s := jsString(c.d.Field("source"))
 		inst := fieldText(c, "instance")
 		if p := humidityPath(s, inst); p != "" {
 			return p
@@ -123,7 +123,7 @@ var rules = map[uint32][]rule{
 		return "environment.userDefined" + s + "." + inst + ".relativeHumidity"
 	}, value: scaled("actualHumidity", 0.01), when: has("actualHumidity"), instance: true}},
 	130314: {{pathFn: func(c *ctx) string {
-		s, _ := c.d.Fields["source"].(string)
+		s, _ := c.d.Field("source").(string)
 		return pressurePath(s, fieldText(c, "instance"))
 	}, field: "pressure", instance: true}},
 	130316: {{pathFn: temperatureInstancePath, field: "temperature", instance: true}},
@@ -148,20 +148,20 @@ func init() {
 
 // fieldText is a field as JavaScript concatenates it ("undefined" when absent).
 func fieldText(c *ctx, id string) string {
-	if v, ok := c.d.Fields[id]; ok {
+	if v, ok := c.d.Lookup(id); ok {
 		return jsString(v)
 	}
 	return "undefined"
 }
 
 func apparentWind(c *ctx) bool {
-	v, ok := c.d.Fields["reference"]
+	v, ok := c.d.Lookup("reference")
 	return !ok || v == "Apparent"
 }
 
 func offsetSign(sign float64) func(*ctx) bool {
 	return func(c *ctx) bool {
-		v, ok := c.d.Fields["offset"].(float64)
+		v, ok := c.d.Field("offset").(float64)
 		return ok && v*sign > 0
 	}
 }
@@ -173,7 +173,7 @@ var tankTypes = map[string]string{"Fuel": "fuel", "Water": "freshWater", "Gray w
 
 func tankPath(leaf string) func(*ctx) string {
 	return func(c *ctx) string {
-		t, _ := c.d.Fields["type"].(string)
+		t, _ := c.d.Field("type").(string)
 		kind, ok := tankTypes[t]
 		if !ok {
 			kind = "undefined"
@@ -220,12 +220,12 @@ func pressurePath(source, index string) string {
 }
 
 func temperatureInstancePath(c *ctx) string {
-	src, ok := c.d.Fields["source"]
+	src, ok := c.d.Lookup("source")
 	if !ok {
 		return ""
 	}
 	inst := "0"
-	if _, ok := c.d.Fields["instance"]; ok {
+	if _, ok := c.d.Lookup("instance"); ok {
 		inst = fieldText(c, "instance")
 	}
 	if s, isStr := src.(string); isStr {
@@ -238,7 +238,7 @@ func temperatureInstancePath(c *ctx) string {
 
 // engineID is n2k-signalk's engine id: the instance number, or port/starboard.
 func engineID(c *ctx) string {
-	switch v := c.d.Fields["instance"].(type) {
+	switch v := c.d.Field("instance").(type) {
 	case float64:
 		return jsString(v)
 	case string:
@@ -288,7 +288,7 @@ func engineDynamic() []rule {
 		{pathFn: enginePath("alternatorVoltage"), field: "alternatorPotential"},
 		{pathFn: enginePath("fuel.rate"), value: nanNull("fuelRate", 1/3600000.0)},
 		{pathFn: enginePath("oilPressure"), value: nanNull("oilPressure", 1)},
-		{pathFn: enginePath("runTime"), value: func(c *ctx) (any, bool) { return timeToSeconds(c.d.Fields["totalEngineHours"]) }},
+		{pathFn: enginePath("runTime"), value: func(c *ctx) (any, bool) { return timeToSeconds(c.d.Field("totalEngineHours")) }},
 		{pathFn: enginePath("oilTemperature"), field: "oilTemperature"},
 		{pathFn: enginePath("coolantPressure"), value: nanNull("coolantPressure", 1000)},
 		{pathFn: enginePath("engineLoad"), value: nanNull("engineLoad", 0.01)},
@@ -311,7 +311,7 @@ func engineDynamic() []rule {
 				when: has(field),
 				value: func(c *ctx) (any, bool) {
 					alarm := 0
-					if bitSet(c.d.Fields[field], n[2]) {
+					if bitSet(c.d.Field(field), n[2]) {
 						alarm = 1
 					}
 					return c.remember(memoKey{kind: 'n', a: n[0], b: engineID(c), n: alarm}, func() any {
@@ -349,7 +349,7 @@ func bitSet(v any, name string) bool {
 func switchBank(c *ctx, out *[]Value) {
 	inst := fieldText(c, "instance")
 	for i := 1; i <= 28; i++ {
-		v, ok := c.d.Fields[indicators[i]]
+		v, ok := c.d.Lookup(indicators[i])
 		if !ok {
 			continue
 		}
@@ -381,8 +381,8 @@ func init() {
 func satellites(c *ctx) (any, bool) {
 	sats := []Satellite{}
 	for _, s := range c.d.List {
-		if len(s) >= 4 {
-			sats = append(sats, Satellite{ID: s["prn"], Elevation: s["elevation"], Azimuth: s["azimuth"], SNR: s["snr"]})
+		if s.Len() >= 4 {
+			sats = append(sats, Satellite{ID: s.Field("prn"), Elevation: s.Field("elevation"), Azimuth: s.Field("azimuth"), SNR: s.Field("snr")})
 		}
 	}
 	return SatellitesInView{Count: len(sats), Satellites: sats}, true
@@ -400,7 +400,7 @@ func acPrefix(kind, phase string, c *ctx) string {
 func claimed(c *ctx) bool { return c.st.deviceInstance != nil }
 
 func present(id string) func(*ctx) bool {
-	return func(c *ctx) bool { _, ok := c.d.Fields[id]; return ok && claimed(c) }
+	return func(c *ctx) bool { _, ok := c.d.Lookup(id); return ok && claimed(c) }
 }
 
 func totalEnergy(kind string) []rule {
@@ -425,7 +425,7 @@ func reactivePower(kind, phase string) []rule {
 			}},
 		{pathFn: func(c *ctx) string { return acPrefix(kind, phase, c) + ".powerFactorLagging" }, when: present("powerFactorLagging"),
 			value: func(c *ctx) (any, bool) {
-				s, _ := c.d.Fields["powerFactorLagging"].(string)
+				s, _ := c.d.Field("powerFactorLagging").(string)
 				return strings.ToLower(s), true
 			}},
 	}

@@ -19,14 +19,14 @@ var contexts = map[uint32]func(*ctx) string{}
 // the MMSI, name and call sign as members of the context's root (the empty path).
 func init() {
 	vessel := func(c *ctx) string {
-		if _, ok := c.d.Fields["userId"]; ok {
+		if _, ok := c.d.Lookup("userId"); ok {
 			return "vessels.urn:mrn:imo:mmsi:" + fieldText(c, "userId")
 		}
 		return "vessels.unknown"
 	}
 	padded := func(kind string) func(*ctx) string {
 		return func(c *ctx) string {
-			if _, ok := c.d.Fields["userId"]; ok {
+			if _, ok := c.d.Lookup("userId"); ok {
 				return kind + ".urn:mrn:imo:mmsi:" + paddedMMSI(c)
 			}
 			return kind + ".unknown"
@@ -55,7 +55,7 @@ func init() {
 	}}
 	name := rootMember("name", "name")
 	callsign := rule{root: true, when: truthy("callsign"), value: func(c *ctx) (any, bool) {
-		return map[string]any{"communication": map[string]any{"callsignVhf": c.d.Fields["callsign"]}}, true
+		return map[string]any{"communication": map[string]any{"callsignVhf": c.d.Field("callsign")}}, true
 	}}
 	class := func(k string) rule {
 		return rule{path: "sensors.ais.class", value: func(*ctx) (any, bool) { return k, true }}
@@ -100,10 +100,10 @@ func init() {
 	rules[129793] = []rule{{path: "navigation.position", value: position, when: all(has("longitude"), has("latitude"))},
 		paddedID, class("BASE")}
 	rules[129794] = []rule{class("A"), name,
-		{path: "navigation.destination.commonName", value: func(c *ctx) (any, bool) { v, ok := c.d.Fields["destination"]; return v, ok }},
+		{path: "navigation.destination.commonName", value: func(c *ctx) (any, bool) { v, ok := c.d.Lookup("destination"); return v, ok }},
 		{path: "navigation.destination.eta", value: eta},
 		{path: "design.draft", when: truthy("draft"), value: func(c *ctx) (any, bool) {
-			return map[string]any{"maximum": c.d.Fields["draft"]}, true
+			return map[string]any{"maximum": c.d.Field("draft")}, true
 		}},
 		length, shipType, callsign, beam, fromBow, center, mmsi,
 		{root: true, when: func(c *ctx) bool { return truthy("imoNumber")(c) && num(c, "imoNumber") != 0 },
@@ -113,7 +113,7 @@ func init() {
 	rules[129798] = []rule{sog, cog,
 		{path: "navigation.position", when: all(truthy("longitude"), truthy("latitude")), value: func(c *ctx) (any, bool) {
 			p := map[string]any{"longitude": num(c, "longitude"), "latitude": num(c, "latitude")}
-			if _, ok := c.d.Fields["altitude"]; ok {
+			if _, ok := c.d.Lookup("altitude"); ok {
 				p["altitude"] = num(c, "altitude")
 			}
 			return p, true
@@ -129,19 +129,19 @@ func init() {
 // rootMember is a member of the context's root taken from a field, when the field is truthy.
 func rootMember(member, field string) rule {
 	return rule{root: true, when: truthy(field), value: func(c *ctx) (any, bool) {
-		return map[string]any{member: c.d.Fields[field]}, true
+		return map[string]any{member: c.d.Field(field)}, true
 	}}
 }
 
 // yesFlag is true for "Yes", false otherwise, absent with the field.
 func yesFlag(path, field string) rule {
-	return rule{path: path, when: has(field), value: func(c *ctx) (any, bool) { return c.d.Fields[field] == "Yes", true }}
+	return rule{path: path, when: has(field), value: func(c *ctx) (any, bool) { return c.d.Field(field) == "Yes", true }}
 }
 
 // only maps a lookup name through table; a name the table lacks gives no value.
 func only(field string, table map[string]string) func(*ctx) (any, bool) {
 	return func(c *ctx) (any, bool) {
-		s, _ := c.d.Fields[field].(string)
+		s, _ := c.d.Field(field).(string)
 		v, ok := table[s]
 		return v, ok
 	}
@@ -175,7 +175,7 @@ type TypeName struct {
 // namedType answers the number of a lookup field's name and its Signal K name, or null
 // when either is unknown.
 func namedType(c *ctx, field, enum string, names func(int64) string) (any, bool) {
-	v, ok := c.d.Fields[field]
+	v, ok := c.d.Lookup(field)
 	if !ok {
 		return nil, true
 	}
@@ -291,7 +291,7 @@ var etaTime = regexp.MustCompile(`^(\d+):(\d{2}):(\d{2})(\.\d+)?$`)
 // eta is the AIS destination's ETA as an ISO time: the date at midnight plus the time of
 // day (parts out of range taken as 0).
 func eta(c *ctx) (any, bool) {
-	date, ok := c.d.Fields["etaDate"].(string)
+	date, ok := c.d.Field("etaDate").(string)
 	if !ok {
 		return nil, false
 	}

@@ -27,18 +27,18 @@ func init() {
 		if !waypoints(3)(c) {
 			return false
 		}
-		_, lat := c.d.List[2]["wpLatitude"]
-		_, lon := c.d.List[2]["wpLongitude"]
+		_, lat := c.d.List[2].Lookup("wpLatitude")
+		_, lon := c.d.List[2].Lookup("wpLongitude")
 		return lat && lon
 	}
 	wpName := func(i int) func(*ctx) (any, bool) {
-		return func(c *ctx) (any, bool) { v, ok := c.d.List[i]["wpName"]; return v, ok }
+		return func(c *ctx) (any, bool) { v, ok := c.d.List[i].Lookup("wpName"); return v, ok }
 	}
 	wpPosition := func(i int) func(*ctx) (any, bool) {
 		return func(c *ctx) (any, bool) {
 			p := map[string]any{}
 			for _, k := range [][2]string{{"latitude", "wpLatitude"}, {"longitude", "wpLongitude"}} {
-				if v, ok := c.d.List[i][k[1]]; ok {
+				if v, ok := c.d.List[i].Lookup(k[1]); ok {
 					p[k[0]] = v
 				}
 			}
@@ -59,7 +59,7 @@ func init() {
 		if c.st.alerts == nil {
 			c.st.alerts = map[string]any{}
 		}
-		c.st.alerts[fieldText(c, "alertId")] = c.d.Fields["alertTextDescription"]
+		c.st.alerts[fieldText(c, "alertId")] = c.d.Field("alertTextDescription")
 		return false
 	}}}
 	rules[126983] = []rule{{pathFn: alertPath, value: alertValue, when: func(c *ctx) bool {
@@ -88,8 +88,8 @@ func fieldRules(prefix func(*ctx) string, table string) []rule {
 		case "num":
 			leaf, field := f[1], f[2]
 			rs = append(rs, rule{pathFn: func(c *ctx) string { return prefix(c) + leaf },
-				when:  func(c *ctx) bool { _, ok := c.d.Fields[field].(float64); return ok },
-				value: func(c *ctx) (any, bool) { return c.d.Fields[field], true }})
+				when:  func(c *ctx) bool { _, ok := c.d.Field(field).(float64); return ok },
+				value: func(c *ctx) (any, bool) { return c.d.Field(field), true }})
 		}
 	}
 	return rs
@@ -100,7 +100,7 @@ func fieldRules(prefix func(*ctx) string, table string) []rule {
 var alertTypes = [][2]string{{"Emergency Alarm", "emergency"}, {"Alarm", "alarm"}, {"Warning", "warn"}, {"Caution", "alert"}}
 
 func alertType(c *ctx) [2]string {
-	if s, ok := c.d.Fields["alertType"].(string); ok {
+	if s, ok := c.d.Field("alertType").(string); ok {
 		for _, t := range alertTypes {
 			if t[0] == s {
 				return t
@@ -111,7 +111,7 @@ func alertType(c *ctx) [2]string {
 }
 
 func alertPath(c *ctx) string {
-	category, _ := c.d.Fields["alertCategory"].(string)
+	category, _ := c.d.Field("alertCategory").(string)
 	return "notifications.nmea." + strings.ToLower(strings.ReplaceAll(alertType(c)[0], " ", "")) + "." +
 		strings.ToLower(category) + "." + fieldText(c, "alertSystem") + "." + fieldText(c, "alertId")
 }
@@ -143,18 +143,18 @@ type Alert struct {
 }
 
 func alertValue(c *ctx) (any, bool) {
-	f := c.d.Fields
+	f := c.d.Field
 	a := Alert{State: alertType(c)[1], Method: []string{"visual", "sound"}, Message: c.st.alerts[fieldText(c, "alertId")],
-		AlertType: f["alertType"], AlertCategory: f["alertCategory"], AlertSystem: f["alertSystem"], AlertID: f["alertId"],
-		DataSourceNetworkIDNAME: f["dataSourceNetworkIdName"], DataSourceInstance: f["dataSourceInstance"],
-		DataSourceIndexSource: f["dataSourceIndexSource"], Occurrence: f["alertOccurrenceNumber"],
-		TemporarySilenceStatus: f["temporarySilenceStatus"], AcknowledgeStatus: f["acknowledgeStatus"],
-		EscalationStatus: f["escalationStatus"], TemporarySilenceSupport: f["temporarySilenceSupport"],
-		AcknowledgeSupport: f["acknowledgeSupport"], EscalationSupport: f["escalationSupport"],
-		AcknowledgeSourceNetworkIDNAME: f["acknowledgeSourceNetworkIdName"], TriggerCondition: f["triggerCondition"],
-		ThresholdStatus: f["thresholdStatus"], AlertPriority: f["alertPriority"], AlertState: f["alertState"]}
+		AlertType: f("alertType"), AlertCategory: f("alertCategory"), AlertSystem: f("alertSystem"), AlertID: f("alertId"),
+		DataSourceNetworkIDNAME: f("dataSourceNetworkIdName"), DataSourceInstance: f("dataSourceInstance"),
+		DataSourceIndexSource: f("dataSourceIndexSource"), Occurrence: f("alertOccurrenceNumber"),
+		TemporarySilenceStatus: f("temporarySilenceStatus"), AcknowledgeStatus: f("acknowledgeStatus"),
+		EscalationStatus: f("escalationStatus"), TemporarySilenceSupport: f("temporarySilenceSupport"),
+		AcknowledgeSupport: f("acknowledgeSupport"), EscalationSupport: f("escalationSupport"),
+		AcknowledgeSourceNetworkIDNAME: f("acknowledgeSourceNetworkIdName"), TriggerCondition: f("triggerCondition"),
+		ThresholdStatus: f("thresholdStatus"), AlertPriority: f("alertPriority"), AlertState: f("alertState")}
 	// A silenced or acknowledged alert is shown without sound or sight.
-	if f["temporarySilenceStatus"] == "Yes" || f["acknowledgeStatus"] == "Yes" {
+	if f("temporarySilenceStatus") == "Yes" || f("acknowledgeStatus") == "Yes" {
 		a.Method = []string{}
 	}
 	return a, true

@@ -12,15 +12,15 @@ func init() {
 		return func(c *ctx) string { return dev + "avsource.source" + c.st.m.fusionSource + leaf }
 	}
 	field := func(id string) func(*ctx) (any, bool) {
-		return func(c *ctx) (any, bool) { v, ok := c.d.Fields[id]; return v, ok }
+		return func(c *ctx) (any, bool) { v, ok := c.d.Lookup(id); return v, ok }
 	}
 	duration := func(id string) func(*ctx) (any, bool) {
-		return func(c *ctx) (any, bool) { return timeToSeconds(c.d.Fields[id]) }
+		return func(c *ctx) (any, bool) { return timeToSeconds(c.d.Field(id)) }
 	}
 	rs := []rule{
 		{path: dev + "name", when: isID("fusionDeviceName"), value: field("name")},
 		{path: dev + "state", when: isID("fusionPowerState"), value: func(c *ctx) (any, bool) {
-			if c.d.Fields["state"] == "On" {
+			if c.d.Field("state") == "On" {
 				return "on", true
 			}
 			return "off", true
@@ -43,14 +43,14 @@ func init() {
 	}
 	rs = append(rs, rule{when: isID("fusionZoneName"), value: field("name"), pathFn: func(c *ctx) string {
 		zone := "NaN"
-		if n, ok := c.d.Fields["number"].(float64); ok {
+		if n, ok := c.d.Field("number").(float64); ok {
 			zone = jsString(n + 1)
 		}
 		return dev + "output.zone" + zone + ".name"
 	}})
 	// The zones' source: zone 1's also makes it the current source.
 	rs = append(rs, rule{path: dev + "output.zone1.source", when: isID("fusionSource"), value: func(c *ctx) (any, bool) {
-		id, ok := c.d.Fields["currentSourceId"]
+		id, ok := c.d.Lookup("currentSourceId")
 		if !ok {
 			return nil, false
 		}
@@ -66,18 +66,18 @@ func init() {
 			pathFn: func(c *ctx) string { return dev + "avsource.source" + fieldText(c, "sourceId") + ".name" }},
 		rule{pathFn: source(".tuner.frequency"), when: all(isID("fusionTuner"), current, has("frequency")),
 			value: func(c *ctx) (any, bool) {
-				if c.d.Fields["sourceId"] == "AM" {
+				if c.d.Field("sourceId") == "AM" {
 					return num(c, "frequency") / 1000, true
 				}
 				return num(c, "frequency") / 1000000, true
 			}},
 		rule{pathFn: source(".tuner.signalStrength"), when: all(isID("fusionTuner"), current), value: field("signalStrength")},
 		rule{pathFn: source(".track.name"), when: all(isID("fusionTuner"), current), value: func(c *ctx) (any, bool) {
-			s, _ := c.d.Fields["track"].(string)
+			s, _ := c.d.Field("track").(string)
 			return s, s != ""
 		}},
 		rule{pathFn: source(".playbackState"), when: all(isID("fusionMedia"), current), value: func(c *ctx) (any, bool) {
-			if f := c.d.Fields["flags"]; f == "Paused" || f == "Stopped" {
+			if f := c.d.Field("flags"); f == "Paused" || f == "Stopped" {
 				return "Paused", true
 			}
 			return "Playing", true
@@ -85,14 +85,14 @@ func init() {
 	)
 	for z := 1; z <= 4; z++ {
 		rs = append(rs, rule{path: dev + "output.zone" + strconv.Itoa(z) + ".isMuted", when: isID("fusionMute"),
-			value: func(c *ctx) (any, bool) { return c.d.Fields["mute"] == "Mute On", true }})
+			value: func(c *ctx) (any, bool) { return c.d.Field("mute") == "Mute On", true }})
 	}
 	for z := 1; z <= 4; z++ {
 		rs = append(rs, rule{path: dev + "output.zone" + strconv.Itoa(z) + ".equalizer", when: isID("fusionEq"),
 			value: func(c *ctx) (any, bool) {
 				eq := map[string]any{}
 				for _, k := range []string{"bass", "mid", "treble"} {
-					if v, ok := c.d.Fields[k]; ok {
+					if v, ok := c.d.Lookup(k); ok {
 						eq[k] = v
 					}
 				}

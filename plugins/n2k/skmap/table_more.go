@@ -29,7 +29,7 @@ func init() {
 		rules[uint32(127744+i)] = acPhase(phase)
 	}
 	rules[129291] = []rule{{path: "environment.current", value: func(c *ctx) (any, bool) {
-		switch c.d.Fields["setReference"] {
+		switch c.d.Field("setReference") {
 		case "True", "Magnetic":
 			return Current{SetTrue: num(c, "set"), Drift: num(c, "drift")}, true
 		}
@@ -56,7 +56,7 @@ func acPhase(phase string) []rule {
 	return []rule{
 		{pathFn: func(c *ctx) string { return prefix(c) + ".power" }, field: "power", when: has("power")},
 		{pathFn: func(c *ctx) string { return prefix(c) + ".current" }, field: "acRmsCurrent",
-			when: func(c *ctx) bool { _, isStr := c.d.Fields["acRmsCurrent"].(string); return !isStr }},
+			when: func(c *ctx) bool { _, isStr := c.d.Field("acRmsCurrent").(string); return !isStr }},
 	}
 }
 
@@ -82,10 +82,10 @@ func transmission() []rule {
 			value: func(c *ctx) (any, bool) {
 				msg := fmt.Sprintf(n[1], engineTitle(c))
 				on := false
-				if v, isNum := c.d.Fields["discreteStatus1"].(float64); isNum {
+				if v, isNum := c.d.Field("discreteStatus1").(float64); isNum {
 					on = int64(v)&(1<<i) != 0
 				} else {
-					on = bitSet(c.d.Fields["discreteStatus1"], n[2])
+					on = bitSet(c.d.Field("discreteStatus1"), n[2])
 				}
 				if on {
 					return Notification{State: "alarm", Method: []string{"visual", "sound"}, Message: msg}, true

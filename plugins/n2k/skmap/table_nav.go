@@ -22,7 +22,7 @@ func init() {
 		onState(charger, ".enabled", "enabled"),
 		onState(charger, ".equalizationPending", "equalizationPending"),
 		{pathFn: func(c *ctx) string { return charger(c) + ".equalizationTimeRemaining" }, allowNull: true,
-			value: func(c *ctx) (any, bool) { return timeToSeconds(c.d.Fields["equalizationTimeRemaining"]) }},
+			value: func(c *ctx) (any, bool) { return timeToSeconds(c.d.Field("equalizationTimeRemaining")) }},
 	}
 
 	converter := func(c *ctx) string {
@@ -40,7 +40,7 @@ func init() {
 		{path: "navigation.courseOverGroundTrue", field: "cog", when: eq("cogReference", "True")},
 		{path: "navigation.speedOverGround", field: "sog", when: truthy("sog")},
 		{path: "environment.current", when: all(truthy("drift"), truthy("set")), value: func(c *ctx) (any, bool) {
-			if c.d.Fields["cogReference"] == "True" || c.d.Fields["setReference"] == "Magnetic" {
+			if c.d.Field("cogReference") == "True" || c.d.Field("setReference") == "Magnetic" {
 				return Current{SetTrue: num(c, "set"), Drift: num(c, "drift")}, true
 			}
 			return nil, false
@@ -49,7 +49,7 @@ func init() {
 
 	course := func(c *ctx) string {
 		kind := "Rhumbline"
-		if c.d.Fields["calculationType"] == "Great Circle" {
+		if c.d.Field("calculationType") == "Great Circle" {
 			kind = "GreatCircle"
 		}
 		c.st.courseType = kind // 129283 names its path after the last calculation seen
@@ -73,30 +73,30 @@ func init() {
 		pathFn: func(c *ctx) string { return "navigation.course" + c.st.courseType + ".crossTrackError" },
 		field:  "xte",
 		when: func(c *ctx) bool {
-			return c.d.Fields["navigationTerminated"] == "No" && has("xte")(c) && c.st.courseType != ""
+			return c.d.Field("navigationTerminated") == "No" && has("xte")(c) && c.st.courseType != ""
 		},
 	}}
 }
 
 func lowerState(prefix func(*ctx) string, leaf, field string) rule {
 	return rule{pathFn: func(c *ctx) string { return prefix(c) + leaf },
-		when: func(c *ctx) bool { _, ok := c.d.Fields[field].(string); return ok },
+		when: func(c *ctx) bool { _, ok := c.d.Field(field).(string); return ok },
 		value: func(c *ctx) (any, bool) {
-			s, _ := c.d.Fields[field].(string)
+			s, _ := c.d.Field(field).(string)
 			return strings.ToLower(s), true
 		}}
 }
 
 func onState(prefix func(*ctx) string, leaf, field string) rule {
 	return rule{pathFn: func(c *ctx) string { return prefix(c) + leaf },
-		when:  func(c *ctx) bool { _, ok := c.d.Fields[field].(string); return ok },
-		value: func(c *ctx) (any, bool) { return c.d.Fields[field] == "On", true }}
+		when:  func(c *ctx) bool { _, ok := c.d.Field(field).(string); return ok },
+		value: func(c *ctx) (any, bool) { return c.d.Field(field) == "On", true }}
 }
 
 // timeToGo is the ETA less the message's time, in seconds.
 func timeToGo(c *ctx) (any, bool) {
-	date, _ := c.d.Fields["etaDate"].(string)
-	tm, _ := c.d.Fields["etaTime"].(string)
+	date, _ := c.d.Field("etaDate").(string)
+	tm, _ := c.d.Field("etaTime").(string)
 	eta, err := time.Parse(time.RFC3339Nano, strings.ReplaceAll(date, ".", "-")+"T"+tm+"Z")
 	if err != nil {
 		return nil, true

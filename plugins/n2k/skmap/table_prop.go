@@ -14,9 +14,9 @@ func init() {
 	rules[65285] = []rule{{field: "actualTemperature", when: truthy("actualTemperature"), instance: true,
 		instanceFn: func(c *ctx) string { return fieldText(c, "temperatureInstance") },
 		pathFn: func(c *ctx) string {
-			s, _ := c.d.Fields["temperatureSource"].(string)
+			s, _ := c.d.Field("temperatureSource").(string)
 			inst := "default"
-			if _, ok := c.d.Fields["temperatureInstance"]; ok {
+			if _, ok := c.d.Lookup("temperatureInstance"); ok {
 				inst = fieldText(c, "temperatureInstance")
 			}
 			return temperaturePath(s, inst)
@@ -46,7 +46,7 @@ func init() {
 				return "electrical.displays.raymarine." + camelCase(fieldText(c, "group")) + ".brightness"
 			},
 			value: func(c *ctx) (any, bool) {
-				if _, ok := c.d.Fields["brightness"]; !ok {
+				if _, ok := c.d.Lookup("brightness"); !ok {
 					return nil, true
 				}
 				return num(c, "brightness") / 100, true
@@ -62,7 +62,7 @@ func init() {
 	apMode := func(modes ...string) func(*ctx) bool {
 		return func(c *ctx) bool {
 			for _, m := range modes {
-				if c.d.Fields["mode"] == m {
+				if c.d.Field("mode") == m {
 					return true
 				}
 			}
@@ -71,9 +71,9 @@ func init() {
 	}
 	rules[65341] = []rule{
 		{path: "steering.autopilot.target.headingMagnetic", when: all(isID("simnetAutopilotAngle"), apMode("Heading", "Nav", "No Drift")),
-			value: func(c *ctx) (any, bool) { v, ok := c.d.Fields["angle"]; return v, ok }},
+			value: func(c *ctx) (any, bool) { v, ok := c.d.Lookup("angle"); return v, ok }},
 		{path: "steering.autopilot.target.windAngleApparent", when: all(isID("simnetAutopilotAngle"), apMode("Wind")),
-			value: func(c *ctx) (any, bool) { v, ok := c.d.Fields["angle"]; return v, ok }},
+			value: func(c *ctx) (any, bool) { v, ok := c.d.Lookup("angle"); return v, ok }},
 	}
 	display := func(leaf string) func(*ctx) string {
 		return func(c *ctx) string {
@@ -92,7 +92,7 @@ func init() {
 			return 0.0, true
 		}},
 		{when: simrad("Night mode color"), allowNull: true, pathFn: display(".nightModeColor"), value: func(c *ctx) (any, bool) {
-			if v, ok := c.d.Fields["value"].(float64); ok && v >= 0 && v < 5 && v == math.Trunc(v) {
+			if v, ok := c.d.Field("value").(float64); ok && v >= 0 && v < 5 && v == math.Trunc(v) {
 				return [...]string{"red", "green", "blue", "white", "magenta"}[int(v)], true
 			}
 			return "unknown", true
@@ -100,13 +100,13 @@ func init() {
 	}
 	rules[130850] = []rule{{when: isID("simnetAlarm"),
 		pathFn: func(c *ctx) string {
-			if s, ok := c.d.Fields["alarm"].(string); ok {
+			if s, ok := c.d.Field("alarm").(string); ok {
 				return "notifications." + camelCase(s)
 			}
 			return "notifications." + camelCase("unknown"+fieldText(c, "alarm"))
 		},
 		value: func(c *ctx) (any, bool) {
-			msg, ok := c.d.Fields["alarm"].(string)
+			msg, ok := c.d.Field("alarm").(string)
 			if !ok {
 				msg = "Unknown Simnet Alarm " + fieldText(c, "alarm")
 			}
@@ -138,7 +138,7 @@ func (n TimedNotification) MarshalJSON() ([]byte, error) {
 
 func seatalkAlarmPath(c *ctx) string {
 	name := "unknown" + fieldText(c, "alarmId")
-	if s, ok := c.d.Fields["alarmId"].(string); ok {
+	if s, ok := c.d.Field("alarmId").(string); ok {
 		name = strings.ReplaceAll(s, " ", "")
 	}
 	group := strings.ReplaceAll(strings.ToLower(fieldText(c, "alarmGroup")), " ", "")
@@ -147,7 +147,7 @@ func seatalkAlarmPath(c *ctx) string {
 
 // seatalkAlarm: silenced alarms are visual only; waypoint arrival and route alarms are alerts.
 func seatalkAlarm(c *ctx) (any, bool) {
-	status := c.d.Fields["alarmStatus"]
+	status := c.d.Field("alarmStatus")
 	n := TimedNotification{Method: []string{"visual"}, State: "alarm", at: c.stamp}
 	if status == "Alarm condition met and not silenced" {
 		n.Method = append(n.Method, "sound")
@@ -155,7 +155,7 @@ func seatalkAlarm(c *ctx) (any, bool) {
 	if status == "Alarm condition not met" {
 		n.State = "normal"
 	}
-	id, ok := c.d.Fields["alarmId"].(string)
+	id, ok := c.d.Field("alarmId").(string)
 	if !ok {
 		n.Message = "Unknown Seatalk Alarm " + fieldText(c, "alarmId")
 		return n, true
@@ -169,7 +169,7 @@ func seatalkAlarm(c *ctx) (any, bool) {
 
 // seatalkPilotState is 65379's mode: by name, or by the mode and sub-mode numbers.
 func seatalkPilotState(c *ctx) (any, bool) {
-	if s, ok := c.d.Fields["pilotMode"].(string); ok {
+	if s, ok := c.d.Field("pilotMode").(string); ok {
 		st, found := map[string]string{"Standby": "standby", "Auto, compass commanded": "auto", "Vane, Wind Mode": "wind",
 			"Track Mode": "route", "No Drift, COG referenced (In track, course changes)": "route"}[s]
 		return st, found
@@ -190,7 +190,7 @@ func seatalkPilotState(c *ctx) (any, bool) {
 
 // seatalk1PilotState is 126720's pilot mode (SmartPilot behind a Seatalk converter).
 func seatalk1PilotState(c *ctx) (any, bool) {
-	mode := c.d.Fields["pilotMode"]
+	mode := c.d.Field("pilotMode")
 	sub := num(c, "subMode")
 	modeIs := func(name string, n float64) bool {
 		if s, ok := mode.(string); ok {
@@ -215,7 +215,7 @@ func seatalk1PilotState(c *ctx) (any, bool) {
 // simnetPilotState is the last of standby, auto, heading, wind and route whose mode bit
 // is set; with no mode field every one matches (the reference's optional chaining), so route.
 func simnetPilotState(c *ctx) (any, bool) {
-	v, ok := c.d.Fields["mode"]
+	v, ok := c.d.Lookup("mode")
 	if !ok {
 		return "route", true
 	}

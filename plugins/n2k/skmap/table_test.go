@@ -25,7 +25,7 @@ func TestCamelCase(t *testing.T) {
 
 // mapFields maps one message given as decoded fields from source 9 at a fixed time.
 func mapFields(m *Mapper, p uint32, id string, fields map[string]any) *Delta {
-	return m.Map(&decode.Decoded{Header: decode.Header{PGN: p, Src: 9}, ID: id, Fields: fields}, nil, "2026-01-01T00:00:00.000Z")
+	return m.Map(&decode.Decoded{Header: decode.Header{PGN: p, Src: 9}, ID: id, ByName: fields}, nil, "2026-01-01T00:00:00.000Z")
 }
 
 // Manufacturers' PGNs the shipped and generated logs cannot check against the reference
@@ -79,7 +79,7 @@ func ptr(s string) *string { return &s }
 func TestUpdateTimeLate(t *testing.T) {
 	m := New()
 	d := m.Map(&decode.Decoded{Header: decode.Header{PGN: 130850, Src: 9}, ID: "simnetAlarm",
-		Fields: map[string]any{"alarm": "Wind data missing"}}, nil, "")
+		ByName: map[string]any{"alarm": "Wind data missing"}}, nil, "")
 	if d == nil {
 		t.Fatal("no delta")
 	}
@@ -88,7 +88,7 @@ func TestUpdateTimeLate(t *testing.T) {
 	if !strings.Contains(got, `"value":{"message":"Wind data missing","method":["visual"],"state":"warning","timestamp":"2026-02-03T04:05:06.789Z"}`) {
 		t.Errorf("delta %s", got)
 	}
-	d = m.Map(&decode.Decoded{Header: decode.Header{PGN: 129284, Src: 9}, Fields: map[string]any{
+	d = m.Map(&decode.Decoded{Header: decode.Header{PGN: 129284, Src: 9}, ByName: map[string]any{
 		"etaDate": "2026.02.03", "etaTime": "05:05:06.789"}}, nil, "")
 	d.Updates[0].Timestamp = "2026-02-03T04:05:06.789Z"
 	if got := string(d.AppendJSON(nil)); !strings.Contains(got, `"path":"navigation.courseRhumbline.nextPoint.timeToGo","value":3600}`) {
