@@ -22,6 +22,7 @@ import (
 	"devhost/host/signalk/sktest"
 	"devhost/host/sk"
 	"devhost/host/store"
+	"devhost/host/testio"
 )
 
 // putState is a PUT-able state as a plugin keeps it: a PUT of a T sets it (anything else is
@@ -382,13 +383,7 @@ const hangGuard = 5 * time.Minute
 // eventually polls cond (a goroutine hand-off, never a spec timer).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testio.Await(t, hangGuard, what, cond, func(held bool) bool { return held })
 }
 
 // waitState waits for the token state and a scheduled retry (when wantTimer).

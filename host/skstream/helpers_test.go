@@ -15,6 +15,7 @@ import (
 
 	"devhost/host/sk"
 	"devhost/host/skstream/skpeer"
+	"devhost/host/testio"
 )
 
 // wait bounds every real-time hand-off in these tests; nothing waits for a spec timer.
@@ -96,13 +97,7 @@ func result(t *testing.T, ch <-chan error, what string) error {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testio.Await(t, wait, what, cond, func(held bool) bool { return held })
 }
 
 type fixture struct {

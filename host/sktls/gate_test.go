@@ -12,6 +12,7 @@ import (
 	"devhost/host/board"
 	"devhost/host/health"
 	"devhost/host/signalk/sktest/testcert"
+	"devhost/host/testio"
 )
 
 // stallListener accepts TCP connections and never answers, so a handshake with it hangs.
@@ -61,13 +62,7 @@ func dialAsync(m *Manager, ctx context.Context, addr string) <-chan dialResult {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testio.Await(t, hangGuard, what, cond, func(held bool) bool { return held })
 }
 
 // TestOneHandshakeAtATime: while one handshake hangs, another waits without even sending its
