@@ -141,10 +141,9 @@ func TestAPIBase(t *testing.T) {
 // The device comes from $DEVCTL_URL when --url is not given.
 func TestLogsFromDevctlURL(t *testing.T) {
 	dev := &logDevice{lines: lines("x", 2)}
-	srv := httptest.NewServer(dev)
-	defer srv.Close()
+	url := dev.serve(t)
 	h := newHarness()
-	h.env["DEVCTL_URL"] = srv.URL
+	h.env["DEVCTL_URL"] = url
 	if code := h.run("logs"); code != exitOK || h.stdout.String() != "x 0\nx 1\n" {
 		t.Fatalf("exit %d, %q %q", code, h.stdout.String(), h.stderr.String())
 	}
@@ -319,6 +318,13 @@ type logDevice struct {
 	seen  []string
 }
 
+// serve runs d on loopback until the test ends and answers its URL.
+func (d *logDevice) serve(t *testing.T) string {
+	srv := httptest.NewServer(d)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 func (d *logDevice) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -391,11 +397,10 @@ func lines(prefix string, n int) []string {
 
 func TestLogsPrintsEveryKeptLine(t *testing.T) {
 	dev := &logDevice{lines: lines("I (1) main: line", 5), key: "secret-key"}
-	srv := httptest.NewServer(dev)
-	defer srv.Close()
+	url := dev.serve(t)
 	h := newHarness()
 	h.env["DEVCTL_KEY"] = "secret-key"
-	if code := h.run("logs", "--url", srv.URL); code != exitOK {
+	if code := h.run("logs", "--url", url); code != exitOK {
 		t.Fatalf("exit %d: %s", code, h.stderr.String())
 	}
 	if got := h.stdout.String(); got != strings.Join(lines("I (1) main: line", 5), "\n")+"\n" {
@@ -409,10 +414,9 @@ func TestLogsPrintsEveryKeptLine(t *testing.T) {
 // Full pages follow each other with after = next - 1 until the ring is read.
 func TestLogsPagesThroughALongRing(t *testing.T) {
 	dev := &logDevice{lines: lines("l", 450)}
-	srv := httptest.NewServer(dev)
-	defer srv.Close()
+	url := dev.serve(t)
 	h := newHarness()
-	if code := h.run("logs", "--url", srv.URL); code != exitOK {
+	if code := h.run("logs", "--url", url); code != exitOK {
 		t.Fatalf("exit %d: %s", code, h.stderr.String())
 	}
 	if got := strings.Count(h.stdout.String(), "\n"); got != 450 {
@@ -435,10 +439,9 @@ func TestLogsLimitPrintsTheNewest(t *testing.T) {
 		{3, 3, []string{"l 0", "l 1", "l 2"}},
 	} {
 		dev := &logDevice{lines: lines("l", c.kept)}
-		srv := httptest.NewServer(dev)
+		url := dev.serve(t)
 		h := newHarness()
-		code := h.run("logs", "--url", srv.URL, "--limit", strconv.Itoa(c.limit))
-		srv.Close()
+		code := h.run("logs", "--url", url, "--limit", strconv.Itoa(c.limit))
 		if got := h.stdout.String(); code != exitOK || got != strings.Join(c.want, "\n")+"\n" {
 			t.Errorf("%d kept, --limit %d: exit %d, printed %q", c.kept, c.limit, code, got)
 		}
@@ -447,27 +450,25 @@ func TestLogsLimitPrintsTheNewest(t *testing.T) {
 
 func TestLogsNeedsTheKey(t *testing.T) {
 	dev := &logDevice{lines: lines("x", 1), key: "secret-key"}
-	srv := httptest.NewServer(dev)
-	defer srv.Close()
+	url := dev.serve(t)
 	h := newHarness()
-	if code := h.run("logs", "--url", srv.URL, "--follow"); code != exitFail || !strings.Contains(h.stderr.String(), "401 unauthorized") ||
+	if code := h.run("logs", "--url", url, "--follow"); code != exitFail || !strings.Contains(h.stderr.String(), "401 unauthorized") ||
 		!strings.Contains(h.stderr.String(), "--key") {
 		t.Fatalf("exit %d, stderr %q", code, h.stderr.String())
 	}
 	h = newHarness()
-	if code := h.run("logs", "--url", srv.URL, "--key", "secret-key"); code != exitOK || h.stdout.String() != "x 0\n" {
+	if code := h.run("logs", "--url", url, "--key", "secret-key"); code != exitOK || h.stdout.String() != "x 0\n" {
 		t.Fatalf("with --key: exit %d, %q %q", code, h.stdout.String(), h.stderr.String())
 	}
 }
 
 func TestLogsFollow(t *testing.T) {
 	dev := &logDevice{base: 10, lines: lines("boot1", 3), keep: 4}
-	srv := httptest.NewServer(dev)
-	defer srv.Close()
+	url := dev.serve(t)
 	h := newHarness()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	go func() { done <- h.app.run(ctx, []string{"logs", "--url", srv.URL, "--follow"}) }()
+	go func() { done <- h.app.run(ctx, []string{"logs", "--url", url, "--follow"}) }()
 
 	tick := func() {
 		t.Helper()

@@ -5,6 +5,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -351,14 +352,24 @@ func (a *app) pluginList(ctx context.Context, args []string) error {
 	return tw.Flush()
 }
 
-func (a *app) pluginAction(ctx context.Context, action string, args []string) error {
-	fs := newFlags("plugin " + action)
+// onePlugin adds the device flags to fs (which holds the command's own), parses args for them
+// and the one plugin ID, and answers the ID and the device's client.
+func (a *app) onePlugin(fs *flag.FlagSet, args []string) (string, *apiClient, error) {
 	dev := addDeviceFlags(fs)
 	id, err := parseOne(fs, args, "plugin ID", "")
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	c, err := a.device(dev, pluginTimeout)
+	if err != nil {
+		return "", nil, err
+	}
+	return id, c, nil
+}
+
+func (a *app) pluginAction(ctx context.Context, action string, args []string) error {
+	fs := newFlags("plugin " + action)
+	id, c, err := a.onePlugin(fs, args)
 	if err != nil {
 		return err
 	}
@@ -372,13 +383,8 @@ func (a *app) pluginAction(ctx context.Context, action string, args []string) er
 
 func (a *app) pluginRemove(ctx context.Context, args []string) error {
 	fs := newFlags("plugin remove")
-	dev := addDeviceFlags(fs)
 	purge := fs.Bool("purge-config", false, "also erase the plugin's stored configuration")
-	id, err := parseOne(fs, args, "plugin ID", "")
-	if err != nil {
-		return err
-	}
-	c, err := a.device(dev, pluginTimeout)
+	id, c, err := a.onePlugin(fs, args)
 	if err != nil {
 		return err
 	}

@@ -169,9 +169,8 @@ func TestBundledN2KPluginOnAFreshDevice(t *testing.T) {
 		if m := st.json(t); m["state"] != "disabled" || m["address"] != nil || m["frames_out"] != 0.0 {
 			t.Fatalf("%s: not idle: %s", when, st.body)
 		}
-		cfg := d.call("GET", "/api/v1/config?ns=f_n2k", "")
-		if cfg.status != 200 || cfg.json(t)["f_n2k"].(map[string]any)["enabled"] != false {
-			t.Fatalf("%s: f_n2k %d %s", when, cfg.status, cfg.body)
+		if cfg := d.config("f_n2k"); cfg["enabled"] != false {
+			t.Fatalf("%s: f_n2k %v", when, cfg)
 		}
 	}
 	waitIdle("first boot")
@@ -201,10 +200,7 @@ func TestBundledN2KPluginOnAFreshDevice(t *testing.T) {
 	if r := d.call("DELETE", "/api/v1/plugins/n2k", ""); r.status/100 != 2 {
 		t.Fatalf("remove: %d %s", r.status, r.body)
 	}
-	if r := d.call("POST", "/api/v1/system/reboot", ""); r.status != 202 {
-		t.Fatalf("reboot: %d %s", r.status, r.body)
-	}
-	d.waitBoot()
+	d.reboot()
 	if p := offered(); p != nil {
 		t.Fatalf("the removed bundled plugin came back after a reboot: %v", p)
 	}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -31,8 +30,7 @@ func TestPowerOnServesAndReportsIt(t *testing.T) {
 		t.Fatalf("info %v", info)
 	}
 	// The factory document was applied to the empty store.
-	cfg := d.call("GET", "/api/v1/config?ns=httpd", "").json(t)
-	if port := cfg["httpd"].(map[string]any)["port"]; port != float64(d.port) {
+	if port := d.config("httpd")["port"]; port != float64(d.port) {
 		t.Fatalf("httpd.port %v, want %d", port, d.port)
 	}
 }
@@ -40,18 +38,10 @@ func TestPowerOnServesAndReportsIt(t *testing.T) {
 func TestSigtermShutsDownCleanly(t *testing.T) {
 	d := newDev(t)
 	d.putConfig(`{"sk":{"batch_ms":250}}`)
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-d.exited:
-		if err != nil {
-			t.Fatalf("supervisor exit after SIGTERM: %v", err)
-		}
-	case <-time.After(hangGuard):
-		t.Fatal("supervisor did not stop after SIGTERM")
-	}
+	d.shutdown(hangGuard)
 	d.waitPortFree()
 	d.powerOn()
-	if v := d.call("GET", "/api/v1/config?ns=sk", "").json(t)["sk"].(map[string]any)["batch_ms"]; v != 250.0 {
+	if v := d.config("sk")["batch_ms"]; v != 250.0 {
 		t.Fatalf("sk.batch_ms after restart: %v", v)
 	}
 }
@@ -89,7 +79,7 @@ func TestAcknowledgedWritesSurvivePowerCuts(t *testing.T) {
 			t.Fatalf("round %d: no write acknowledged", round)
 		}
 		d.powerOn()
-		got := d.call("GET", "/api/v1/config?ns=power", "").json(t)["power"].(map[string]any)["interval_s"].(float64)
+		got, _ := d.config("power")["interval_s"].(float64)
 		if int64(got) < last {
 			t.Fatalf("round %d: acknowledged %d, read back %v after the power cut", round, last, got)
 		}
@@ -110,7 +100,7 @@ func TestRebootRefusesWritesThenComesBackAsSoftware(t *testing.T) {
 	if info := d.info(); info["reset_reason"] != "software" {
 		t.Fatalf("reset_reason %v after reboot", info["reset_reason"])
 	}
-	if v := d.call("GET", "/api/v1/config?ns=sk", "").json(t)["sk"].(map[string]any)["batch_ms"]; v != 100.0 {
+	if v := d.config("sk")["batch_ms"]; v != 100.0 {
 		t.Fatalf("the refused write landed: %v", v)
 	}
 }
@@ -215,10 +205,7 @@ func TestLostKeyRecoveryByPowerCycles(t *testing.T) {
 	}
 	// The window lives in RAM: a software reboot ends it.
 	d.key = "lost-key-123"
-	if r := d.call("POST", "/api/v1/system/reboot", ""); r.status != 202 {
-		t.Fatalf("reboot: %d", r.status)
-	}
-	d.waitBoot()
+	d.reboot()
 	if rs := status()["recovery_s"]; rs != 0.0 {
 		t.Fatalf("window survived a reboot: %v", rs)
 	}

@@ -350,7 +350,7 @@ func TestErrorsTable(t *testing.T) {
 			t.Fatal("5000 writes on a full flash all succeeded")
 			return reply{}
 		}}})
-		if got := d.call("GET", "/api/v1/config?ns=sk", "").json(t)["sk"].(map[string]any)["batch_ms"]; got != float64(last) {
+		if got := d.config("sk")["batch_ms"]; got != float64(last) {
 			t.Errorf("sk.batch_ms %v after the failed write, want %d (the last value stored)", got, last)
 		}
 	})
@@ -404,7 +404,7 @@ func TestPortalSSIDDefaultAndEmptyTimePut(t *testing.T) {
 	if len(id) != 4 {
 		t.Fatalf("device id %q", id)
 	}
-	wifi, _ := d.call("GET", "/api/v1/config?ns=wifi", "").json(t)["wifi"].(map[string]any)
+	wifi := d.config("wifi")
 	if wifi["portal_ssid"] != "dev-"+id {
 		t.Fatalf("wifi.portal_ssid = %v, want dev-%s", wifi["portal_ssid"], id)
 	}

@@ -24,7 +24,7 @@ func TestPortFlagForOneRun(t *testing.T) {
 	if !strings.Contains(d.out.String(), fmt.Sprintf("port %d from --port for this run; the stored httpd.port (%d) is unchanged", other, stored)) {
 		t.Errorf("the override was not said:\n%s", d.out.String())
 	}
-	if got := d.call("GET", "/api/v1/config?ns=httpd", "").json(t)["httpd"].(map[string]any)["port"]; got != float64(stored) {
+	if got := d.config("httpd")["port"]; got != float64(stored) {
 		t.Errorf("stored httpd.port %v, want %d", got, stored)
 	}
 	d.powerCut()
@@ -98,7 +98,7 @@ func TestBootOnAFullDataDirectory(t *testing.T) {
 	} else if msg := fmt.Sprint(c["message"]); c["state"] != "warn" || !strings.Contains(msg, "no space left on device") || strings.Contains(msg, d.data) {
 		t.Errorf("storageFull %v", c)
 	}
-	if got := d.call("GET", "/api/v1/config?ns=sk", "").json(t)["sk"].(map[string]any)["batch_ms"]; got != float64(119) {
+	if got := d.config("sk")["batch_ms"]; got != float64(119) {
 		t.Errorf("sk.batch_ms %v after the boot, want 119", got)
 	}
 }

@@ -223,6 +223,29 @@ func (d *dev) waitBoot() {
 	d.base = d.out.waitListening(d.t, d.boots, hangGuard)
 }
 
+// reboot asks for a software reboot (POST /system/reboot) and waits for the next boot.
+func (d *dev) reboot() {
+	d.t.Helper()
+	if r := d.call("POST", "/api/v1/system/reboot", ""); r.status != 202 {
+		d.t.Fatalf("reboot: %d %s", r.status, r.body)
+	}
+	d.waitBoot()
+}
+
+// shutdown sends SIGTERM to the supervisor and waits up to timeout for it to exit cleanly.
+func (d *dev) shutdown(timeout time.Duration) {
+	d.t.Helper()
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.exited:
+		if err != nil {
+			d.t.Fatalf("supervisor exit after SIGTERM: %v", err)
+		}
+	case <-time.After(timeout):
+		d.t.Fatal("supervisor did not stop after SIGTERM")
+	}
+}
+
 // powerCut is `kill -9` of the supervisor; the app dies with it.
 func (d *dev) powerCut() {
 	d.t.Helper()

@@ -16,6 +16,7 @@ import (
 
 	"devhost/abi"
 	"devhost/host/signalk/sktest"
+	"devhost/host/skstream"
 	"devhost/plugins"
 	"devhost/plugins/n2k/skmeta"
 )
@@ -248,16 +249,8 @@ func n2kDecode(ctx context.Context, t *testing.T, wasm, log string, fn func(cont
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	for sc.Scan() {
-		var delta struct {
-			Context string `json:"context"`
-			Updates []struct {
-				Values []struct {
-					Path  string          `json:"path"`
-					Value json.RawMessage `json:"value"`
-				} `json:"values"`
-			} `json:"updates"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &delta); err != nil {
+		delta, err := skstream.ParseFrame(sc.Bytes())
+		if err != nil {
 			t.Fatalf("decode line %q: %v", sc.Text(), err)
 		}
 		for _, u := range delta.Updates {

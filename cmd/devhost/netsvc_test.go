@@ -3,7 +3,6 @@ package main_test
 import (
 	"fmt"
 	"reflect"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,10 +17,7 @@ func TestSNTPSetsTheDeviceClock(t *testing.T) {
 	d := newDev(t)
 	d.putConfig(fmt.Sprintf(`{"time":{"server0":%q}}`, ntpd.Addr))
 	// The SNTP keys take effect at the next boot.
-	if r := d.call("POST", "/api/v1/system/reboot", ""); r.status != 202 {
-		t.Fatalf("reboot: %d %s", r.status, r.body)
-	}
-	d.waitBoot()
+	d.reboot()
 	var doc map[string]any
 	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if doc = d.call("GET", "/api/v1/time", "").json(t); doc["source"] == "sntp" {
@@ -82,15 +78,7 @@ func TestMDNSAdvertisesTheDevice(t *testing.T) {
 	https.Wait("added", "boat._http._tcp.local.")
 
 	// Shutdown: goodbyes.
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-d.exited:
-		if err != nil {
-			t.Fatalf("supervisor exit after SIGTERM: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("supervisor did not stop after SIGTERM")
-	}
+	d.shutdown(15 * time.Second)
 	devs.Wait("removed", "boat._dev._tcp.local.")
 	https.Wait("removed", "boat._http._tcp.local.")
 }

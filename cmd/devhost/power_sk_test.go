@@ -57,18 +57,8 @@ func TestPowerCycleSignalK(t *testing.T) {
 	}
 
 	// Approved once: the only access request of the test.
-	st := waitSK("access requested", func(st skStatus) bool { return st.Token.State == "REQUESTED" })
-	clientID := st.Token.ClientID
-	if _, err := s.WaitRequest(ctx, clientID); err != nil {
-		t.Fatalf("the server never saw the request of %q: %v", clientID, err)
-	}
-	if err := s.Approve(ctx, clientID, "readwrite"); err != nil {
-		t.Fatal(err)
-	}
-	streaming := func(st skStatus) bool {
-		return st.Token.State == "APPROVED" && st.Token.HasToken && st.WS.Connected
-	}
-	waitSK("approved and streaming", streaming)
+	clientID := d.approveSK(ctx, s).Token.ClientID
+	waitSK("approved and streaming", skStreaming)
 	var pin skTLSDoc
 	get("pinned", "/api/v1/sk/tls", &pin)
 	if pin.State != "trusted" || pin.Pinned == nil || pin.Pinned.SHA256 != testcert.Fingerprint(ca.Cert) {
@@ -102,7 +92,7 @@ func TestPowerCycleSignalK(t *testing.T) {
 			write("POST", "/api/v1/health/test", `{"key":"test.afterWake","state":"warn","ttl_s":300}`)
 			write("PUT", "/api/v1/config", `{"sk":{"ws_enabled":true}}`)
 		}
-		st := waitSK(what+": streaming", streaming)
+		st := waitSK(what+": streaming", skStreaming)
 		if st.Token.ClientID != clientID {
 			t.Fatalf("%s: client id %q, was %q", what, st.Token.ClientID, clientID)
 		}

@@ -1,9 +1,7 @@
 package main_test
 
 import (
-	"encoding/json"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -22,11 +20,8 @@ type powerDoc struct {
 
 func (d *dev) power() powerDoc {
 	d.t.Helper()
-	r := d.call("GET", "/api/v1/power", "")
 	var p powerDoc
-	if r.status != 200 || json.Unmarshal(r.body, &p) != nil {
-		d.t.Fatalf("GET /power: %d %s", r.status, r.body)
-	}
+	d.getJSON("/api/v1/power", &p)
 	return p
 }
 
@@ -64,12 +59,7 @@ func TestPowerCycle(t *testing.T) {
 			t.Fatalf("wake %d: time %v", wake, tm)
 		}
 	}
-	r := d.call("GET", "/api/v1/config?ns=power", "")
-	if !json.Valid(r.body) || !jsonHas(r.body, `"mode":"cycle"`) {
-		t.Fatalf("configuration lost: %s", r.body)
+	if cfg := d.config("power"); cfg["mode"] != "cycle" {
+		t.Fatalf("configuration lost: %v", cfg)
 	}
-}
-
-func jsonHas(b []byte, s string) bool {
-	return strings.Contains(string(b), s)
 }

@@ -17,26 +17,10 @@ func TestSignalKEndToEnd(t *testing.T) {
 	d := newDev(t)
 	evs := d.events()
 	d.putConfig(fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d,"health_s":1}}`, s.Host, s.Port))
-	waitFor := func(what string, ok func(map[string]any) bool) map[string]any {
-		t.Helper()
-		return d.waitDoc(what, "/api/v1/sk/status", hangGuard, ok)
-	}
-	tokenState := func(st map[string]any) string { return st["token"].(map[string]any)["state"].(string) }
-	st := waitFor("access requested", func(st map[string]any) bool { return tokenState(st) == "REQUESTED" })
-	clientID, _ := st["token"].(map[string]any)["client_id"].(string)
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	if _, err := s.WaitRequest(ctx, clientID); err != nil {
-		t.Fatalf("the server never saw the request of %q: %v", clientID, err)
-	}
-	if err := s.Approve(ctx, clientID, "readwrite"); err != nil {
-		t.Fatal(err)
-	}
-	connected := func(st map[string]any) bool {
-		ws, _ := st["ws"].(map[string]any)
-		return tokenState(st) == "APPROVED" && ws != nil && ws["connected"] == true
-	}
-	waitFor("approved and streaming", connected)
+	clientID := d.approveSK(ctx, s).Token.ClientID
+	d.waitSK("approved and streaming", skStreaming)
 	if _, err := s.WaitValue(ctx, "dev.dev-abcd.uptime", func(v json.RawMessage) bool { return len(v) > 0 }); err != nil {
 		t.Fatalf("telemetry on the server: %v", err)
 	}
@@ -45,7 +29,7 @@ func TestSignalKEndToEnd(t *testing.T) {
 	// The token is kept per server across a power cut: no new request, straight to streaming.
 	d.powerCut()
 	d.powerOn()
-	waitFor("streaming again after the power cut", connected)
+	d.waitSK("streaming again after the power cut", skStreaming)
 	noNewRequest(ctx, t, s, "after the power cut", clientID)
 }
 
@@ -96,9 +80,8 @@ func checkSignalKSurface(t *testing.T, d *dev, evs <-chan event) {
 	if r := d.call("POST", "/api/v1/sk/token", `{"token":"not.a.token"}`); r.status != 400 || r.json(t)["error"] != "validation" {
 		t.Fatalf("POST /sk/token with a refused token: %d %s", r.status, r.body)
 	}
-	st := d.call("GET", "/api/v1/sk/status", "").json(t)
-	if tok := st["token"].(map[string]any); tok["state"] != "APPROVED" || st["ws"].(map[string]any)["connected"] != true {
-		t.Fatalf("status after a refused token: %v", st)
+	if st := d.sk(); !skStreaming(st) {
+		t.Fatalf("status after a refused token: %+v", st)
 	}
 	if r := d.call("POST", "/api/v1/sk/token", `{"token":"two words"}`); r.status != 400 {
 		t.Fatalf("POST /sk/token with a malformed token: %d %s", r.status, r.body)

@@ -31,16 +31,6 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	d.putConfig(tofuConfig(s, `"health_s":1`))
 	httpsAddr := net.JoinHostPort(s.Host, strconv.Itoa(s.HTTPSPort))
 
-	status := func() skStatus {
-		t.Helper()
-		var st skStatus
-		d.getJSON("/api/v1/sk/status", &st)
-		return st
-	}
-	waitStatus := func(what string, ok func(skStatus) bool) skStatus {
-		t.Helper()
-		return pollUntil(t, what, hangGuard, status, ok)
-	}
 	// onHTTPS checks the scheme the device uses: https on the port the probe found, never a guess.
 	onHTTPS := func(what string, st skStatus) {
 		t.Helper()
@@ -48,7 +38,6 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 			t.Fatalf("%s: server %+v, want https on %s", what, st.Server, httpsAddr)
 		}
 	}
-	streaming := func(st skStatus) bool { return st.Token.State == "APPROVED" && st.WS.Connected }
 	tlsDoc := func() skTLSDoc {
 		t.Helper()
 		var doc skTLSDoc
@@ -97,16 +86,10 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	}
 
 	// 1. The probe finds https behind the http port; the request is approved over TLS.
-	st := waitStatus("access requested", func(st skStatus) bool { return st.Token.State == "REQUESTED" })
+	st := d.approveSK(ctx, s)
 	onHTTPS("while requesting", st)
 	clientID := st.Token.ClientID
-	if _, err := s.WaitRequest(ctx, clientID); err != nil {
-		t.Fatalf("the server never saw the request of %q: %v", clientID, err)
-	}
-	if err := s.Approve(ctx, clientID, "readwrite"); err != nil {
-		t.Fatal(err)
-	}
-	st = waitStatus("approved and streaming", streaming)
+	st = d.waitSK("approved and streaming", skStreaming)
 	onHTTPS("approved", st)
 	if st.Server.Self != s.Self || !st.Token.HasToken || st.Token.ClientID != clientID {
 		t.Fatalf("approved status: %+v (server self %s)", st, s.Self)
@@ -137,7 +120,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	seen.wait(t, mark, hangGuard, "sk_ws disconnected by the restart", wsConnected(false))
 	seen.wait(t, mark, hangGuard, "sk_ws connected after the renewal", wsConnected(true))
 	waitUptime("after the renewal", func(v float64) bool { return v >= up })
-	st = waitStatus("streaming after the renewal", streaming)
+	st = d.waitSK("streaming after the renewal", skStreaming)
 	onHTTPS("after the renewal", st)
 	doc = tlsDoc()
 	if at := checkPinnedCA(t, "after the renewal", doc, httpsAddr, ca1, renewed); !at.Equal(pinnedAt) {
@@ -159,7 +142,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	if err := s.Restart(ctx, testcert.Files(t, changed)); err != nil {
 		t.Fatal(err)
 	}
-	st = waitStatus("cert_error after the changed leaf", func(st skStatus) bool { return st.Token.State == "cert_error" })
+	st = d.waitSK("cert_error after the changed leaf", func(st skStatus) bool { return st.Token.State == "cert_error" })
 	onHTTPS("in cert_error", st)
 	if st.Token.Reason == "" || !st.Token.HasToken || st.WS.Connected || st.Token.ClientID != clientID {
 		t.Fatalf("cert_error status: %+v", st)
@@ -191,7 +174,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 		if v, ok, err := s.Value(ctx, "dev.dev-abcd.uptime"); err != nil || ok {
 			t.Fatalf("telemetry reached the server in cert_error: %s %v", v, err)
 		}
-		st := status()
+		st := d.sk()
 		onHTTPS("in cert_error", st)
 		if st.Token.State != "cert_error" || st.WS.Connected {
 			t.Fatalf("left cert_error by itself: %+v", st)
@@ -210,7 +193,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	if del.Pinned != nil && del.Pinned.SHA256 != testcert.Fingerprint(ca2.Cert) {
 		t.Fatalf("DELETE /sk/tls kept the old pin: %s", r.body)
 	}
-	st = waitStatus("streaming after DELETE /sk/tls", streaming)
+	st = d.waitSK("streaming after DELETE /sk/tls", skStreaming)
 	onHTTPS("after DELETE /sk/tls", st)
 	up = waitUptime("after DELETE /sk/tls", func(float64) bool { return true })
 	doc = tlsDoc()
@@ -223,7 +206,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	d.powerCut()
 	d.powerOn()
 	seen = collectEvents(d.events())
-	st = waitStatus("streaming after the power cut", streaming)
+	st = d.waitSK("streaming after the power cut", skStreaming)
 	onHTTPS("after the power cut", st)
 	if st.Token.ClientID != clientID {
 		t.Fatalf("client id after the power cut: %q, was %q", st.Token.ClientID, clientID)
@@ -268,28 +251,6 @@ func wsConnected(want bool) func(event) bool {
 	return func(e event) bool {
 		var ws struct{ Connected bool }
 		return e.name == "sk_ws" && json.Unmarshal([]byte(e.data), &ws) == nil && ws.Connected == want
-	}
-}
-
-// skStatus is the part of GET /sk/status (and the sk event) the test reads.
-type skStatus struct {
-	Server struct {
-		Host   string
-		Port   int
-		Scheme string
-		Self   string
-		Guess  bool `json:"scheme_guessed"`
-	}
-	Token struct {
-		State    string
-		ClientID string `json:"client_id"`
-		HasToken bool   `json:"has_token"`
-		Reason   string
-		Resume   string
-	}
-	WS struct {
-		Connected bool
-		State     string
 	}
 }
 

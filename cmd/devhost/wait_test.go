@@ -53,6 +53,14 @@ func (d *dev) getJSON(path string, v any) {
 	}
 }
 
+// config answers the namespace ns as GET /config?ns= lists it.
+func (d *dev) config(ns string) map[string]any {
+	d.t.Helper()
+	var doc map[string]map[string]any
+	d.getJSON("/api/v1/config?ns="+ns, &doc)
+	return doc[ns]
+}
+
 // waitDoc polls GET path until ok accepts the JSON object it answers.
 func (d *dev) waitDoc(what, path string, timeout time.Duration, ok func(map[string]any) bool) map[string]any {
 	d.t.Helper()
@@ -75,22 +83,63 @@ func (d *dev) waitDoc(what, path string, timeout time.Duration, ok func(map[stri
 func connectSK(ctx context.Context, t *testing.T, d *dev, s *sktest.Server) {
 	t.Helper()
 	d.putConfig(fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d}}`, s.Host, s.Port))
-	var clientID string
-	eventually(t, "access request", func() bool {
-		tok := d.call("GET", "/api/v1/sk/status", "").json(t)["token"].(map[string]any)
-		clientID, _ = tok["client_id"].(string)
-		return tok["state"] == "REQUESTED"
-	})
-	if _, err := s.WaitRequest(ctx, clientID); err != nil {
-		t.Fatal(err)
+	d.approveSK(ctx, s)
+	d.waitSK("stream connected", func(st skStatus) bool { return st.WS.Connected })
+}
+
+// skStatus is the part of GET /sk/status (and the sk event) the tests read.
+type skStatus struct {
+	Server struct {
+		Host   string
+		Port   int
+		Scheme string
+		Self   string
+		Guess  bool `json:"scheme_guessed"`
 	}
-	if err := s.Approve(ctx, clientID, "readwrite"); err != nil {
-		t.Fatal(err)
+	Token struct {
+		State    string
+		ClientID string `json:"client_id"`
+		HasToken bool   `json:"has_token"`
+		Reason   string
+		Resume   string
 	}
-	eventually(t, "stream connected", func() bool {
-		ws, _ := d.call("GET", "/api/v1/sk/status", "").json(t)["ws"].(map[string]any)
-		return ws != nil && ws["connected"] == true
-	})
+	WS struct {
+		Connected bool
+		State     string
+	}
+}
+
+// skStreaming reports a device that holds its approved token and streams.
+func skStreaming(st skStatus) bool {
+	return st.Token.State == "APPROVED" && st.Token.HasToken && st.WS.Connected
+}
+
+// sk reads GET /sk/status.
+func (d *dev) sk() skStatus {
+	d.t.Helper()
+	var st skStatus
+	d.getJSON("/api/v1/sk/status", &st)
+	return st
+}
+
+// waitSK polls GET /sk/status until ok accepts it.
+func (d *dev) waitSK(what string, ok func(skStatus) bool) skStatus {
+	d.t.Helper()
+	return pollUntil(d.t, what, hangGuard, d.sk, ok)
+}
+
+// approveSK waits for the device's access request to s, has s approve it read/write, and
+// answers the status that showed the request (its client id).
+func (d *dev) approveSK(ctx context.Context, s *sktest.Server) skStatus {
+	d.t.Helper()
+	st := d.waitSK("access requested", func(st skStatus) bool { return st.Token.State == "REQUESTED" })
+	if _, err := s.WaitRequest(ctx, st.Token.ClientID); err != nil {
+		d.t.Fatalf("the server never saw the request of %q: %v", st.Token.ClientID, err)
+	}
+	if err := s.Approve(ctx, st.Token.ClientID, "readwrite"); err != nil {
+		d.t.Fatal(err)
+	}
+	return st
 }
 
 // condition answers the health condition key as GET /health lists it, nil when it is not listed.
