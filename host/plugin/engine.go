@@ -45,6 +45,8 @@ type engine struct {
 	unbounded bool
 	// compiling serialises compilations: they are CPU-bound and the host must keep answering.
 	compiling sync.Mutex
+	// reclaim hands the heap back to the OS after each compilation, beside the start.
+	reclaim reclaimer
 
 	mu       sync.Mutex
 	compiled map[string]*shared // by SHA-256 of the module
@@ -127,6 +129,7 @@ func (e *engine) moduleCache() (wazero.CompilationCache, error) {
 
 // close releases what is still compiled.
 func (e *engine) close(ctx context.Context) {
+	e.reclaim.wait()
 	e.mu.Lock()
 	left := e.compiled
 	e.compiled = map[string]*shared{}
@@ -216,8 +219,12 @@ func (e *engine) acquire(ctx context.Context, module []byte) (*compiled, string,
 	// hundreds of megabytes while compiling, all garbage once it returns. The heap goal
 	// stays at twice that peak until the next collection, and the scavenger keeps the pages
 	// resident while the heap is under its goal: an idle device would hold them for
-	// minutes. Collecting now gives them back to the OS at once.
-	debug.FreeOSMemory()
+	// minutes. Collecting now gives them back to the OS at once. Even a compilation served
+	// from the cache leaves some 7 MiB resident without it (the module read, wazero's
+	// decoding), so it runs after every compilation, on a goroutine of its own: it took a
+	// tenth of a cold start, and the instance can be made meanwhile (instantiate waits for
+	// it before the plugin runs, so a started plugin has its compilation's garbage gone).
+	e.reclaim.start()
 	if err != nil {
 		return nil, "", err
 	}
@@ -453,6 +460,7 @@ func (e *engine) instantiate(ctx context.Context, c *compiled, wall func() time.
 	// functions, which wants a plugin in the context: there is none yet, and refuel uses none.
 	ictx := context.WithValue(experimental.WithMemoryAllocator(sctx, al), extism.PluginCtxKey("plugin"), (*extism.Plugin)(nil))
 	p, err := c.cp.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: mc})
+	e.reclaim.wait()
 	if err != nil {
 		return nil, callError("start", sctx, err)
 	}
