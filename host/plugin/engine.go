@@ -257,10 +257,28 @@ func (e *engine) release(key string) {
 // of a module is instantiated before it passed the check.
 // wazero's compiler takes no cancellation: a compilation is bounded by the bundle size cap.
 func (e *engine) compile(ctx context.Context, module []byte, key string) (*compiled, error) {
-	guarded, err := e.instrument(module, key)
+	guarded, intact, err := e.instrument(module, key)
 	if err != nil {
 		return nil, err
 	}
+	c, err := e.compileGuarded(ctx, guarded, intact)
+	if errors.Is(err, errDamagedRewrite) {
+		// Nothing of it was instantiated or checked: rewrite the module (over the damaged
+		// file) and compile that.
+		if guarded, err = e.rewrite(module, e.instrumentedPath(key)); err != nil {
+			return nil, err
+		}
+		c, err = e.compileGuarded(ctx, guarded, nil)
+	}
+	return c, err
+}
+
+// errDamagedRewrite: the kept rewrite compiled did not match its checksum.
+var errDamagedRewrite = errors.New("plugin: the kept rewrite of the module is damaged")
+
+// compileGuarded compiles the rewritten module and checks it (see compile). intact, unless
+// nil, tells once the compilation is done whether guarded is what was kept (instrument).
+func (e *engine) compileGuarded(ctx context.Context, guarded []byte, intact func() bool) (*compiled, error) {
 	cache, err := e.moduleCache()
 	if err != nil {
 		return nil, err
@@ -275,6 +293,13 @@ func (e *engine) compile(ctx context.Context, module []byte, key string) (*compi
 	// long as the plugin was installed.
 	man := extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: guarded, Name: "main"}}}
 	cp, err := extism.NewCompiledPlugin(ctx, man, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, e.funcs)
+	if intact != nil && !intact() {
+		if err == nil {
+			_ = cp.Close(context.Background())
+		}
+		_ = cache.Close(context.Background())
+		return nil, errDamagedRewrite
+	}
 	if err != nil {
 		_ = cache.Close(context.Background())
 		return nil, permanent(fmt.Errorf("compile: %w", err))
