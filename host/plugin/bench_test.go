@@ -237,9 +237,9 @@ func BenchmarkABIBytes(b *testing.B) {
 //     released, as a stop releases it), the warm start plugin.cold_start is compared with.
 //
 // cpu-ms/op is the process's CPU time per start; path-ms/op (Linux) the CPU time of the
-// goroutine that starts the plugin, pinned to its thread: the start's critical path, what
-// its wall time is on an idle machine, without the work other goroutines do beside it (the
-// collector's workers, the heap handed back after the compilation) on the second core.
+// goroutine that starts the plugin, pinned to its thread: the start's critical path, without
+// the work other goroutines do beside it on the second core (the collector's workers, the
+// heap handed back after the compilation) and without the time it waits for that work.
 func BenchmarkStart(b *testing.B) {
 	mod := testModule(b)
 	fill := func(b *testing.B) string {
