@@ -45,6 +45,8 @@ type engine struct {
 	unbounded bool
 	// compiling serialises compilations: they are CPU-bound and the host must keep answering.
 	compiling sync.Mutex
+	// reclaim hands the heap back to the OS after each compilation, beside the start.
+	reclaim reclaimer
 
 	mu       sync.Mutex
 	compiled map[string]*shared // by SHA-256 of the module
@@ -127,6 +129,7 @@ func (e *engine) moduleCache() (wazero.CompilationCache, error) {
 
 // close releases what is still compiled.
 func (e *engine) close(ctx context.Context) {
+	e.reclaim.wait()
 	e.mu.Lock()
 	left := e.compiled
 	e.compiled = map[string]*shared{}
@@ -216,8 +219,12 @@ func (e *engine) acquire(ctx context.Context, module []byte) (*compiled, string,
 	// hundreds of megabytes while compiling, all garbage once it returns. The heap goal
 	// stays at twice that peak until the next collection, and the scavenger keeps the pages
 	// resident while the heap is under its goal: an idle device would hold them for
-	// minutes. Collecting now gives them back to the OS at once.
-	debug.FreeOSMemory()
+	// minutes. Collecting now gives them back to the OS at once. Even a compilation served
+	// from the cache leaves some 7 MiB resident without it (the module read, wazero's
+	// decoding), so it runs after every compilation, on a goroutine of its own: it took a
+	// tenth of a cold start, and the instance can be made meanwhile (instantiate waits for
+	// it before the plugin runs, so a started plugin has its compilation's garbage gone).
+	e.reclaim.start()
 	if err != nil {
 		return nil, "", err
 	}
@@ -250,10 +257,28 @@ func (e *engine) release(key string) {
 // of a module is instantiated before it passed the check.
 // wazero's compiler takes no cancellation: a compilation is bounded by the bundle size cap.
 func (e *engine) compile(ctx context.Context, module []byte, key string) (*compiled, error) {
-	guarded, err := e.instrument(module, key)
+	guarded, intact, err := e.instrument(module, key)
 	if err != nil {
 		return nil, err
 	}
+	c, err := e.compileGuarded(ctx, guarded, intact)
+	if errors.Is(err, errDamagedRewrite) {
+		// Nothing of it was instantiated or checked: rewrite the module (over the damaged
+		// file) and compile that.
+		if guarded, err = e.rewrite(module, e.instrumentedPath(key)); err != nil {
+			return nil, err
+		}
+		c, err = e.compileGuarded(ctx, guarded, nil)
+	}
+	return c, err
+}
+
+// errDamagedRewrite: the kept rewrite compiled did not match its checksum.
+var errDamagedRewrite = errors.New("plugin: the kept rewrite of the module is damaged")
+
+// compileGuarded compiles the rewritten module and checks it (see compile). intact, unless
+// nil, tells once the compilation is done whether guarded is what was kept (instrument).
+func (e *engine) compileGuarded(ctx context.Context, guarded []byte, intact func() bool) (*compiled, error) {
 	cache, err := e.moduleCache()
 	if err != nil {
 		return nil, err
@@ -268,6 +293,13 @@ func (e *engine) compile(ctx context.Context, module []byte, key string) (*compi
 	// long as the plugin was installed.
 	man := extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: guarded, Name: "main"}}}
 	cp, err := extism.NewCompiledPlugin(ctx, man, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, e.funcs)
+	if intact != nil && !intact() {
+		if err == nil {
+			_ = cp.Close(context.Background())
+		}
+		_ = cache.Close(context.Background())
+		return nil, errDamagedRewrite
+	}
 	if err != nil {
 		_ = cache.Close(context.Background())
 		return nil, permanent(fmt.Errorf("compile: %w", err))
@@ -453,6 +485,7 @@ func (e *engine) instantiate(ctx context.Context, c *compiled, wall func() time.
 	// functions, which wants a plugin in the context: there is none yet, and refuel uses none.
 	ictx := context.WithValue(experimental.WithMemoryAllocator(sctx, al), extism.PluginCtxKey("plugin"), (*extism.Plugin)(nil))
 	p, err := c.cp.Instance(ictx, extism.PluginInstanceConfig{ModuleConfig: mc})
+	e.reclaim.wait()
 	if err != nil {
 		return nil, callError("start", sctx, err)
 	}

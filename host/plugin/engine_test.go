@@ -338,9 +338,9 @@ func TestInstrumentedModuleKept(t *testing.T) {
 	}
 	sum := sha256.Sum256(mod)
 	key := hex.EncodeToString(sum[:])
-	fresh, err := e.instrument(mod, key)
-	if err != nil {
-		t.Fatal(err)
+	fresh, intact, err := e.instrument(mod, key)
+	if err != nil || intact != nil {
+		t.Fatalf("the first rewrite: %v, a kept file's check %v", err, intact != nil)
 	}
 	path := e.instrumentedPath(key)
 	if got, ok := readInstrumented(path); !ok || !bytes.Equal(got, fresh) {
@@ -351,10 +351,11 @@ func TestInstrumentedModuleKept(t *testing.T) {
 	if err := writeInstrumented(path, planted); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := e.instrument(mod, key); err != nil || !bytes.Equal(got, planted) {
+	if got, intact, err := e.instrument(mod, key); err != nil || !bytes.Equal(got, planted) || intact == nil || !intact() {
 		t.Fatalf("the kept rewrite was not read: %v", err)
 	}
-	// A damaged file is rewritten.
+	// A damaged file is found so while its bytes compile, and the module is compiled from a
+	// new rewrite, which is kept.
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -363,9 +364,14 @@ func TestInstrumentedModuleKept(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := e.instrument(mod, key); err != nil || !bytes.Equal(got, fresh) {
-		t.Fatalf("a damaged rewrite was used: %v", err)
+	if _, intact, err := e.instrument(mod, key); err != nil || intact == nil || intact() {
+		t.Fatalf("a damaged rewrite passed its check: %v", err)
 	}
+	c, err := e.compile(context.Background(), mod, key)
+	if err != nil {
+		t.Fatalf("compiling over a damaged rewrite: %v", err)
+	}
+	c.close(context.Background())
 	if got, ok := readInstrumented(path); !ok || !bytes.Equal(got, fresh) {
 		t.Fatal("the damaged rewrite was not written again")
 	}
@@ -398,12 +404,13 @@ func BenchmarkInstrument(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer e.close(context.Background())
-			if _, err := e.instrument(mod, key); err != nil {
+			if _, _, err := e.instrument(mod, key); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(mod)))
 			for b.Loop() {
-				if _, err := e.instrument(mod, key); err != nil {
+				_, intact, err := e.instrument(mod, key)
+				if err != nil || (intact != nil && !intact()) {
 					b.Fatal(err)
 				}
 			}

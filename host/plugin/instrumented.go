@@ -27,13 +27,24 @@ const instrumentedPrefix = "instrumented-"
 // module of a few megabytes, as much as wazero's decoding). With a cache directory the
 // result is kept on the flash beside the compiled code and read back at the next cold start;
 // the file ends with a CRC-32C of the rest (damage is what it guards against: the file is
-// trusted as the compiled code beside it is), and one that does not match is written again.
+// trusted as the compiled code beside it is). The checksum of a kept file is computed on a
+// goroutine of its own while the caller compiles the bytes: intact waits for it and tells
+// whether they are the rewrite (nil when the rewrite was made here). The caller must not
+// run or keep anything of bytes that are not, and rewrites the module instead (rewrite).
 // key is the module's SHA-256 in hex.
-func (e *engine) instrument(module []byte, key string) ([]byte, error) {
+func (e *engine) instrument(module []byte, key string) (guarded []byte, intact func() bool, err error) {
 	path := e.instrumentedPath(key)
-	if b, ok := readInstrumented(path); ok {
-		return b, nil
+	if body, sum, ok := readKept(path); ok {
+		done := make(chan bool, 1)
+		go func() { done <- crc32.Checksum(body, castagnoli) == sum }()
+		return body, sync.OnceValue(func() bool { return <-done }), nil
 	}
+	guarded, err = e.rewrite(module, path)
+	return guarded, nil, err
+}
+
+// rewrite instruments the module and keeps the result at path ("": nowhere).
+func (e *engine) rewrite(module []byte, path string) ([]byte, error) {
 	out := module
 	if !e.unbounded {
 		fueled, err := fuel.Instrument(out, abi.Module)
@@ -67,16 +78,23 @@ func (e *engine) instrumentedPath(key string) string {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-func readInstrumented(path string) ([]byte, bool) {
+// readKept reads a kept rewrite: its bytes and the checksum it ends with, unchecked.
+func readKept(path string) (body []byte, sum uint32, ok bool) {
 	if path == "" {
-		return nil, false
+		return nil, 0, false
 	}
 	b, err := os.ReadFile(path)
 	if err != nil || len(b) < crc32.Size {
-		return nil, false
+		return nil, 0, false
 	}
-	body, sum := b[:len(b)-crc32.Size], b[len(b)-crc32.Size:]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(sum) {
+	body = b[:len(b)-crc32.Size]
+	return body, binary.LittleEndian.Uint32(b[len(body):]), true
+}
+
+// readInstrumented reads a kept rewrite and checks it.
+func readInstrumented(path string) ([]byte, bool) {
+	body, sum, ok := readKept(path)
+	if !ok || crc32.Checksum(body, castagnoli) != sum {
 		return nil, false
 	}
 	return body, true
