@@ -10,31 +10,18 @@ import (
 	"time"
 
 	"devhost/host/signalk/sktest"
+	"devhost/host/testio"
 )
 
 // The black-box tests wait on conditions the device reaches in its own time. These helpers are
-// the one polling loop they share, so every wait has the same shape: ask, check, and fail only
-// when timeout (hangGuard unless a test has a reason for less) has passed.
-
-// pollEvery is how often a wait asks again: often enough that a test does not lag the device,
-// rarely enough that the polling does not load the machine.
-const pollEvery = 20 * time.Millisecond
+// the one polling loop they share (host/testio's), so every wait has the same shape: ask,
+// check, and fail only when timeout (hangGuard unless a test has a reason for less) has passed.
 
 // pollUntil calls get until ok accepts its answer and returns that answer. After timeout the
 // test fails with what and the last answer.
 func pollUntil[T any](t *testing.T, what string, timeout time.Duration, get func() T, ok func(T) bool) T {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		v := get()
-		if ok(v) {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: last seen %+v", what, v)
-		}
-		time.Sleep(pollEvery)
-	}
+	return testio.Await(t, timeout, what, get, ok)
 }
 
 // eventually waits until ok holds, failing after hangGuard.
