@@ -280,7 +280,7 @@ func TestStampSkipsTheHash(t *testing.T) {
 	if h, _, _ := r.hashesAt(true); h != 2 {
 		t.Fatalf("flash over USB hashed %d files, want 2 (the executable, then its copy)", h)
 	}
-	// Files written less than racyWindow ago are not stamped: the next boots still hash.
+	// Files written after the clock's now are not stamped: the next boots still hash.
 	if h, _, d := r.hashesAt(true); h != 1 || d.FlashedFrom != (FileStamp{}) || d.Slots[0].Verified != (FileStamp{}) {
 		t.Fatalf("power-on right after the flash: %d hashes, stamps %+v %+v", h, d.FlashedFrom, d.Slots[0].Verified)
 	}
@@ -366,5 +366,29 @@ func BenchmarkPowerOnCheck(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A file is stamped only once its times are older than the file system's timestamp
+// granularity allows a later change to repeat: 100 ms for nanosecond times, 2 s for times in
+// whole seconds.
+func TestRacy(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 10, 0, time.UTC)
+	at := func(d time.Duration) int64 { return now.Add(-d).UnixNano() }
+	for _, c := range []struct {
+		name         string
+		mtime, ctime int64
+		want         bool
+	}{
+		{"nanosecond times, 50 ms old", at(50*time.Millisecond + 7), at(50*time.Millisecond + 7), true},
+		{"nanosecond times, 150 ms old", at(150*time.Millisecond + 7), at(150*time.Millisecond + 7), false},
+		{"mtime old, ctime new", at(time.Hour + 7), at(20*time.Millisecond + 7), true},
+		{"whole seconds, 1 s old", at(time.Second), at(time.Second), true},
+		{"whole seconds, 3 s old", at(3 * time.Second), at(3 * time.Second), false},
+		{"in the future", at(-time.Second + 7), at(-time.Second + 7), true},
+	} {
+		if got := racy(FileStamp{MtimeNS: c.mtime, CtimeNS: c.ctime}, now); got != c.want {
+			t.Errorf("%s: racy %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -20,7 +20,8 @@ import (
 // set back, and a replaced file has another inode or other times. A change made within the
 // file system's timestamp granularity of the recorded state could keep the stamp, so a
 // stamp is recorded only for a file whose times are at least racyWindow in the past (the
-// "racily clean" rule of git's index): any later change gets a later time.
+// "racily clean" rule of git's index; racyWindow is longer than the file system's timestamp
+// granularity): any later change gets a later time.
 //
 // What it does not protect against, and a full hash at every boot did: a change below the
 // file system that leaves the inode alone (bits rotting on the medium, a write to the block
@@ -40,8 +41,16 @@ type FileStamp struct {
 	CtimeNS int64  `json:"ctime_ns"`
 }
 
-// racyWindow: a file changed less than this long ago is not stamped (see FileStamp).
-const racyWindow = 2 * time.Second
+// A file changed less than racyWindow ago is not stamped (see FileStamp). The window must be
+// longer than the file system's timestamp granularity: Linux file systems with nanosecond
+// fields stamp times from the kernel's coarse clock (one tick, at most 10 ms), while FAT and
+// file systems with whole seconds have 1 or 2 s. Times with no fraction of a second read as
+// the latter (a nanosecond file system gives a zero fraction once in a billion writes, which
+// only makes that file wait longer).
+const (
+	racyWindow       = 100 * time.Millisecond
+	racyWindowCoarse = 2 * time.Second
+)
 
 // statStamp is the file's stamp without a hash.
 func statStamp(path string) (FileStamp, error) {
@@ -75,7 +84,7 @@ func vouches(rec FileStamp, path, sum string) bool {
 
 // hashStamped hashes the file at path (hash does the reading) and returns with the hash the
 // stamp to record for it: the zero stamp when the file changed while it was read or changed
-// too recently to be stamped (racyWindow before now).
+// too recently to be stamped (racy).
 func hashStamped(path string, now time.Time, hash func() (string, error)) (string, FileStamp, error) {
 	pre, perr := statStamp(path)
 	sum, err := hash()
@@ -90,8 +99,12 @@ func hashStamped(path string, now time.Time, hash func() (string, error)) (strin
 	return sum, pre, nil
 }
 
-// racy reports whether st changed too recently (racyWindow before now) to be recorded.
+// racy reports whether st changed too recently to be recorded (see racyWindow).
 func racy(st FileStamp, now time.Time) bool {
-	limit := now.Add(-racyWindow).UnixNano()
+	window := racyWindow
+	if st.MtimeNS%int64(time.Second) == 0 && st.CtimeNS%int64(time.Second) == 0 {
+		window = racyWindowCoarse
+	}
+	limit := now.Add(-window).UnixNano()
 	return st.MtimeNS > limit || st.CtimeNS > limit
 }
