@@ -14,9 +14,9 @@ import (
 
 func TestPrintBootFigures(t *testing.T) {
 	boots := []bootTimes{
-		{first200: 40 * time.Millisecond, skOpen: 90 * time.Millisecond},
-		{first200: 30 * time.Millisecond, skOpen: 70 * time.Millisecond},
-		{first200: 50 * time.Millisecond, skOpen: 80 * time.Millisecond},
+		{first200: 40 * time.Millisecond, skOpen: 90 * time.Millisecond, supCPU: 5 * time.Millisecond, appCPU: 30 * time.Millisecond},
+		{first200: 30 * time.Millisecond, skOpen: 70 * time.Millisecond, supCPU: 7 * time.Millisecond, appCPU: 20 * time.Millisecond},
+		{first200: 50 * time.Millisecond, skOpen: 80 * time.Millisecond, supCPU: -1, appCPU: -1}, // CPU not read
 	}
 	tests := []struct {
 		name string
@@ -25,10 +25,14 @@ func TestPrintBootFigures(t *testing.T) {
 	}{
 		{"with the Signal K server", true, []Figure{
 			{Name: "boot.first_200", Value: 40, Unit: "ms"},
+			{Name: "boot.first_200_cpu_supervisor", Value: 6, Unit: "ms"},
+			{Name: "boot.first_200_cpu_app", Value: 25, Unit: "ms"},
 			{Name: "boot.sk_stream_open", Value: 80, Unit: "ms"},
 		}},
 		{"without it there is no stream figure", false, []Figure{
 			{Name: "boot.first_200", Value: 40, Unit: "ms"},
+			{Name: "boot.first_200_cpu_supervisor", Value: 6, Unit: "ms"},
+			{Name: "boot.first_200_cpu_app", Value: 25, Unit: "ms"},
 		}},
 	}
 	for _, tc := range tests {
@@ -43,6 +47,38 @@ func TestPrintBootFigures(t *testing.T) {
 				t.Errorf("printed %q", out.String())
 			}
 		})
+	}
+}
+
+func TestParseSchedstat(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"5934852 27378266 3\n", 5934852, true},
+		{"0 0 0", 0, true},
+		{"-1 0 0", 0, false},
+		{"12 34", 0, false},
+		{"x 0 0", 0, false},
+	} {
+		got, err := parseSchedstat([]byte(c.in))
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("parseSchedstat(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
+
+func TestProcessCPU(t *testing.T) {
+	if _, err := os.Stat("/proc/self/schedstat"); err != nil {
+		t.Skip("no schedstat here:", err)
+	}
+	d, err := processCPU(os.Getpid())
+	if err != nil || d <= 0 {
+		t.Fatalf("CPU time of this process: %v, %v", d, err)
+	}
+	if _, err := processCPU(-1); err == nil {
+		t.Error("no error for a process that does not exist")
 	}
 }
 

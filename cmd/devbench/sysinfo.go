@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // cpuModel is the first "model name" of /proc/cpuinfo, or "cpu unknown".
@@ -79,28 +81,77 @@ func parseVmRSS(status []byte) (int64, error) {
 	return 0, fmt.Errorf("no VmRSS line")
 }
 
-// childRSS is the memory of the one child of pid (the device app under its boot supervisor). A
-// child is listed under the thread that started it, so every thread of pid is looked at.
+// childRSS is the memory of the one child of pid (the device app under its boot supervisor).
 func childRSS(pid int) (int64, int, error) {
+	cpid, err := onlyChild(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	kib, err := rssKiB(cpid)
+	return kib, cpid, err
+}
+
+// onlyChild is the pid of the one child of pid (the device app under its boot supervisor). A
+// child is listed under the thread that started it, so every thread of pid is looked at.
+func onlyChild(pid int) (int, error) {
 	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 	if err != nil || len(tasks) == 0 {
-		return 0, 0, fmt.Errorf("finding the device app: no threads listed for pid %d", pid)
+		return 0, fmt.Errorf("finding the device app: no threads listed for pid %d", pid)
 	}
 	var children []string
 	for _, t := range tasks {
 		raw, err := os.ReadFile(t)
 		if err != nil {
-			return 0, 0, fmt.Errorf("finding the device app: %w", err)
+			return 0, fmt.Errorf("finding the device app: %w", err)
 		}
 		children = append(children, strings.Fields(string(raw))...)
 	}
 	if len(children) != 1 {
-		return 0, 0, fmt.Errorf("the device supervisor (pid %d) has %d children, want 1", pid, len(children))
+		return 0, fmt.Errorf("the device supervisor (pid %d) has %d children, want 1", pid, len(children))
 	}
 	cpid, err := strconv.Atoi(children[0])
 	if err != nil {
-		return 0, 0, fmt.Errorf("child pid %q: %w", children[0], err)
+		return 0, fmt.Errorf("child pid %q: %w", children[0], err)
 	}
-	kib, err := rssKiB(cpid)
-	return kib, cpid, err
+	return cpid, nil
+}
+
+// processCPU is the CPU time pid's threads have run so far: the sum of the first field of
+// every /proc/PID/task/TID/schedstat (nanoseconds on a CPU). /proc/PID/stat counts in clock
+// ticks (10 ms), too coarse for a boot of a few tens of milliseconds; a thread that already
+// ended is not counted here (the Go runtime seldom ends one).
+func processCPU(pid int) (time.Duration, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, fmt.Errorf("reading the CPU time of pid %d: no threads listed", pid)
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		raw, err := os.ReadFile(t)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the thread ended meanwhile
+		}
+		if err != nil {
+			return 0, fmt.Errorf("reading the CPU time of pid %d: %w", pid, err)
+		}
+		ns, err := parseSchedstat(raw)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", t, err)
+		}
+		sum += ns
+	}
+	return sum, nil
+}
+
+// parseSchedstat reads the time on a CPU from a schedstat line "RUN_NS WAIT_NS SLICES".
+func parseSchedstat(raw []byte) (time.Duration, error) {
+	f := strings.Fields(string(raw))
+	if len(f) != 3 {
+		return 0, fmt.Errorf("schedstat %q: want 3 fields", raw)
+	}
+	ns, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil || ns < 0 {
+		return 0, fmt.Errorf("schedstat %q: bad run time", raw)
+	}
+	return time.Duration(ns), nil
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -70,14 +71,22 @@ type crashInfo struct {
 	addr      string
 }
 
-var (
-	reGoroutine = regexp.MustCompile(`^goroutine (\d+)(?: [^\[]*)?\[([^\]]*)\]:$`)
-	reSignal    = regexp.MustCompile(`^\[signal (SIG[A-Z0-9]+)`)
-	reAddr      = regexp.MustCompile(` addr=(0x[0-9a-f]+)`)
-	rePC        = regexp.MustCompile(`(?:^|\s)pc=(0x[0-9a-f]+)(?:\s|$)`)
-	reBareSig   = regexp.MustCompile(`^(SIG[A-Z]+): `)
-	reGoWrap    = regexp.MustCompile(`\.gowrap\d+$`)
-)
+// crashPatterns are the lines of a Go crash report parseCrash looks for. They are compiled
+// on the first crash, not at every start of the supervisor and the app.
+type crashPatterns struct {
+	goroutine, signal, addr, pc, bareSig, goWrap *regexp.Regexp
+}
+
+var crashRE = sync.OnceValue(func() crashPatterns {
+	return crashPatterns{
+		goroutine: regexp.MustCompile(`^goroutine (\d+)(?: [^\[]*)?\[([^\]]*)\]:$`),
+		signal:    regexp.MustCompile(`^\[signal (SIG[A-Z0-9]+)`),
+		addr:      regexp.MustCompile(` addr=(0x[0-9a-f]+)`),
+		pc:        regexp.MustCompile(`(?:^|\s)pc=(0x[0-9a-f]+)(?:\s|$)`),
+		bareSig:   regexp.MustCompile(`^(SIG[A-Z]+): `),
+		goWrap:    regexp.MustCompile(`\.gowrap\d+$`),
+	}
+})
 
 // frame is one function of a stack in the crash text.
 type frame struct {
@@ -104,7 +113,7 @@ func parseCrash(text []byte) crashInfo {
 			ci.message = strings.Join(msg, "\n")
 			break
 		}
-		if m := reBareSig.FindStringSubmatch(l); m != nil {
+		if m := crashRE().bareSig.FindStringSubmatch(l); m != nil {
 			ci.message = l
 			ci.signal = m[1]
 			i++
@@ -119,9 +128,9 @@ func parseCrash(text []byte) crashInfo {
 	badRuntime, badG := false, false
 	for ; i < len(lines); i++ {
 		l := lines[i]
-		if m := reSignal.FindStringSubmatch(l); m != nil && ci.signal == "" {
+		if m := crashRE().signal.FindStringSubmatch(l); m != nil && ci.signal == "" {
 			ci.signal = m[1]
-			if a := reAddr.FindStringSubmatch(l); a != nil {
+			if a := crashRE().addr.FindStringSubmatch(l); a != nil {
 				ci.addr = a[1]
 			}
 			continue
@@ -130,7 +139,7 @@ func parseCrash(text []byte) crashInfo {
 			runtimeStack, i, badRuntime = readStack(lines, i+1, false)
 			continue
 		}
-		if m := reGoroutine.FindStringSubmatch(l); m != nil {
+		if m := crashRE().goroutine.FindStringSubmatch(l); m != nil {
 			gid, gstatus = m[1], m[2]
 			gstack, _, badG = readStack(lines, i+1, true)
 			break
@@ -201,7 +210,7 @@ func readStack(lines []string, i int, goroutine bool) ([]frame, int, bool) {
 		}
 		if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "\t") {
 			i++
-			if m := rePC.FindStringSubmatch(lines[i]); m != nil {
+			if m := crashRE().pc.FindStringSubmatch(lines[i]); m != nil {
 				f.pc = m[1]
 			} else if strings.Contains(lines[i], " +0x") {
 				// A real frame (it has an offset) printed without its PC: GOTRACEBACK was
@@ -233,7 +242,7 @@ func isRuntimeFrame(fn string) bool {
 // and the compiler's wrappers for `go f(args)`.
 func entryFunc(stack []frame) string {
 	for j := len(stack) - 1; j >= 0; j-- {
-		if !isRuntimeFrame(stack[j].fn) && !reGoWrap.MatchString(stack[j].fn) {
+		if !isRuntimeFrame(stack[j].fn) && !crashRE().goWrap.MatchString(stack[j].fn) {
 			return stack[j].fn
 		}
 	}

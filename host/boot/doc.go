@@ -58,6 +58,9 @@
 //     run` after a rebuild runs the new build, and restarting the same build keeps an update;
 //   - boots the slot otadata names if its state is valid, new or pending and its file still
 //     hashes to its record; a new image becomes pending (booted, not confirmed yet);
+//   - hashes a file (a slot, or the started executable at power-on) only when it does not
+//     keep the stamp (device, inode, size, modification and change times) otadata recorded
+//     when it last hashed to its record: FileStamp says what that guards against and what not;
 //   - rolls back a pending image (it was reset before confirming itself: a panic, a power cut,
 //     a watchdog or software reset) by marking it aborted and booting the other slot, when that
 //     one is bootable; likewise for a damaged slot;

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 )
 
 // OTA partitions in the data directory.
@@ -46,6 +47,9 @@ type Slot struct {
 	Version string `json:"version,omitempty"`
 	Size    int64  `json:"size,omitempty"`
 	SHA256  string `json:"sha256,omitempty"` // of the executable in the slot file
+	// Verified is the slot file's stamp when the bootloader last found it to hash to SHA256;
+	// while the file keeps it, later boots skip the hash (FileStamp says what that risks).
+	Verified FileStamp `json:"verified,omitzero"`
 }
 
 // Failed reports whether the slot holds an image that was rolled back.
@@ -57,6 +61,9 @@ type OTAData struct {
 	Boot    int     `json:"boot"`
 	Slots   [2]Slot `json:"slots"`
 	Flashed string  `json:"flashed"` // SHA-256 of the executable last flashed over USB
+	// FlashedFrom is the stamp of the started executable when it last hashed to Flashed: a
+	// power-on that finds the executable with the same stamp knows it is the same one.
+	FlashedFrom FileStamp `json:"flashed_from,omitzero"`
 }
 
 // SlotPath is the file of OTA slot n.
@@ -246,18 +253,24 @@ func copyFileSynced(src, dst string) error {
 	return syncDir(filepath.Dir(dst))
 }
 
-// flashUSB is the serial flash: exe goes into ota_0, otadata starts over with ota_0 valid and
-// ota_1 empty. The configuration (nvs) is not touched.
-func flashUSB(dir, exe, version string) (OTAData, error) {
-	sum, size, err := fileSHA256Hex(exe)
+// flashUSB is the serial flash: the started executable goes into ota_0, otadata starts over
+// with ota_0 valid and ota_1 empty. The configuration (nvs) is not touched.
+func (s *supervisor) flashUSB() (OTAData, error) {
+	dir, exe := s.o.DataDir, s.o.Exe
+	var size int64
+	sum, stamp, err := hashStamped(exe, s.now(), func() (sum string, err error) {
+		s.hashes++
+		sum, size, err = fileSHA256Hex(exe)
+		return sum, err
+	})
 	if err != nil {
 		return OTAData{}, fmt.Errorf("boot: read the executable to flash: %w", err)
 	}
 	if err := copyFileSynced(exe, SlotPath(dir, 0)); err != nil {
 		return OTAData{}, fmt.Errorf("boot: flash ota_0: %w", err)
 	}
-	d := OTAData{Boot: 0, Flashed: sum}
-	d.Slots[0] = Slot{State: SlotValid, Version: version, Size: size, SHA256: sum}
+	d := OTAData{Boot: 0, Flashed: sum, FlashedFrom: stamp}
+	d.Slots[0] = Slot{State: SlotValid, Version: s.o.Version, Size: size, SHA256: sum}
 	d.Slots[1] = Slot{State: SlotEmpty}
 	if err := WriteOTAData(dir, d); err != nil {
 		return OTAData{}, err
@@ -265,18 +278,94 @@ func flashUSB(dir, exe, version string) (OTAData, error) {
 	return ReadOTAData(dir)
 }
 
-// slotIntact reports whether slot n's file holds the executable its record names.
-func slotIntact(dir string, n int, s Slot) bool {
-	if s.SHA256 == "" {
-		return false
+// slotIntact reports whether slot n's file holds the executable its record names, and the
+// stamp to record for it (the zero stamp: none). A file that keeps the stamp recorded when it
+// was last hashed is not hashed again.
+func (s *supervisor) slotIntact(n int, rec Slot) (bool, FileStamp) {
+	if rec.SHA256 == "" {
+		return false, FileStamp{}
 	}
-	sum, size, err := fileSHA256Hex(SlotPath(dir, n))
-	return err == nil && sum == s.SHA256 && size == s.Size
+	path := SlotPath(s.o.DataDir, n)
+	if vouches(rec.Verified, path, rec.SHA256) && rec.Verified.Size == rec.Size {
+		return true, rec.Verified
+	}
+	var size int64
+	sum, stamp, err := hashStamped(path, s.now(), func() (sum string, err error) {
+		s.hashes++
+		sum, size, err = fileSHA256Hex(path)
+		return sum, err
+	})
+	if err != nil || sum != rec.SHA256 || size != rec.Size {
+		return false, FileStamp{}
+	}
+	return true, stamp
+}
+
+// now is the wall time file times are compared with.
+func (s *supervisor) now() time.Time {
+	if s.o.Clock == nil {
+		return time.Now()
+	}
+	return s.o.Clock.Now()
 }
 
 // bootable: a slot the bootloader may start.
 func bootable(s Slot) bool {
 	return s.State == SlotValid || s.State == SlotNew || s.State == SlotPending
+}
+
+// exeChanged answers at power-on whether the started executable differs from the one last
+// flashed over USB, hashing it (otadata's stamp of it did not vouch for it). While ota_0 still
+// holds the image flashed over USB, hashing ota_0 while comparing the executable with it
+// answers both questions with one hash: an intact ota_0 equal to the executable means the same
+// executable, one that differs a changed one. A damaged ota_0 says nothing about the
+// executable: it is hashed itself. The stamps of what was hashed are recorded in d, and intact
+// gets ota_0's answer when it was checked.
+func (s *supervisor) exeChanged(d *OTAData, intact map[int]bool) (bool, error) {
+	now := s.now()
+	if d.Flashed != "" && d.Slots[0].SHA256 == d.Flashed {
+		slot0 := SlotPath(s.o.DataDir, 0)
+		var (
+			size int64
+			same bool
+			exe  FileStamp
+		)
+		// The executable's stamp is the one it had through the whole comparison.
+		pre, perr := statStamp(s.o.Exe)
+		sum, stamp, err := hashStamped(slot0, now, func() (sum string, err error) {
+			s.hashes++
+			sum, size, same, err = hashComparing(slot0, s.o.Exe)
+			return sum, err
+		})
+		if post, serr := statStamp(s.o.Exe); perr == nil && serr == nil && post == pre && !racy(pre, now) {
+			exe = pre
+		}
+		if err == nil {
+			good := sum == d.Slots[0].SHA256 && size == d.Slots[0].Size
+			intact[0] = good
+			if good {
+				d.Slots[0].Verified = stamp
+				if same && exe != (FileStamp{}) {
+					exe.SHA256 = d.Flashed
+					d.FlashedFrom = exe
+				}
+				return !same, nil
+			}
+		}
+	}
+	sum, stamp, err := hashStamped(s.o.Exe, now, func() (string, error) {
+		s.hashes++
+		sum, _, err := fileSHA256Hex(s.o.Exe)
+		return sum, err
+	})
+	if err != nil {
+		return false, fmt.Errorf("boot: read the executable: %w", err)
+	}
+	if sum != d.Flashed {
+		return true, nil
+	}
+	d.FlashedFrom = stamp
+	return false, nil
 }
 
 // chooseSlot is the bootloader, run before every start of the app: at power-on it flashes a
@@ -290,45 +379,29 @@ func (s *supervisor) chooseSlot(powerOn bool) (int, string, error) {
 		return 0, "", err
 	}
 	flash := err != nil
-	// intact holds the slots whose file was hashed in this call (slotIntact's answer).
+	before := d
+	// intact holds the slots whose file was checked in this call (slotIntact's answer).
 	intact := map[int]bool{}
-	if powerOn && !flash {
-		decided := false
-		if d.Flashed != "" && d.Slots[0].SHA256 == d.Flashed {
-			// ota_0 still holds the image flashed over USB: hashing it while comparing the
-			// executable with it answers both questions with one hash. An intact ota_0 that
-			// equals the executable means the same executable; one that differs, a changed
-			// one. A damaged ota_0 says nothing about the executable: it is hashed itself.
-			sum, size, same, herr := hashComparing(SlotPath(dir, 0), s.o.Exe)
-			if herr == nil {
-				good := sum == d.Slots[0].SHA256 && size == d.Slots[0].Size
-				intact[0] = good
-				decided, flash = good, good && !same
-			}
-		}
-		if !decided {
-			sum, _, herr := fileSHA256Hex(s.o.Exe)
-			if herr != nil {
-				return 0, "", fmt.Errorf("boot: read the executable: %w", herr)
-			}
-			flash = sum != d.Flashed
+	if powerOn && !flash && !vouches(d.FlashedFrom, s.o.Exe, d.Flashed) {
+		if flash, err = s.exeChanged(&d, intact); err != nil {
+			return 0, "", err
 		}
 	}
 	if flash {
 		intact = map[int]bool{}
 		s.log.Info("flash over USB: the started executable goes into ota_0", "exe", s.o.Exe, "version", s.o.Version)
-		if d, err = flashUSB(dir, s.o.Exe, s.o.Version); err != nil {
+		if d, err = s.flashUSB(); err != nil {
 			return 0, "", err
 		}
+		before = d
 	}
-	before := d
 	ok := func(n int) bool {
 		if !bootable(d.Slots[n]) {
 			return false
 		}
-		v, hashed := intact[n]
-		if !hashed {
-			v = slotIntact(dir, n, d.Slots[n])
+		v, checked := intact[n]
+		if !checked {
+			v, d.Slots[n].Verified = s.slotIntact(n, d.Slots[n])
 			intact[n] = v
 		}
 		return v
@@ -347,7 +420,7 @@ func (s *supervisor) chooseSlot(powerOn bool) (int, string, error) {
 		}
 		if !ok(1 - n) {
 			s.log.Error("no bootable slot: flashing the started executable over USB")
-			if d, err = flashUSB(dir, s.o.Exe, s.o.Version); err != nil {
+			if d, err = s.flashUSB(); err != nil {
 				return 0, "", err
 			}
 			return 0, d.Slots[0].SHA256, nil

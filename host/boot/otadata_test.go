@@ -7,7 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 func TestOTADataTwoCopies(t *testing.T) {
@@ -66,18 +70,19 @@ func TestOTADataTwoCopies(t *testing.T) {
 // slotRig is a data directory and a bootloader over it; executables are small files, since
 // chooseSlot only reads them.
 type slotRig struct {
-	t   *testing.T
+	t   testing.TB
 	s   *supervisor
 	dir string
 }
 
-func newSlotRig(t *testing.T, exe string) *slotRig {
+func newSlotRig(t testing.TB, exe string) *slotRig {
 	dir := t.TempDir()
 	path := filepath.Join(t.TempDir(), "devhost")
 	if err := os.WriteFile(path, []byte(exe), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := &supervisor{o: Options{DataDir: dir, Exe: path, Version: "1.0.0"}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	clk := clockwork.NewFakeClockAt(time.Now())
+	s := &supervisor{o: Options{DataDir: dir, Exe: path, Version: "1.0.0", Clock: clk}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	return &slotRig{t: t, s: s, dir: dir}
 }
 
@@ -240,5 +245,150 @@ func TestPowerOnWithOneHash(t *testing.T) {
 				t.Fatalf("ota_0 holds %q, want %q", b, c.want)
 			}
 		})
+	}
+}
+
+// hashesAt boots and returns how many files the bootloader hashed for it.
+func (r *slotRig) hashesAt(powerOn bool) (int, int, OTAData) {
+	r.t.Helper()
+	before := r.s.hashes
+	n, d := r.boot(powerOn)
+	return r.s.hashes - before, n, d
+}
+
+// rewrite writes b into path in place, its modification time set back to what it was: only
+// the change time (and the content) tells.
+func rewrite(t *testing.T, path, b string) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(b), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A file found to hash to its record is stamped in otadata and not hashed again while it
+// keeps its stamp; any write to it, even of the same size with its modification time set
+// back, makes the next boot hash it again, and a damaged one is still refused.
+func TestStampSkipsTheHash(t *testing.T) {
+	r := newSlotRig(t, "one")
+	if h, _, _ := r.hashesAt(true); h != 2 {
+		t.Fatalf("flash over USB hashed %d files, want 2 (the executable, then its copy)", h)
+	}
+	// Files written after the clock's now are not stamped: the next boots still hash.
+	if h, _, d := r.hashesAt(true); h != 1 || d.FlashedFrom != (FileStamp{}) || d.Slots[0].Verified != (FileStamp{}) {
+		t.Fatalf("power-on right after the flash: %d hashes, stamps %+v %+v", h, d.FlashedFrom, d.Slots[0].Verified)
+	}
+	r.s.o.Clock.(*clockwork.FakeClock).Advance(time.Hour)
+	h, _, d := r.hashesAt(true)
+	if h != 1 || d.FlashedFrom.SHA256 != d.Flashed || d.Slots[0].Verified.SHA256 != d.Slots[0].SHA256 {
+		t.Fatalf("power-on an hour later: %d hashes, stamps %+v %+v", h, d.FlashedFrom, d.Slots[0].Verified)
+	}
+	for _, powerOn := range []bool{true, false} {
+		if h, n, _ := r.hashesAt(powerOn); h != 0 || n != 0 {
+			t.Fatalf("stamped boot (power-on %v): %d hashes, slot %d", powerOn, h, n)
+		}
+	}
+	rewrite(t, SlotPath(r.dir, 0), "one")
+	if h, n, d := r.hashesAt(false); h != 1 || n != 0 || d.Slots[0].State != SlotValid {
+		t.Fatalf("ota_0 rewritten with the same bytes: %d hashes, slot %d %+v", h, n, d)
+	}
+	rewrite(t, SlotPath(r.dir, 0), "onX")
+	if h, n, _ := r.hashesAt(false); h < 1 || n != 0 {
+		t.Fatalf("damaged ota_0: %d hashes, slot %d", h, n)
+	}
+	if b, _ := os.ReadFile(SlotPath(r.dir, 0)); string(b) != "one" {
+		t.Fatalf("damaged ota_0 booted: it holds %q", b)
+	}
+	r.s.o.Clock.(*clockwork.FakeClock).Advance(time.Hour)
+	r.boot(true)
+	if h, _, _ := r.hashesAt(true); h != 0 {
+		t.Fatalf("stamped again: %d hashes", h)
+	}
+	// A new executable of the same size with the old modification time is a new one.
+	rewrite(t, r.s.o.Exe, "two")
+	r.boot(true)
+	if b, _ := os.ReadFile(SlotPath(r.dir, 0)); string(b) != "two" {
+		t.Fatalf("changed executable not flashed: ota_0 holds %q", b)
+	}
+}
+
+// A stamp vouches only for the hash it was taken with: a record naming another image is
+// checked by hashing.
+func TestStampIsForItsHash(t *testing.T) {
+	r := newSlotRig(t, "one")
+	r.boot(true)
+	r.s.o.Clock.(*clockwork.FakeClock).Advance(time.Hour)
+	r.boot(true)
+	err := UpdateOTAData(r.dir, func(d *OTAData) error {
+		d.Slots[0].SHA256 = "0000000000000000000000000000000000000000000000000000000000000000"
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, n, d := r.hashesAt(false); h < 1 || n != 0 || d.Slots[0].SHA256 == "0000000000000000000000000000000000000000000000000000000000000000" {
+		t.Fatalf("record of another image: %d hashes, slot %d %+v", h, n, d)
+	}
+}
+
+// BenchmarkPowerOnCheck is the bootloader's work at a power-on with an executable of 40 MB
+// (the size of bin/devhost with its bundled plugins) already flashed into ota_0: hash ota_0
+// while comparing the executable with it (hash), or find both stamped in otadata (stamped).
+func BenchmarkPowerOnCheck(b *testing.B) {
+	r := newSlotRig(b, strings.Repeat("devhost!", 5<<20))
+	r.boot(true)
+	r.s.o.Clock.(*clockwork.FakeClock).Advance(time.Hour)
+	for _, c := range []struct {
+		name    string
+		stamped bool
+	}{{"hash", false}, {"stamped", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if !c.stamped {
+					b.StopTimer()
+					err := UpdateOTAData(r.dir, func(d *OTAData) error {
+						d.FlashedFrom, d.Slots[0].Verified = FileStamp{}, FileStamp{}
+						return nil
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				if h, _, _ := r.hashesAt(true); (h == 0) != c.stamped {
+					b.Fatalf("%d files hashed", h)
+				}
+			}
+		})
+	}
+}
+
+// A file is stamped only once its times are older than the file system's timestamp
+// granularity allows a later change to repeat: 100 ms for nanosecond times, 2 s for times in
+// whole seconds.
+func TestRacy(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 10, 0, time.UTC)
+	at := func(d time.Duration) int64 { return now.Add(-d).UnixNano() }
+	for _, c := range []struct {
+		name         string
+		mtime, ctime int64
+		want         bool
+	}{
+		{"nanosecond times, 50 ms old", at(50*time.Millisecond + 7), at(50*time.Millisecond + 7), true},
+		{"nanosecond times, 150 ms old", at(150*time.Millisecond + 7), at(150*time.Millisecond + 7), false},
+		{"mtime old, ctime new", at(time.Hour + 7), at(20*time.Millisecond + 7), true},
+		{"whole seconds, 1 s old", at(time.Second), at(time.Second), true},
+		{"whole seconds, 3 s old", at(3 * time.Second), at(3 * time.Second), false},
+		{"in the future", at(-time.Second + 7), at(-time.Second + 7), true},
+	} {
+		if got := racy(FileStamp{MtimeNS: c.mtime, CtimeNS: c.ctime}, now); got != c.want {
+			t.Errorf("%s: racy %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -155,6 +155,8 @@ type supervisor struct {
 	o   Options
 	log *slog.Logger
 	bo  backoff
+	// hashes counts the files the bootloader hashed (the tests read it).
+	hashes int
 }
 
 // Supervise is the boot supervisor: it runs the app until ctx ends or the app shuts down,

@@ -60,7 +60,7 @@ type Config struct {
 }
 
 // New validates the descriptors, brings every namespace's stored layout to its current
-// version, moves deprecated keys (Key.MovesTo) and builds the schema.
+// version and moves deprecated keys (Key.MovesTo); the schema is built on first use (Schema).
 func New(st *store.Store, log *slog.Logger, namespaces ...Namespace) (*Config, error) {
 	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	c := &Config{log: log, nss: map[string]*nsDef{}}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 )
@@ -343,7 +344,7 @@ func compileKey(ns string, key Key) (*keyDef, error) {
 			return nil, bad("a secret string needs maxLength of at least %d", len(Sentinel))
 		}
 		if key.Pattern != "" {
-			re, err := regexp.Compile(key.Pattern)
+			re, err := compilePattern(key.Pattern)
 			if err != nil {
 				return nil, bad("pattern: %v", err)
 			}
@@ -430,4 +431,22 @@ func goToJSON(v any) ([]byte, error) {
 		return nil, fmt.Errorf("unsupported Go type %T", v)
 	}
 	return json.Marshal(v)
+}
+
+// patterns holds the compiled key patterns by source. The built-in namespaces repeat a few
+// patterns over many keys (every WiFi network's PSK and BSSID, every address), and compiling
+// each copy was a good part of the configuration's start at every boot. A *regexp.Regexp is
+// safe for concurrent use, so keys share one.
+var patterns sync.Map // string -> *regexp.Regexp
+
+func compilePattern(src string) (*regexp.Regexp, error) {
+	if re, ok := patterns.Load(src); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	re, err := regexp.Compile(src)
+	if err != nil {
+		return nil, err
+	}
+	patterns.Store(src, re)
+	return re, nil
 }

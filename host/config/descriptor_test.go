@@ -278,3 +278,35 @@ func TestCheckTextToken(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNewBuiltin is the configuration's part of a boot: New over the device's built-in
+// namespaces and a store holding their defaults, every key pattern compiled afresh (as in a
+// new process). The schema is not built: no request at boot needs it.
+func BenchmarkNewBuiltin(b *testing.B) {
+	f := newFixture(b, BuiltinFor("abcd")...)
+	b.ReportAllocs()
+	for b.Loop() {
+		patterns.Clear()
+		if _, err := New(f.st, nil, BuiltinFor("abcd")...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A namespace registered or removed changes the schema's ETag, built when first asked for.
+func TestSchemaBuiltOnDemand(t *testing.T) {
+	f := newFixture(t, BuiltinFor("abcd")...)
+	body, etag := f.c.Schema()
+	if len(body) == 0 || etag == "" {
+		t.Fatalf("schema %q, etag %q", body, etag)
+	}
+	if b2, e2 := f.c.Schema(); e2 != etag || string(b2) != string(body) {
+		t.Fatalf("second read: etag %s, want %s", e2, etag)
+	}
+	if err := f.c.Register(Namespace{Name: "f_x", Title: "X", Version: 1, Keys: []Key{{Name: "a", Type: TypeBool, Default: false}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, e3 := f.c.Schema(); e3 == etag {
+		t.Fatalf("etag %s unchanged after a register", e3)
+	}
+}

@@ -20,10 +20,20 @@ const bytesComment = "String lengths (maxLength, and the minimum length of keys 
 	"pattern is checked by the UI only. null (reset to the default) is accepted by PUT /config but is not " +
 	"part of this document."
 
-// Schema returns the cached schema document and its strong ETag (quoted).
+// Schema returns the schema document and its strong ETag (quoted), built on the first call
+// after the set of namespaces changed: no request at boot needs it, so a boot does not build it.
 func (c *Config) Schema() (body []byte, etag string) {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
+	body, etag = c.schema, c.etag
+	c.mu.RUnlock()
+	if body != nil {
+		return body, etag
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.schema == nil {
+		c.buildSchema()
+	}
 	return c.schema, c.etag
 }
 
@@ -33,14 +43,20 @@ func (c *Config) SchemaETag() string {
 	return etag
 }
 
-// rebuildSchema regenerates the schema after the set of namespaces changed. The ETag is the
-// content hash plus a generation counter, so every register and unregister yields a new ETag
-// even when the content returns to an earlier state.
+// rebuildSchema marks the schema stale after the set of namespaces changed; the next Schema
+// builds it. The ETag is the content hash plus a generation counter, so every register and
+// unregister yields a new ETag even when the content returns to an earlier state.
 func (c *Config) rebuildSchema() {
 	// The set of namespaces changed: cached documents no longer list the right ones.
 	c.dropDocs()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
+	c.schema, c.etag = nil, ""
+}
+
+// buildSchema renders the schema of the current namespaces; c.mu is held for writing.
+func (c *Config) buildSchema() {
 	props := &obj{}
 	for _, name := range c.order {
 		props.set(name, nsSchema(c.nss[name]))
@@ -54,7 +70,6 @@ func (c *Config) rebuildSchema() {
 	root.set("properties", props)
 	body := marshal(root)
 	sum := sha256.Sum256(body)
-	c.gen++
 	c.schema = body
 	c.etag = fmt.Sprintf(`"%s-%d"`, hex.EncodeToString(sum[:12]), c.gen)
 }

@@ -252,10 +252,14 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		return ExitShutdown, err
 	}
 	d.ui = ui.New(filepath.Join(opts.DataDir, "ui"), d.ring.Logger("ui"))
-	if wrote, err := d.ui.InstallBundled(); err != nil {
-		d.ring.Logger("ui").Warn("ui partition not written", "err", err)
-	} else if wrote {
-		d.ring.Logger("ui").Info("ui partition written from the bundled build")
+	// A partition that holds a UI already (every boot after the first) is compared with the
+	// carried one once the device answers: the comparison hashes every carried file, and it
+	// almost always finds them the same. A firmware carrying another UI swaps it in a moment
+	// after the listener opens. An empty partition is written first, so the first page
+	// served is the real UI.
+	uiLater := d.ui.Available()
+	if !uiLater {
+		d.installUI()
 	}
 	d.rtns = runtimens.New(d.cfg, healthReporter{d.hlth})
 	d.sys = system.New(system.Options{Clock: d.clk, Logger: d.ring.Logger("system"), Board: d.sim,
@@ -332,6 +336,9 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 	d.log.Info("listening", "addr", ln.Addr().String())
 
 	g.Go(func() error { return d.srv.Serve(gctx, ln) })
+	if uiLater {
+		g.Go(func() error { d.installUI(); return nil })
+	}
 	g.Go(func() error { d.hlth.Run(gctx); return nil })
 	g.Go(func() error { return d.auth.Run(gctx) })
 	g.Go(func() error { d.ring.Notify(gctx, d.hub.Publish); return nil })
@@ -361,6 +368,15 @@ func (d *Device) run(parent context.Context) (Exit, error) {
 		return ExitShutdown, runErr
 	}
 	return d.exit, nil
+}
+
+// installUI writes the carried UI into the partition when the partition holds another one.
+func (d *Device) installUI() {
+	if wrote, err := d.ui.InstallBundled(); err != nil {
+		d.ring.Logger("ui").Warn("ui partition not written", "err", err)
+	} else if wrote {
+		d.ring.Logger("ui").Info("ui partition written from the bundled build")
+	}
 }
 
 // restart arms a reset: writes are refused from now on, and about 500 ms later the app stops
