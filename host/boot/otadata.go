@@ -432,9 +432,27 @@ func (s *supervisor) chooseSlot(powerOn bool) (int, string, error) {
 	}
 	d.Boot = n
 	if d != before {
-		if err := WriteOTAData(dir, d); err != nil {
-			return 0, "", err
+		write := s.writeOTA
+		if write == nil {
+			write = WriteOTAData
+		}
+		if err := write(dir, d); err != nil {
+			if withoutStamps(d) != withoutStamps(before) {
+				return 0, "", err
+			}
+			// Only the stamps were new: they spare the next power-on a hash, no more, and a
+			// full flash must not stop the boot for them (the next power-on hashes again).
+			s.log.Warn("record the slot stamps", "err", err)
 		}
 	}
 	return n, d.Slots[n].SHA256, nil
+}
+
+// withoutStamps is d with its stamps cleared: the record the boot depends on.
+func withoutStamps(d OTAData) OTAData {
+	d.FlashedFrom = FileStamp{}
+	for i := range d.Slots {
+		d.Slots[i].Verified = FileStamp{}
+	}
+	return d
 }

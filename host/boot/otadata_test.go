@@ -392,3 +392,27 @@ func TestRacy(t *testing.T) {
 		}
 	}
 }
+
+// A full flash that refuses a record whose only news is the stamps does not stop the boot:
+// the stamps only spare the next power-on a hash. A change of state it refuses does.
+func TestStampsNotWrittenStillBoot(t *testing.T) {
+	r := newSlotRig(t, "one")
+	r.boot(true)
+	r.s.o.Clock.(*clockwork.FakeClock).Advance(time.Hour)
+	full := errors.New("no space left on device")
+	r.s.writeOTA = func(string, OTAData) error { return full }
+	n, sum, err := r.s.chooseSlot(true)
+	if err != nil || n != 0 || sum == "" {
+		t.Fatalf("power-on with only new stamps on a full flash: slot %d %q, %v", n, sum, err)
+	}
+	if d, _ := ReadOTAData(r.dir); d.FlashedFrom != (FileStamp{}) {
+		t.Fatalf("stamps recorded although the write failed: %+v", d.FlashedFrom)
+	}
+	// A new image to move to pending is state: its write must succeed.
+	if err := UpdateOTAData(r.dir, func(d *OTAData) error { d.Slots[0].State = SlotNew; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.s.chooseSlot(false); !errors.Is(err, full) {
+		t.Fatalf("a state change not written: %v, want the write's error", err)
+	}
+}

@@ -157,6 +157,8 @@ type supervisor struct {
 	bo  backoff
 	// hashes counts the files the bootloader hashed (the tests read it).
 	hashes int
+	// writeOTA writes otadata: WriteOTAData unless a test stands in for the flash.
+	writeOTA func(dir string, d OTAData) error
 }
 
 // Supervise is the boot supervisor: it runs the app until ctx ends or the app shuts down,
