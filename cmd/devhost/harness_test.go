@@ -211,7 +211,8 @@ func (d *dev) powerOn() {
 		d.t.Fatal(err)
 	}
 	d.exited = make(chan error, 1)
-	go func(c *exec.Cmd, ch chan error) { ch <- c.Wait() }(d.cmd, d.exited)
+	// The exit status, then a closed channel: whoever looks later sees the process gone.
+	go func(c *exec.Cmd, ch chan error) { ch <- c.Wait(); close(ch) }(d.cmd, d.exited)
 	d.boots = 0
 	d.waitBoot()
 }
@@ -269,11 +270,17 @@ func (d *dev) waitPortFree() {
 }
 
 func (d *dev) cleanup() {
-	if d.cmd != nil && d.cmd.ProcessState == nil {
-		_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	if d.cmd != nil {
+		// Only the channel says whether the supervisor is gone: ProcessState belongs to the
+		// goroutine that waits for it.
 		select {
 		case <-d.exited:
-		case <-time.After(5 * time.Second):
+		default:
+			_ = d.cmd.Process.Signal(syscall.SIGKILL)
+			select {
+			case <-d.exited:
+			case <-time.After(5 * time.Second):
+			}
 		}
 	}
 	if strings.Contains(d.out.String(), "WARNING: DATA RACE") {
