@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"devhost/abi"
@@ -353,8 +352,11 @@ func answerDropped(e queued) {
 }
 
 // fallAsleep ends a dormant instance's supervision turn: the compiled module is released and
-// the heap it held goes back to the OS at once (the scavenger would keep it for minutes).
+// the heap it held goes back to the OS at once (the scavenger would keep it for minutes),
+// through the engine's reclaimer like a compilation's garbage, and waited for, so that the
+// state says dormant only once the memory is back.
 func (p *plugin) fallAsleep() {
 	p.releaseCompiled()
-	debug.FreeOSMemory()
+	p.m.eng.reclaim.start()
+	p.m.eng.reclaim.wait()
 }
