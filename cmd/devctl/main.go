@@ -81,7 +81,7 @@ const usage = `usage:
   devctl board [--data DIR | --socket PATH] button [--seconds N]
   devctl logs [--url http://HOST:PORT] [--key KEY] [--follow] [--limit N]
   devctl events [--url http://HOST:PORT] [--key KEY] [--raw]
-  devctl plugin keygen|pack|sign|install|list|start|stop|remove|keys ... (devctl plugin help)
+  devctl plugin new|build|keygen|pack|sign|install|list|start|stop|remove|keys ... (devctl plugin help)
   devctl board [--data DIR | --socket PATH] can replay --file FILE [--format F] [--speed X | --max]
   devctl board [--data DIR | --socket PATH] can capture [--count N] [--timeout S]
   devctl n2k decode [--format auto|candump|analyzer|actisense|ydraw|ikonvert] [--module WASM] FILE

@@ -1,0 +1,88 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"devhost/host/board"
+)
+
+// A switch panel works from Signal K both ways, through the real signalk-server: a switch
+// bank on the bus reports its state (127501), the value appears on the server under
+// electrical.switches.bank.<instance>.<switch>.state; a PUT on that path through the server
+// reaches the device, whose n2k plugin sends Switch Bank Control (127502) for that one
+// switch on the bus; the bank's next status report carries the new state back to the server.
+func TestN2KSwitchBankThroughSignalKServer(t *testing.T) {
+	b := buildBundled(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
+	defer cancel()
+	const (
+		path    = "electrical.switches.bank.2.3.state"
+		rest    = "/signalk/v1/api/vessels/self/electrical/switches/bank/2/3/state"
+		bankSrc = 0x30 // the switch bank's address on the bus
+	)
+	// 127501 (priority 3) from the bank: instance 2, then two bits a switch from switch 1 on
+	// (0 off, 1 on). Switch 3 is bits 4-5 of the second byte.
+	status := func(switch3On bool) string {
+		second := byte(0x00)
+		if switch3On {
+			second = 0x10
+		}
+		log := filepath.Join(t.TempDir(), "bank.log")
+		line := fmt.Sprintf("(1795830240.000000) can0 %08X#02%02X000000000000\n", 3<<26|0x1F20D<<8|bankSrc, second)
+		if err := os.WriteFile(log, []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return log
+	}
+	s, d := n2kDevice(ctx, t, b, status(false))
+	if _, err := s.WaitValue(ctx, path, isNumber(0)); err != nil {
+		t.Fatalf("bank status off on the server: %v", err)
+	}
+
+	code, body, err := s.Do(ctx, "PUT", rest, s.AdminToken, json.RawMessage(`{"value":true}`))
+	if err != nil || (code != 200 && code != 202) {
+		t.Fatalf("PUT %s through the server: %d %s (%v)", rest, code, body, err)
+	}
+
+	// 127502 from the device: instance 2, switch 3 set on (01), every other switch 11
+	// (no change).
+	want := []byte{0x02, 0xDF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}
+	eventually(t, "127502 for bank 2 switch 3 on the bus", func() bool {
+		var st struct {
+			Radios board.Radios `json:"radios"`
+		}
+		if err := json.Unmarshal(d.boardGet("/state"), &st); err != nil {
+			t.Fatalf("board state: %v", err)
+		}
+		for _, f := range st.Radios.CANSent {
+			if f.Extended && (f.ID>>8)&0x3FFFF == 0x1F20E && bytes.Equal(f.Data, want) {
+				return true
+			}
+		}
+		return false
+	})
+
+	// The bank switches and reports: the server shows the new state.
+	replay := exec.CommandContext(ctx, devctl, "board", "--data", filepath.Join(d.data, "flash"), "can", "replay", "--file", status(true), "--max")
+	if out, err := replay.CombinedOutput(); err != nil {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+	if _, err := s.WaitValue(ctx, path, isNumber(1)); err != nil {
+		t.Fatalf("bank status on on the server: %v", err)
+	}
+}
+
+// isNumber matches a JSON number equal to n.
+func isNumber(n float64) func(json.RawMessage) bool {
+	return func(v json.RawMessage) bool {
+		var x float64
+		return json.Unmarshal(v, &x) == nil && x == n
+	}
+}
