@@ -44,7 +44,10 @@ type engine struct {
 	// set it, for a comparison.
 	unbounded bool
 	// compiling serialises compilations: they are CPU-bound and the host must keep answering.
+	// It is held by the goroutine that compiles (see acquire), until the compilation ends.
 	compiling sync.Mutex
+	// compileHook, when set by a test, runs on the compiling goroutine before it compiles.
+	compileHook func()
 	// reclaim hands the heap back to the OS after each compilation, beside the start.
 	reclaim reclaimer
 
@@ -202,18 +205,74 @@ func isPermanent(err error) bool {
 
 // acquire returns the compiled form of a module, compiling it unless a plugin already uses
 // it; release gives it back.
+//
+// wazero's compiler takes no cancellation, and a first compilation of a few-MB module takes
+// seconds to tens of seconds on a small board. So the compilation runs on a goroutine of its
+// own and acquire returns as soon as ctx ends: a stop, a removal or the shutdown of the
+// device does not wait for it (the supervisor gives the app 10 s after SIGTERM before it
+// kills it). The goroutine keeps the compiling lock until its compilation ends, so an
+// abandoned compilation is never run twice at once; what it made is closed, the compiled
+// code it wrote into the cache stays for the next start.
 func (e *engine) acquire(ctx context.Context, module []byte) (*compiled, string, error) {
 	sum := sha256.Sum256(module)
 	key := hex.EncodeToString(sum[:])
 	e.compiling.Lock()
-	defer e.compiling.Unlock()
 	e.mu.Lock()
 	if s := e.compiled[key]; s != nil {
 		s.refs++
 		e.mu.Unlock()
+		e.compiling.Unlock()
 		return s.c, key, nil
 	}
 	e.mu.Unlock()
+	type result struct {
+		c   *compiled
+		err error
+	}
+	// handoff decides, under its lock, whether the result is delivered or closed by the
+	// goroutine: it is one or the other, whatever the order of the end of ctx and the end of
+	// the compilation.
+	var handoff struct {
+		sync.Mutex
+		abandoned bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer e.compiling.Unlock()
+		if h := e.compileHook; h != nil {
+			h()
+		}
+		c, err := e.compileNow(context.WithoutCancel(ctx), module, key)
+		handoff.Lock()
+		defer handoff.Unlock()
+		if handoff.abandoned {
+			if err == nil {
+				c.close(context.Background())
+			}
+			return
+		}
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		return e.keep(key, r.c, r.err)
+	case <-ctx.Done():
+		handoff.Lock()
+		defer handoff.Unlock()
+		select {
+		case r := <-done: // it ended just now: keep nothing of it
+			if r.err == nil {
+				r.c.close(context.Background())
+			}
+		default:
+			handoff.abandoned = true
+		}
+		return nil, "", fmt.Errorf("compile: %w", ctx.Err())
+	}
+}
+
+// compileNow compiles the module and starts handing the compilation's garbage back.
+func (e *engine) compileNow(ctx context.Context, module []byte, key string) (*compiled, error) {
 	c, err := e.compile(ctx, module, key)
 	// wazero's compiler builds its IR on the Go heap: a few megabytes of module take
 	// hundreds of megabytes while compiling, all garbage once it returns. The heap goal
@@ -225,6 +284,11 @@ func (e *engine) acquire(ctx context.Context, module []byte) (*compiled, string,
 	// tenth of a cold start, and the instance can be made meanwhile (instantiate waits for
 	// it before the plugin runs, so a started plugin has its compilation's garbage gone).
 	e.reclaim.start()
+	return c, err
+}
+
+// keep records a compiled module for the plugins that use it.
+func (e *engine) keep(key string, c *compiled, err error) (*compiled, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
