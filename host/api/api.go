@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -196,7 +197,9 @@ func ReadParsed[T any](r *http.Request, parse func([]byte) (T, error)) (T, error
 //     surrogate), instead of replacing them with U+FFFD (path "");
 //   - an object member given twice, at any depth (path: the member's dotted path, so a
 //     configuration document names `<ns>.<key>`);
-//   - members v has no field for, when v is a struct (path: the member).
+//   - members v has no field for, when v is a struct (path: the member);
+//   - a value of the wrong JSON type for its field (path: the member's dotted path), said in
+//     JSON's words ("must be a string, not a number") rather than Go's type names.
 func Unmarshal(b []byte, v any) error {
 	if !utf8.Valid(b) {
 		return Validation("", "malformed JSON: the text is not valid UTF-8")
@@ -209,12 +212,53 @@ func Unmarshal(b []byte, v any) error {
 			name = strings.Trim(name, `"`)
 			return Validation(name, "unknown member %q", name)
 		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return Validation(te.Field, "must be %s, not %s", jsonKind(te.Type), withArticle(te.Value))
+		}
 		return Validation("", "malformed JSON: %v", err)
 	}
 	if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
 		return Validation("", "malformed JSON: trailing data after the document")
 	}
 	return checkText(b[:dec.InputOffset()])
+}
+
+// jsonKind names the JSON value a Go type takes.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	default:
+		return "an object"
+	}
+}
+
+// withArticle is encoding/json's name of the value it met ("number", "string", "array",
+// "object", "bool", or "number 1.5" for a number its field cannot hold) as a phrase.
+func withArticle(v string) string {
+	switch {
+	case v == "array" || v == "object":
+		return "an " + v
+	case v == "bool":
+		return "a boolean"
+	case strings.HasPrefix(v, "number "):
+		return strings.TrimPrefix(v, "number ")
+	default:
+		return "a " + v
+	}
 }
 
 // checkText walks one well-formed JSON value for what encoding/json accepts silently: a

@@ -59,6 +59,44 @@ func TestUnmarshalStrict(t *testing.T) {
 	}
 }
 
+// A value of the wrong type is said in JSON's words with the member's path, never with Go's
+// type names (an operator reads these messages).
+func TestUnmarshalWrongType(t *testing.T) {
+	type inner struct {
+		Pins []int `json:"pins"`
+		On   bool  `json:"on"`
+	}
+	type doc struct {
+		URL   *string `json:"url"`
+		Count uint    `json:"count"`
+		TTL   float64 `json:"ttl"`
+		Inner inner   `json:"inner"`
+	}
+	cases := []struct{ in, path, msg string }{
+		{`{"url":5}`, "url", "must be a string, not a number"},
+		{`{"url":true}`, "url", "must be a string, not a boolean"},
+		{`{"url":{}}`, "url", "must be a string, not an object"},
+		{`{"count":-5}`, "count", "must be an integer, not -5"},
+		{`{"count":1.5}`, "count", "must be an integer, not 1.5"},
+		{`{"ttl":"5"}`, "ttl", "must be a number, not a string"},
+		{`{"inner":[]}`, "inner", "must be an object, not an array"},
+		{`{"inner":{"pins":[1,"x"]}}`, "inner.pins", "must be an integer, not a string"},
+		{`{"inner":{"on":"yes"}}`, "inner.on", "must be a boolean, not a string"},
+		{`[]`, "", "must be an object, not an array"},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			var e *Error
+			if err := Unmarshal([]byte(c.in), &doc{}); !errors.As(err, &e) || e.Status != 400 || e.Code != CodeValidation {
+				t.Fatalf("got %v, want 400 validation", err)
+			}
+			if e.Path == nil || *e.Path != c.path || e.Message != c.msg {
+				t.Fatalf("path %v message %q, want %q %q", e.Path, e.Message, c.path, c.msg)
+			}
+		})
+	}
+}
+
 func mapInto() any { return &map[string]any{} }
 func anyInto() any { var v any; return &v }
 

@@ -209,6 +209,27 @@ func TestLoginErrors(t *testing.T) {
 	}
 }
 
+// With HTTPD_AUTH_REQUIRED and no key, a login is still 409 auth_open (Endpoints, POST
+// /auth/login), but its message must not tell the operator the API is open: every protected
+// endpoint answers 403 auth_unconfigured until a key is set from the portal.
+func TestLoginWithoutKeyMessage(t *testing.T) {
+	for _, required := range []bool{false, true} {
+		a, _ := newAuth(t, "", func(o *Options) { o.Required = required })
+		w := login(a, `{"key":"anything"}`)
+		if w.Code != http.StatusConflict {
+			t.Fatalf("required=%v: status %d, want 409 (%s)", required, w.Code, w.Body)
+		}
+		assertErrBody(t, w, api.CodeAuthOpen)
+		var body struct{ Message string }
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			t.Fatal(err)
+		}
+		if open := strings.Contains(body.Message, "open"); open == required {
+			t.Errorf("required=%v: message %q", required, body.Message)
+		}
+	}
+}
+
 func TestParseLogin(t *testing.T) {
 	cases := []struct {
 		body    string

@@ -61,8 +61,13 @@ func (a *Auth) handleStatus(w http.ResponseWriter, r *http.Request) {
 func (a *Auth) handleLogin(w http.ResponseWriter, r *http.Request) {
 	key := a.key()
 	if key == "" {
-		a.WriteError(w, &api.Error{Status: http.StatusConflict, Code: api.CodeAuthOpen,
-			Message: "no API key is configured; the API is open"})
+		// The code is the spec's either way; the words must not call the API open when
+		// HTTPD_AUTH_REQUIRED is closing it until a key is set.
+		msg := "no API key is configured; the API is open"
+		if a.required {
+			msg = "no API key is configured: set httpd.api_key from the setup portal first"
+		}
+		a.WriteError(w, &api.Error{Status: http.StatusConflict, Code: api.CodeAuthOpen, Message: msg})
 		return
 	}
 	offered, err := api.ReadParsed(r, ParseLogin)

@@ -34,8 +34,9 @@ func defaultClient(insecure bool) *http.Client {
 	return &http.Client{Transport: tr}
 }
 
-// begin claims the updater for a job and moves to state.
-func (u *Updater) begin(state string) (context.Context, error) {
+// begin claims the updater for a job and moves to state; prepare (nil for none) sets the
+// members the job starts with, so the state's event already describes this job.
+func (u *Updater) begin(state string, prepare func()) (context.Context, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	switch {
@@ -52,6 +53,9 @@ func (u *Updater) begin(state string) (context.Context, error) {
 	ctx, cancel := context.WithCancel(u.ctx)
 	u.cancelJob = cancel
 	u.jobs.Add(1)
+	if prepare != nil {
+		prepare()
+	}
 	u.setLocked(state, "")
 	return ctx, nil
 }
@@ -78,7 +82,7 @@ func (u *Updater) fail(msg string) {
 // startCheck fetches the manifest in the background; install installs a newer build found
 // (as does ota.auto_install).
 func (u *Updater) startCheck(install bool) error {
-	ctx, err := u.begin(StateChecking)
+	ctx, err := u.begin(StateChecking, nil)
 	if err != nil {
 		return err
 	}
@@ -108,6 +112,10 @@ func (u *Updater) startCheck(install bool) error {
 		u.setLocked(StateAvailable, "")
 		u.mu.Unlock()
 		if install || u.o.Config.Bool("ota", "auto_install") {
+			u.mu.Lock()
+			u.resetDownloadLocked(b.URL)
+			u.setLocked(StateDownloading, "")
+			u.mu.Unlock()
 			u.install(ctx, b.URL)
 		}
 	}()
@@ -116,7 +124,7 @@ func (u *Updater) startCheck(install bool) error {
 
 // startInstall installs the image at url in the background.
 func (u *Updater) startInstall(src string) error {
-	ctx, err := u.begin(StateDownloading)
+	ctx, err := u.begin(StateDownloading, func() { u.resetDownloadLocked(src) })
 	if err != nil {
 		return err
 	}
@@ -222,16 +230,18 @@ func (u *Updater) addBytes(n int64) {
 	}
 }
 
-// install downloads, verifies and selects the image at src, then arms the reboot. Every
-// failure leaves otadata and both slots as they were.
+// resetDownloadLocked starts the download counters of an install of src at zero; u.mu is held.
+func (u *Updater) resetDownloadLocked(src string) {
+	zero := 0
+	u.st.Bytes, u.st.Total, u.st.Progress, u.st.Source, u.lastSent = 0, 0, &zero, src, 0
+}
+
+// install downloads, verifies and selects the image at src, then arms the reboot; the state is
+// already downloading, announced for src. Every failure leaves otadata and both slots as they
+// were.
 func (u *Updater) install(ctx context.Context, src string) {
 	other := 1 - u.o.Slot
 	dl := downloadPath(u.o.DataDir, other)
-	u.mu.Lock()
-	zero := 0
-	u.st.Bytes, u.st.Total, u.st.Progress, u.st.Source, u.lastSent = 0, 0, &zero, src, 0
-	u.setLocked(StateDownloading, "")
-	u.mu.Unlock()
 	start := u.o.Clock.Now()
 
 	h, sum, err := u.download(ctx, src, dl)

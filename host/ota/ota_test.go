@@ -215,6 +215,48 @@ func TestInstallFromURL(t *testing.T) {
 	}
 }
 
+// "Events" (`ota`: the /ota/status document on state changes): the event that says an install
+// started describes that install, not the one before it. A second install used to announce
+// `downloading` with the previous image's source and byte counts before resetting them.
+func TestInstallStartsWithItsOwnSourceAndCounters(t *testing.T) {
+	r := confirmedRig(t)
+	exe := bytes.Repeat([]byte("new executable "), 10000)
+	first := r.serve("/first.img", packImage(t, otatest.Key(t, "other"), "devhost", "1.1.0", exe))
+	if err := r.u.startInstall(first); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.waitState(StateFailed); st.Bytes == 0 {
+		t.Fatalf("the first install counted nothing: %+v", st)
+	}
+	r.waitFor("the job to end", func() bool { return !r.u.Busy() })
+	r.mu.Lock()
+	seen := len(r.events)
+	r.mu.Unlock()
+	second := r.serve("/second.img", packImage(t, r.key, "devhost", "1.1.0", exe))
+	if err := r.u.startInstall(second); err != nil {
+		t.Fatal(err)
+	}
+	r.waitState(StateReady)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	starts := 0
+	for _, e := range r.events[seen:] {
+		if e.State != StateDownloading {
+			continue
+		}
+		if e.Source != second || e.Error != nil || e.Progress == nil {
+			t.Fatalf("downloading event %+v, want source %s, no error, a progress", e, second)
+		}
+		if starts == 0 && (e.Bytes != 0 || e.Total != 0 || *e.Progress != 0) {
+			t.Fatalf("first downloading event %+v, want the counters at 0", e)
+		}
+		starts++
+	}
+	if starts == 0 {
+		t.Fatal("no downloading event")
+	}
+}
+
 func TestRejectedImagesChangeNothing(t *testing.T) {
 	other := otatest.Key(t, "other")
 	exe := []byte("an executable")

@@ -95,12 +95,15 @@ type Portal struct {
 	log  *slog.Logger
 	ip   net.IP // 4-byte form of opts.IP; nil when it does not parse
 
-	mu     sync.Mutex
-	up     bool
-	cancel context.CancelFunc
-	conns  []closer
-	wg     sync.WaitGroup
-	leases *leases
+	mu      sync.Mutex
+	up      bool
+	missing int    // services (svc* bits) whose bind failed while up; the next Up retries them
+	lastErr string // the bind failures last logged, so a retry that fails alike stays quiet
+	ctx     context.Context
+	cancel  context.CancelFunc
+	conns   []closer
+	wg      sync.WaitGroup
+	leases  *leases
 
 	dnsDropped  atomic.Uint64
 	dhcpDropped atomic.Uint64
@@ -124,14 +127,24 @@ func New(opts Options) *Portal {
 	return p
 }
 
-// Up brings the portal's listener, DNS responder and DHCP server up. It is idempotent: a
-// second Up while up changes nothing. The returned error names the services whose bind
-// failed; the others run all the same. The SSID and passphrase are the radio's business (the
-// network services are the same either way); the SSID is logged.
+// The portal's network services, as bits of Portal.missing.
+const (
+	svcHTTP = 1 << iota
+	svcDNS
+	svcDHCP
+	svcAll = svcHTTP | svcDNS | svcDHCP
+)
+
+// Up brings the portal's listener, DNS responder and DHCP server up. The returned error names
+// the services whose bind failed; the others run all the same. A second Up while up starts
+// the services that failed before (another process may have let go of the address) and
+// leaves the running ones alone; with every service running it changes nothing. The SSID and
+// passphrase are the radio's business (the network services are the same either way); the
+// SSID is logged.
 func (p *Portal) Up(ssid, _ string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.up {
+	if p.up && p.missing == 0 {
 		return nil
 	}
 	if p.ip == nil {
@@ -139,27 +152,41 @@ func (p *Portal) Up(ssid, _ string) error {
 		p.report("warn", err.Error())
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p.cancel = cancel
-	p.leases = newLeases(p.opts.Clock, p.ip, p.opts.LeaseTime)
+	retry := p.up
+	if !p.up {
+		p.ctx, p.cancel = context.WithCancel(context.Background())
+		p.leases = newLeases(p.opts.Clock, p.ip, p.opts.LeaseTime)
+		p.missing, p.lastErr = svcAll, ""
+	}
 	var errs []error
-	if err := p.startHTTP(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	if err := p.startDNS(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := p.startDHCP(); err != nil {
-		errs = append(errs, err)
+	for _, svc := range []struct {
+		bit   int
+		start func() error
+	}{{svcHTTP, func() error { return p.startHTTP(p.ctx) }}, {svcDNS, p.startDNS}, {svcDHCP, p.startDHCP}} {
+		if p.missing&svc.bit == 0 {
+			continue
+		}
+		if err := svc.start(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.missing &^= svc.bit
 	}
 	p.up = true
 	s := p.ip.String()
 	p.upIP.Store(&s)
 	err := errors.Join(errs...)
-	if err != nil {
+	switch {
+	case err != nil:
 		p.report("warn", err.Error())
-		p.log.Warn("portal up without some services", "ssid", ssid, "ip", s, "err", err)
-	} else {
+		if err.Error() != p.lastErr {
+			p.lastErr = err.Error()
+			p.log.Warn("portal up without some services", "ssid", ssid, "ip", s, "err", err)
+		}
+	case retry:
+		p.report("normal", "")
+		p.log.Info("portal services up after a retry", "ssid", ssid, "ip", s)
+	default:
 		p.report("normal", "")
 		p.log.Info("portal up", "ssid", ssid, "ip", s)
 	}
@@ -182,7 +209,7 @@ func (p *Portal) Down() {
 	p.wg.Wait()
 	p.conns = nil
 	p.leases = nil
-	p.up = false
+	p.up, p.missing, p.ctx = false, 0, nil
 	p.report("normal", "")
 	st := p.Stats()
 	p.log.Info("portal down", "dns_dropped", st.DNSDropped, "dhcp_dropped", st.DHCPDropped)

@@ -226,17 +226,25 @@ func TestDHCPOverLoopback(t *testing.T) {
 	}
 }
 
-func TestBindFailureRaisesHealth(t *testing.T) {
+// upWithDNSTaken brings a portal up on a fresh address whose DNS port another socket holds,
+// checks that Up names dns, and answers the rig and that socket.
+func upWithDNSTaken(t *testing.T) (*rig, net.PacketConn) {
+	t.Helper()
 	ip := testIP(t)
 	r := newRig(t, ip)
 	squat, err := net.ListenPacket("udp4", net.JoinHostPort(ip, "53"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = r.p.Up("dev-abcd", "")
-	if err == nil || !strings.Contains(err.Error(), "dns") {
+	if err := r.p.Up("dev-abcd", ""); err == nil || !strings.Contains(err.Error(), "dns") {
 		t.Fatalf("Up with port 53 taken: %v, want an error naming dns", err)
 	}
+	return r, squat
+}
+
+func TestBindFailureRaisesHealth(t *testing.T) {
+	r, squat := upWithDNSTaken(t)
+	ip := r.ip
 	if st, msg := r.h.get(KeyBind); st != "warn" || !strings.Contains(msg, "dns") || strings.Contains(msg, "\n") {
 		t.Fatalf("%s = %q %q", KeyBind, st, msg)
 	}
@@ -254,6 +262,34 @@ func TestBindFailureRaisesHealth(t *testing.T) {
 	}
 	if st, _ := r.h.get(KeyBind); st != "normal" {
 		t.Fatalf("%s = %q after a clean Up", KeyBind, st)
+	}
+}
+
+// A service whose bind failed is started by the next Up, without taking the running ones
+// down: the station manager calls Up again at its next input, and a transient clash (another
+// process on the address for a while) must not leave the portal without its DNS, DHCP or
+// listener for the rest of the boot.
+func TestUpRetriesFailedServices(t *testing.T) {
+	r, squat := upWithDNSTaken(t)
+	ip := r.ip
+	if err := r.p.Up("dev-abcd", ""); err == nil || !strings.Contains(err.Error(), "dns") {
+		t.Fatalf("Up again with port 53 still taken: %v, want an error naming dns", err)
+	}
+	_ = squat.Close()
+	if err := r.p.Up("dev-abcd", ""); err != nil {
+		t.Fatalf("Up once the port is free: %v", err)
+	}
+	if st, msg := r.h.get(KeyBind); st != "normal" {
+		t.Fatalf("%s = %q %q once every service runs", KeyBind, st, msg)
+	}
+	c := &dns.Client{Net: "udp", Timeout: 10 * time.Second}
+	in, _, err := c.Exchange(new(dns.Msg).SetQuestion("captive.apple.com.", dns.TypeA), net.JoinHostPort(ip, "53"))
+	if err != nil || len(in.Answer) != 1 {
+		t.Fatalf("DNS after the retry: %v %v", in, err)
+	}
+	// The listener that ran throughout was left alone.
+	if resp := get(t, fmt.Sprintf("http://%s:%d/", ip, r.port)); resp.StatusCode != 200 {
+		t.Fatalf("portal root: %d", resp.StatusCode)
 	}
 }
 

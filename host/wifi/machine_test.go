@@ -2,6 +2,7 @@ package wifi
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ type fakePortal struct {
 	up        bool
 	ssid, psk string
 	ups       int
+	downs     int
 	clients   int
 	fail      error
 }
@@ -40,6 +42,7 @@ func (p *fakePortal) Down() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.up = false
+	p.downs++
 }
 
 func (p *fakePortal) Clients() int {
@@ -610,6 +613,38 @@ func TestPortalThatFailsStaysDown(t *testing.T) {
 	if st := e.mg.Status(); st.Portal.Active {
 		t.Fatalf("portal reported active after a failed Up: %+v", st.Portal)
 	}
+}
+
+// A portal whose Up failed is asked again at every input (host/portal then binds what it could
+// not before) and comes up once it can; a failure that repeats is logged once, not at every
+// input; and a portal no longer wanted is taken down even though its Up failed.
+func TestPortalThatFailedIsRetried(t *testing.T) {
+	e := newEnv(t, nil, marina)
+	e.portal.mu.Lock()
+	e.portal.fail = errors.New("dns 127.4.1.1:53: address already in use")
+	e.portal.mu.Unlock()
+	for _, ssid := range []string{"x", "y", "z"} {
+		e.set(func(s *Settings) { s.PortalSSID = ssid })
+		e.wait("portal refused for "+ssid, func(s Status) bool { return s.Portal.SSID == ssid && !s.Portal.Active })
+	}
+	if n := e.warn.count("setup portal did not come up"); n != 1 {
+		t.Fatalf("the same failure logged %d times, want once", n)
+	}
+	// A failed Up can leave services running: a portal no longer wanted takes them down.
+	e.portal.mu.Lock()
+	downs := e.portal.downs
+	e.portal.mu.Unlock()
+	e.set(func(s *Settings) { s.PortalEnabled = false })
+	e.wait("a Down for the failed portal", func(Status) bool {
+		e.portal.mu.Lock()
+		defer e.portal.mu.Unlock()
+		return e.portal.downs > downs
+	})
+	e.portal.mu.Lock()
+	e.portal.fail = nil
+	e.portal.mu.Unlock()
+	e.set(func(s *Settings) { s.PortalEnabled = true })
+	e.waitPortal("up once Up succeeds", true)
 }
 
 func TestReasonCodes(t *testing.T) {

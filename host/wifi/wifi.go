@@ -212,6 +212,7 @@ type Manager struct {
 	portalActive bool
 	portalSSID   string
 	portalPSK    string
+	portalErr    string          // the last Up failure logged, so a repeat stays quiet
 	holds        map[string]bool // owners holding the portal up (HoldPortal)
 
 	scanMu   sync.Mutex
@@ -334,7 +335,8 @@ func (mg *Manager) portalSSIDFor(s Settings) string {
 }
 
 // setPortal brings the portal up or down as decided; it reports whether its state changed.
-// A portal that fails to come up stays down and is tried again at the next input.
+// A portal that fails to come up stays down and is tried again at the next input (host/portal
+// then binds what it could not before); a failure is logged when it differs from the last.
 func (mg *Manager) setPortal(want bool, s Settings) bool {
 	if mg.opts.Portal == nil {
 		return false
@@ -350,12 +352,16 @@ func (mg *Manager) setPortal(want bool, s Settings) bool {
 			mg.opts.Portal.Down()
 		}
 		if err := mg.opts.Portal.Up(ssid, s.PortalPSK); err != nil {
-			mg.opts.Logger.Warn("setup portal did not come up", "err", err)
+			if err.Error() != mg.portalErr {
+				mg.portalErr = err.Error()
+				mg.opts.Logger.Warn("setup portal did not come up", "err", err)
+			}
 			changed := mg.portalActive
 			mg.portalActive = false
 			return changed
 		}
 		mg.opts.Logger.Info("setup portal up", "ssid", ssid)
+		mg.portalErr = ""
 		mg.portalActive, mg.portalSSID, mg.portalPSK = true, ssid, s.PortalPSK
 		return true
 	case mg.portalActive && len(mg.holds) > 0:
@@ -366,6 +372,11 @@ func (mg *Manager) setPortal(want bool, s Settings) bool {
 		mg.opts.Logger.Info("setup portal down")
 		mg.portalActive = false
 		return true
+	case mg.portalErr != "":
+		// A failed Up may have left some services running (host/portal keeps what it could
+		// bind): a portal no longer wanted takes them down too.
+		mg.opts.Portal.Down()
+		mg.portalErr = ""
 	}
 	return false
 }
