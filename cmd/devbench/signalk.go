@@ -292,11 +292,8 @@ func (b *bench) skServer(ctx context.Context) (*sktest.Server, error) {
 	if b.sk != nil || b.skErr != nil {
 		return b.sk, b.skErr
 	}
-	dir, err := sktest.Dir()
-	if err == nil {
-		b.log.Info("installing or checking signalk-server", "dir", dir)
-		err = sktest.Install(ctx, dir, nil)
-	}
+	b.log.Info("installing or checking signalk-server")
+	dir, err := sktest.Prepare(ctx, nil)
 	if err == nil {
 		b.sk, err = sktest.Start(ctx, sktest.Options{Dir: dir})
 	}
