@@ -246,7 +246,7 @@ func TestNetnsInteropAvahi(t *testing.T) {
 		return
 	}
 	av := startAvahi(t)
-	dev, err := New(Config{Hostname: "dev", Interfaces: []string{mdnstest.LinkName}, Logger: testLogger(t)})
+	dev, err := New(Config{Hostname: "dev", Interfaces: []string{mdnstest.LinkName}, Logger: mdnstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

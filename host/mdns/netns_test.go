@@ -18,23 +18,15 @@ import (
 // The tests in this file send real multicast, only ever inside a network namespace that
 // mdnstest.Netns creates for them.
 
-func testLogger(t *testing.T) *slog.Logger { return mdnstest.Logger(t) }
-
 // netWait bounds a wait for what the responders and peers do on the namespace's network: long,
 // since a loaded machine only makes them slower.
 const netWait = 15 * time.Second
 
 func realResponder(t *testing.T, host string) *Responder {
 	t.Helper()
-	r, err := New(Config{Hostname: host, Interfaces: []string{"lo"}, Logger: testLogger(t).With("host", host)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(); err != nil {
-		t.Fatalf("start %s: %v (%s)", host, err, mdnstest.Describe())
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return mdnstest.Responder(t, host, func(log *slog.Logger) (*Responder, error) {
+		return New(Config{Hostname: host, Interfaces: []string{"lo"}, Logger: log})
+	})
 }
 
 type browser struct {
