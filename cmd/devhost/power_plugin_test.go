@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"testing"
@@ -12,8 +11,7 @@ import (
 // powerhold test plugin holds at every start and traps while f_powerhold.trap is true, until
 // the host disables it).
 func TestPluginPowerHolds(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
-	defer cancel()
+	ctx := guardCtx(t, 2)
 	p := packPlugin(ctx, t, "testdata/powerhold")
 	d := newDev(t, p.trusted())
 	type holds struct {
