@@ -8,6 +8,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"devhost/host/testio"
 	"devhost/plugins/ble/protocomm"
 	"devhost/plugins/ble/provclient"
 	pb "devhost/plugins/ble/provpb"
@@ -132,7 +133,8 @@ func TestSuccessLingersUntilReadAnd30s(t *testing.T) {
 		t.Fatal("stopped before the linger")
 	}
 	r.clk.Advance(time.Second)
-	waitFor(t, func() bool { return !r.flow.Active() })
+	// An AfterFunc callback ends the flow on its own goroutine.
+	testio.Eventually(t, 10*time.Second, func() bool { return !r.flow.Active() })
 	d := r.flow.Doc()
 	if d.Active || !d.GotCredentials {
 		t.Fatalf("after success %+v", d)
@@ -206,7 +208,8 @@ func TestTimeout(t *testing.T) {
 		t.Fatal("stopped early")
 	}
 	r.clk.Advance(time.Second)
-	waitFor(t, func() bool { return !r.flow.Active() })
+	// An AfterFunc callback ends the flow on its own goroutine.
+	testio.Eventually(t, 10*time.Second, func() bool { return !r.flow.Active() })
 	// Exchanges after the stop are refused and store nothing.
 	if err := r.c.Handshake(); err != nil {
 		t.Fatal(err)
@@ -235,18 +238,6 @@ func TestBadCredentialsRefused(t *testing.T) {
 	}
 	if r.flow.Doc().GotCredentials {
 		t.Fatal("got_credentials without credentials")
-	}
-}
-
-// waitFor waits for a condition an AfterFunc callback makes true on its own goroutine.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
