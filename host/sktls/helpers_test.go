@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -71,6 +72,21 @@ func newTLSServer(t testing.TB, c tls.Certificate, h http.Handler) *tlsServer {
 }
 
 // newFakeConfig is the configuration of the tests with the sk.* defaults the component reads.
+// acceptAll hands every connection ln accepts to handle, on the accepting goroutine, which
+// ends when ln closes at the end of the test.
+func acceptAll(t testing.TB, ln net.Listener, handle func(net.Conn)) {
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			handle(c)
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close() })
+}
+
 func newFakeConfig() *sktest.Config {
 	return sktest.NewConfig(map[string]any{"sk.scheme": "auto", "sk.tls_trust": "tofu"})
 }

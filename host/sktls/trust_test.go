@@ -179,17 +179,10 @@ func TestCommitOnlyAfterProof(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.(*tls.Conn).Handshake()
-			_ = c.Close()
-		}
-	}()
+	acceptAll(t, ln, func(c net.Conn) {
+		_ = c.(*tls.Conn).Handshake()
+		_ = c.Close()
+	})
 	addr := ln.Addr().String()
 	if err := r.get(t, addr); err == nil || IsCertError(err) {
 		t.Fatalf("request to a hanging-up server: %v", err)
