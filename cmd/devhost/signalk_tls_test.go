@@ -38,9 +38,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	}
 	tlsDoc := func() skTLSDoc {
 		t.Helper()
-		var doc skTLSDoc
-		d.getJSON("/api/v1/sk/tls", &doc)
-		return doc
+		return getDoc[skTLSDoc](d, "/api/v1/sk/tls")
 	}
 	certCondition := func() string {
 		t.Helper()
