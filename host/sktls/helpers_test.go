@@ -1,6 +1,7 @@
 package sktls
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -197,6 +198,17 @@ func (r *rig) storedPin(t testing.TB, addr string) (*anchor, bool) {
 		t.Fatalf("stored pin: %v", err)
 	}
 	return a, true
+}
+
+// wantPin fails the test unless the pin stored for addr is cert (and of kind, unless kind is
+// ""), and answers it; what names the step.
+func (r *rig) wantPin(t testing.TB, what, addr, kind string, cert *x509.Certificate) *anchor {
+	t.Helper()
+	pin, ok := r.storedPin(t, addr)
+	if !ok || (kind != "" && pin.Kind != kind) || !bytes.Equal(pin.Cert.Raw, cert.Raw) {
+		t.Fatalf("%s: pin %+v, want %s %s", what, pin, kind, cert.Subject)
+	}
+	return pin
 }
 
 func certErrReason(t testing.TB, err error) string {
