@@ -200,6 +200,15 @@ func (r *rig) storedPin(t testing.TB, addr string) (*anchor, bool) {
 	return a, true
 }
 
+// wantRetry fails the test unless what asked the client for one retry at once since the
+// count was before.
+func (r *rig) wantRetry(t testing.TB, what string, before int64) {
+	t.Helper()
+	if got := r.retries.Load(); got != before+1 {
+		t.Fatalf("%s: %d retries asked, want 1", what, got-before)
+	}
+}
+
 // wantPin fails the test unless the pin stored for addr is cert (and of kind, unless kind is
 // ""), and answers it; what names the step.
 func (r *rig) wantPin(t testing.TB, what, addr, kind string, cert *x509.Certificate) *anchor {

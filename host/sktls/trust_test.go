@@ -139,9 +139,7 @@ func TestTOFULeafAnchor(t *testing.T) {
 			if !strings.Contains(rec.Body.String(), `"pinned":null`) || !strings.Contains(rec.Body.String(), `"state":"none"`) {
 				t.Fatalf("DELETE body %s", rec.Body)
 			}
-			if r.retries.Load() != retries+1 {
-				t.Fatal("DELETE did not ask for a retry at once")
-			}
+			r.wantRetry(t, "DELETE", retries)
 			if _, ok := r.storedPin(t, srv.Addr()); ok {
 				t.Fatal("DELETE left the pin stored")
 			}
@@ -260,9 +258,7 @@ func TestCAMode(t *testing.T) {
 	}
 	retries := r.retries.Load()
 	r.cfg.Set("sk", "ca_pem", []byte(pemOf(ca1.Cert)))
-	if r.retries.Load() != retries+1 {
-		t.Fatal("a new sk.ca_pem did not ask for a retry")
-	}
+	r.wantRetry(t, "a new sk.ca_pem", retries)
 	if err := r.get(t, srv.Addr()); err != nil {
 		t.Fatalf("leaf of sk.ca_pem's CA (name differs): %v", err)
 	}
@@ -436,9 +432,7 @@ func TestOperatorCAInTOFU(t *testing.T) {
 	if rec := putCA(r.m, `{"pem":`+jsonString(pemOf(ca2.Cert))+`}`); rec.Code != http.StatusOK {
 		t.Fatalf("PUT = %d %s", rec.Code, rec.Body)
 	}
-	if r.retries.Load() != retries+1 {
-		t.Fatal("PUT /sk/tls/ca did not ask for a retry")
-	}
+	r.wantRetry(t, "PUT /sk/tls/ca", retries)
 	if err := r.get(t, srv.Addr()); err != nil {
 		t.Fatalf("after PUT: %v", err)
 	}
