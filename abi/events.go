@@ -541,13 +541,7 @@ func DecodeCANFrame(b []byte) (CANFrame, error) {
 	if r.err == nil && n > MaxCANData {
 		return CANFrame{}, fmt.Errorf("abi: CAN payload of %d bytes, at most %d", n, MaxCANData)
 	}
-	if r.err == nil && len(r.b) < n {
-		r.fail(errShort)
-	}
-	var data []byte
-	if r.err == nil {
-		data, r.b = r.b[:n:n], r.b[n:]
-	}
+	data := r.take(n)
 	if err := r.end(); err != nil {
 		return CANFrame{}, err
 	}

@@ -42,34 +42,37 @@ func (r *reader) fail(err error) {
 	}
 }
 
-func (r *reader) u8() uint8 {
-	if r.err != nil || len(r.b) < 1 {
+// take returns the next n bytes (capacity n, aliasing the message), or nil with errShort
+// when fewer are left.
+func (r *reader) take(n int) []byte {
+	if r.err != nil || len(r.b) < n {
 		r.fail(errShort)
-		return 0
+		return nil
 	}
-	v := r.b[0]
-	r.b = r.b[1:]
+	v := r.b[:n:n]
+	r.b = r.b[n:]
 	return v
+}
+
+func (r *reader) u8() uint8 {
+	if v := r.take(1); v != nil {
+		return v[0]
+	}
+	return 0
 }
 
 func (r *reader) u32() uint32 {
-	if r.err != nil || len(r.b) < 4 {
-		r.fail(errShort)
-		return 0
+	if v := r.take(4); v != nil {
+		return binary.LittleEndian.Uint32(v)
 	}
-	v := binary.LittleEndian.Uint32(r.b)
-	r.b = r.b[4:]
-	return v
+	return 0
 }
 
 func (r *reader) u64() uint64 {
-	if r.err != nil || len(r.b) < 8 {
-		r.fail(errShort)
-		return 0
+	if v := r.take(8); v != nil {
+		return binary.LittleEndian.Uint64(v)
 	}
-	v := binary.LittleEndian.Uint64(r.b)
-	r.b = r.b[8:]
-	return v
+	return 0
 }
 
 // bytes returns the next str's bytes (aliasing the message), refusing more than max.
@@ -82,13 +85,7 @@ func (r *reader) bytes(max int, what string) []byte {
 		r.fail(fmt.Errorf("abi: %s of %d bytes, at most %d", what, n, max))
 		return nil
 	}
-	if uint64(n) > uint64(len(r.b)) {
-		r.fail(errShort)
-		return nil
-	}
-	v := r.b[:n:n]
-	r.b = r.b[n:]
-	return v
+	return r.take(int(n))
 }
 
 func (r *reader) str(max int, what string) string {

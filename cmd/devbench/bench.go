@@ -425,25 +425,25 @@ func (b *bench) measureGets(ctx context.Context, lg loader, devURL, ancURL strin
 		}
 		return res, nil
 	}
-	if b.opts.warmup > 0 {
-		b.log.Info("warming up", "per_run", b.opts.warmup)
+	if b.opts.load.warmup > 0 {
+		b.log.Info("warming up", "per_run", b.opts.load.warmup)
 		for i := range getTargets {
 			for side := range 2 {
-				if _, err := runOne(i, side, b.opts.warmup); err != nil {
+				if _, err := runOne(i, side, b.opts.load.warmup); err != nil {
 					return nil, fmt.Errorf("warm-up: %w", err)
 				}
 			}
 		}
 	}
-	for r := range b.opts.rounds {
-		b.log.Info("load round", "round", r+1, "of", b.opts.rounds)
+	for r := range b.opts.load.rounds {
+		b.log.Info("load round", "round", r+1, "of", b.opts.load.rounds)
 		for i := range getTargets {
 			order := [2]int{0, 1}
 			if r%2 == 1 {
 				order = [2]int{1, 0}
 			}
 			for _, side := range order {
-				res, err := runOne(i, side, b.opts.duration)
+				res, err := runOne(i, side, b.opts.load.duration)
 				if err != nil {
 					return nil, err
 				}
@@ -538,11 +538,11 @@ func (b *bench) printHeader(lg loader, version, devhost string) {
 	fmt.Fprintf(b.out, "device:   %s (%s)\n", version, devhost)
 	fmt.Fprintln(b.out, "anchor:   bare net/http handler in a separate process, replaying the device's status, headers and body")
 	fmt.Fprintf(b.out, "load:     %s\n", lg.Describe())
-	d := b.opts.duration
+	d := b.opts.load.duration
 	if _, ok := lg.(*wrkLoader); ok {
 		d = time.Duration(wrkSeconds(d)) * time.Second
 	}
-	fmt.Fprintf(b.out, "rounds:   %d x %v per target and side, sides alternating, medians reported\n", b.opts.rounds, d)
+	fmt.Fprintf(b.out, "rounds:   %d x %v per target and side, sides alternating, medians reported\n", b.opts.load.rounds, d)
 	fmt.Fprintln(b.out)
 }
 

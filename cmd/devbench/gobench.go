@@ -102,57 +102,52 @@ func benchName(n benchfmt.Name) string {
 	return b.String()
 }
 
-// value is the median of one benchmark's runs in unit.
-func (g *goBench) value(pkg, name, unit string) (float64, bool) {
-	vs, ok := g.values[benchKey{pkg: pkg, name: name, unit: unit}]
+// value is the median of one benchmark value's runs.
+func (g *goBench) value(k benchKey) (float64, bool) {
+	vs, ok := g.values[k]
 	if !ok || len(vs) == 0 {
 		return 0, false
 	}
 	return median(vs), true
 }
 
-// benchRef names one value of a Go benchmark of the devhost module.
-type benchRef struct {
-	pkg, name, unit string
-}
-
 // derivedFigure is a contract figure taken from a Go benchmark value and its baseline value
 // (another benchmark of the same run, or the baseline the benchmark measures beside itself).
 type derivedFigure struct {
 	name, unit  string
-	value, base benchRef
+	value, base benchKey
 	scale       float64 // multiplies the benchmarks' values into unit
 }
 
 var derivedFigures = []derivedFigure{
 	{name: "plugin.http_under_spin", unit: "req/s", scale: 1,
-		value: benchRef{"devhost/host/plugin", "BenchmarkHTTPWhileSpinning/spinning", "req/s"},
-		base:  benchRef{"devhost/host/plugin", "BenchmarkHTTPWhileSpinning/idle", "req/s"}},
+		value: benchKey{"devhost/host/plugin", "BenchmarkHTTPWhileSpinning/spinning", "req/s"},
+		base:  benchKey{"devhost/host/plugin", "BenchmarkHTTPWhileSpinning/idle", "req/s"}},
 	{name: "plugin.publish_batch100", unit: "ns/value", scale: 1,
-		value: benchRef{"devhost/host/plugin", "BenchmarkPublish/batch100", "ns/value"},
-		base:  benchRef{"devhost/host/plugin", "BenchmarkPublish/batch100-nolimit", "ns/value"}},
+		value: benchKey{"devhost/host/plugin", "BenchmarkPublish/batch100", "ns/value"},
+		base:  benchKey{"devhost/host/plugin", "BenchmarkPublish/batch100-nolimit", "ns/value"}},
 	{name: "plugin.cold_start", unit: "ms", scale: 1e-6,
-		value: benchRef{"devhost/host/plugin", "BenchmarkStart/boot", "ns/op"},
-		base:  benchRef{"devhost/host/plugin", "BenchmarkStart/restart", "ns/op"}},
+		value: benchKey{"devhost/host/plugin", "BenchmarkStart/boot", "ns/op"},
+		base:  benchKey{"devhost/host/plugin", "BenchmarkStart/restart", "ns/op"}},
 	{name: "plugin.rss_per_plugin", unit: "MiB", scale: 1,
-		value: benchRef{"devhost/host/plugin", "BenchmarkMinimalPluginRSS/host", "MiB/plugin"},
-		base:  benchRef{"devhost/host/plugin", "BenchmarkMinimalPluginRSS/wazero", "MiB/plugin"}},
+		value: benchKey{"devhost/host/plugin", "BenchmarkMinimalPluginRSS/host", "MiB/plugin"},
+		base:  benchKey{"devhost/host/plugin", "BenchmarkMinimalPluginRSS/wazero", "MiB/plugin"}},
 	{name: "n2k.decode_rate", unit: "frames/cpu-s", scale: 1,
-		value: benchRef{"devhost/cmd/devctl", "BenchmarkN2KDecode", "sandbox-frames/cpu-s"},
-		base:  benchRef{"devhost/cmd/devctl", "BenchmarkN2KDecode", "reference-frames/cpu-s"}},
+		value: benchKey{"devhost/cmd/devctl", "BenchmarkN2KDecode", "sandbox-frames/cpu-s"},
+		base:  benchKey{"devhost/cmd/devctl", "BenchmarkN2KDecode", "reference-frames/cpu-s"}},
 	{name: "ble.prov_handshake", unit: "ms", scale: 1e-6,
-		value: benchRef{"devhost/cmd/devctl", "BenchmarkProvHandshakeSandbox/softap", "ns/op"},
-		base:  benchRef{"devhost/cmd/devctl", "BenchmarkProvHandshakeSandbox/softap-native", "ns/op"}},
+		value: benchKey{"devhost/cmd/devctl", "BenchmarkProvHandshakeSandbox/softap", "ns/op"},
+		base:  benchKey{"devhost/cmd/devctl", "BenchmarkProvHandshakeSandbox/softap-native", "ns/op"}},
 }
 
 // addTo appends the derived contract figures, then every Go benchmark value.
 func (g *goBench) addTo(r *Report) {
 	for _, d := range derivedFigures {
-		v, ok := g.value(d.value.pkg, d.value.name, d.value.unit)
+		v, ok := g.value(d.value)
 		if !ok {
 			continue
 		}
-		b, ok := g.value(d.base.pkg, d.base.name, d.base.unit)
+		b, ok := g.value(d.base)
 		if !ok {
 			// Without its baseline the figure would be unchecked: leave it out, the
 			// gobench figure still holds the value.
@@ -161,7 +156,7 @@ func (g *goBench) addTo(r *Report) {
 		r.addVs(d.name, d.unit, v*d.scale, b*d.scale)
 	}
 	for _, k := range g.order {
-		v, _ := g.value(k.pkg, k.name, k.unit)
+		v, _ := g.value(k)
 		r.add(k.figureName(), k.unit, v)
 	}
 }

@@ -74,9 +74,7 @@ func main() {
 // options are the command-line settings.
 type options struct {
 	devhost      string
-	duration     time.Duration
-	warmup       time.Duration
-	rounds       int
+	load         schedule // the HTTP section's load runs
 	threads      int
 	conns        int
 	puts         int
@@ -88,9 +86,7 @@ type options struct {
 	serveAnchor  string
 	http         bool
 	signalk      bool
-	skDuration   time.Duration
-	skWarmup     time.Duration
-	skRounds     int
+	sk           schedule // the Signal K section's publishing runs
 	skBatchMs    int
 	skPublishers int
 	jsonOut      string
@@ -106,6 +102,26 @@ type options struct {
 	skSample   bool
 }
 
+// schedule is how a section measures: a warm-up run per side (0: none), then rounds of one
+// run per side, each duration long.
+type schedule struct {
+	duration, warmup time.Duration
+	rounds           int
+}
+
+// check refuses a schedule that measures nothing; prefix is its flags' prefix.
+func (s schedule) check(prefix string) error {
+	switch {
+	case s.duration <= 0:
+		return fmt.Errorf("-%sduration must be positive", prefix)
+	case s.warmup < 0:
+		return fmt.Errorf("-%swarmup must not be negative", prefix)
+	case s.rounds < 1:
+		return fmt.Errorf("-%srounds must be at least 1", prefix)
+	}
+	return nil
+}
+
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("devbench", flag.ContinueOnError)
@@ -115,9 +131,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.devhost, "devhost", "bin/devhost", "device binary to measure")
-	fs.DurationVar(&o.duration, "duration", 3*time.Second, "length of one load run (wrk: whole seconds)")
-	fs.DurationVar(&o.warmup, "warmup", time.Second, "unrecorded warm-up run per target and side (0: none)")
-	fs.IntVar(&o.rounds, "rounds", 3, "load rounds per target and side; the median is reported")
+	fs.DurationVar(&o.load.duration, "duration", 3*time.Second, "length of one load run (wrk: whole seconds)")
+	fs.DurationVar(&o.load.warmup, "warmup", time.Second, "unrecorded warm-up run per target and side (0: none)")
+	fs.IntVar(&o.load.rounds, "rounds", 3, "load rounds per target and side; the median is reported")
 	fs.IntVar(&o.threads, "threads", 2, "load generator threads")
 	fs.IntVar(&o.conns, "connections", 16, "keep-alive connections held open by the load generator")
 	fs.IntVar(&o.puts, "puts", 300, "sequential PUT /config writes per measured side")
@@ -129,9 +145,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.serveAnchor, "serve-anchor", "", "internal: serve the anchor from this answers file")
 	fs.BoolVar(&o.http, "http", true, "measure the device's HTTP API against the bare anchor (false: only the Signal K section)")
 	fs.BoolVar(&o.signalk, "signalk", true, "measure publishing into the real signalk-server (skipped when it cannot start)")
-	fs.DurationVar(&o.skDuration, "sk-duration", 5*time.Second, "length of each Signal K publishing run")
-	fs.DurationVar(&o.skWarmup, "sk-warmup", 2*time.Second, "unrecorded Signal K run of each side before the rounds (0: none)")
-	fs.IntVar(&o.skRounds, "sk-rounds", 6, "Signal K rounds, alternating which side goes first (an even count gives each side the lead equally); medians are reported")
+	fs.DurationVar(&o.sk.duration, "sk-duration", 5*time.Second, "length of each Signal K publishing run")
+	fs.DurationVar(&o.sk.warmup, "sk-warmup", 2*time.Second, "unrecorded Signal K run of each side before the rounds (0: none)")
+	fs.IntVar(&o.sk.rounds, "sk-rounds", 6, "Signal K rounds, alternating which side goes first (an even count gives each side the lead equally); medians are reported")
 	fs.IntVar(&o.skBatchMs, "sk-batch-ms", 100, "sk.batch_ms of the device stream in the Signal K runs")
 	fs.IntVar(&o.skPublishers, "sk-publishers", 2, "goroutines publishing into the device stream")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every figure, with its baseline and the machine, as JSON to this file")
@@ -159,13 +175,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.merge && o.jsonOut == "" {
 		return o, errors.New("-merge needs -json FILE")
 	}
+	if err := o.load.check(""); err != nil {
+		return o, err
+	}
+	if err := o.sk.check("sk-"); err != nil {
+		return o, err
+	}
 	switch {
-	case o.duration <= 0:
-		return o, errors.New("-duration must be positive")
-	case o.warmup < 0:
-		return o, errors.New("-warmup must not be negative")
-	case o.rounds < 1:
-		return o, errors.New("-rounds must be at least 1")
 	case o.threads < 1:
 		return o, errors.New("-threads must be at least 1")
 	case o.conns < o.threads:
@@ -176,12 +192,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-key must not be empty")
 	case o.startTimeout <= 0:
 		return o, errors.New("-start-timeout must be positive")
-	case o.skDuration <= 0:
-		return o, errors.New("-sk-duration must be positive")
-	case o.skWarmup < 0:
-		return o, errors.New("-sk-warmup must not be negative")
-	case o.skRounds < 1:
-		return o, errors.New("-sk-rounds must be at least 1")
 	case o.skBatchMs < 0:
 		return o, errors.New("-sk-batch-ms must not be negative")
 	case o.skPublishers < 1:

@@ -236,33 +236,33 @@ func (b *bench) runSignalK(ctx context.Context) error {
 	// in the measured rounds.
 	perFrame := 1
 	var warm skRound
-	if b.opts.skWarmup > 0 {
-		b.log.Info("signal k: warm-up of both sides (not recorded)", "duration", b.opts.skWarmup)
-		warm.dev, err = b.skRun(ctx, srv, "dev", token, 0, b.opts.skWarmup, true)
+	if b.opts.sk.warmup > 0 {
+		b.log.Info("signal k: warm-up of both sides (not recorded)", "duration", b.opts.sk.warmup)
+		warm.dev, err = b.skRun(ctx, srv, "dev", token, 0, b.opts.sk.warmup, true)
 		if err != nil {
 			return fmt.Errorf("signal k device stream (warm-up): %w", err)
 		}
 		perFrame = valuesPerFrame(warm.dev.published, warm.dev.messages+warm.dev.dropped)
-		if warm.plain, err = b.skRun(ctx, srv, "plain", srv.AdminToken, perFrame, b.opts.skWarmup, true); err != nil {
+		if warm.plain, err = b.skRun(ctx, srv, "plain", srv.AdminToken, perFrame, b.opts.sk.warmup, true); err != nil {
 			return fmt.Errorf("signal k plain client (warm-up): %w", err)
 		}
 	}
 	var rounds []skRound
-	for i := range b.opts.skRounds {
+	for i := range b.opts.sk.rounds {
 		var r skRound
 		sides := []func() error{
 			func() (err error) {
-				r.dev, err = b.skRun(ctx, srv, "dev", token, 0, b.opts.skDuration, false)
+				r.dev, err = b.skRun(ctx, srv, "dev", token, 0, b.opts.sk.duration, false)
 				if err != nil {
 					return fmt.Errorf("signal k device stream: %w", err)
 				}
-				if b.opts.skWarmup <= 0 && i == 0 {
+				if b.opts.sk.warmup <= 0 && i == 0 {
 					perFrame = valuesPerFrame(r.dev.published, r.dev.messages+r.dev.dropped)
 				}
 				return nil
 			},
 			func() (err error) {
-				r.plain, err = b.skRun(ctx, srv, "plain", srv.AdminToken, perFrame, b.opts.skDuration, false)
+				r.plain, err = b.skRun(ctx, srv, "plain", srv.AdminToken, perFrame, b.opts.sk.duration, false)
 				if err != nil {
 					return fmt.Errorf("signal k plain client: %w", err)
 				}
@@ -292,11 +292,8 @@ func (b *bench) skServer(ctx context.Context) (*sktest.Server, error) {
 	if b.sk != nil || b.skErr != nil {
 		return b.sk, b.skErr
 	}
-	dir, err := sktest.Dir()
-	if err == nil {
-		b.log.Info("installing or checking signalk-server", "dir", dir)
-		err = sktest.Install(ctx, dir, nil)
-	}
+	b.log.Info("installing or checking signalk-server")
+	dir, err := sktest.Prepare(ctx, nil)
 	if err == nil {
 		b.sk, err = sktest.Start(ctx, sktest.Options{Dir: dir})
 	}
@@ -409,7 +406,7 @@ func (b *bench) printSignalK(rounds []skRound, warm skRound, perFrame int) {
 	fmt.Fprintf(b.out, "plain side:  one gorilla/websocket connection in a process of its own, admin token, %d values per frame (the device's average)\n", perFrame)
 	fmt.Fprintln(b.out, "CPU: each side's process (getrusage), from its start signal until the server shows its final marker")
 	fmt.Fprintf(b.out, "each run: %v of publishing, then until the server shows a final marker value (REST read-back); %v warm-up of each side, then %d rounds alternating which side goes first\n",
-		b.opts.skDuration, b.opts.skWarmup, len(rounds))
+		b.opts.sk.duration, b.opts.sk.warmup, len(rounds))
 	for i, r := range rounds {
 		order := "device first"
 		if r.plainFirst {
@@ -606,7 +603,7 @@ func runSKSide(ctx context.Context, o options, stdin io.Reader, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	rep, err := side.publish(ctx, o.skDuration, marker)
+	rep, err := side.publish(ctx, o.sk.duration, marker)
 	if err != nil {
 		return err
 	}

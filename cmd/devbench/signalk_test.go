@@ -162,7 +162,7 @@ func TestSkCPUPer1k(t *testing.T) {
 
 func TestSignalKFlags(t *testing.T) {
 	o, err := parseFlags(nil, io.Discard)
-	if err != nil || !o.signalk || o.skBatchMs != 100 || o.skPublishers < 1 || o.skDuration <= 0 {
+	if err != nil || !o.signalk || o.skBatchMs != 100 || o.skPublishers < 1 || o.sk.duration <= 0 {
 		t.Fatalf("defaults %+v, %v", o, err)
 	}
 	o, err = parseFlags([]string{"-signalk=false"}, io.Discard)
@@ -170,12 +170,12 @@ func TestSignalKFlags(t *testing.T) {
 		t.Fatalf("-signalk=false: %+v, %v", o, err)
 	}
 	o, err = parseFlags([]string{"-http=false"}, io.Discard)
-	if err != nil || o.http || !o.signalk || o.skRounds < 1 || o.skWarmup <= 0 {
+	if err != nil || o.http || !o.signalk || o.sk.rounds < 1 || o.sk.warmup <= 0 {
 		t.Fatalf("-http=false: %+v, %v", o, err)
 	}
 	for _, args := range [][]string{{"-sk-duration", "0s"}, {"-sk-batch-ms", "-1"}, {"-sk-publishers", "0"}, {"-sk-rounds", "0"}, {"-sk-warmup", "-1s"}} {
-		if _, err := parseFlags(args, io.Discard); err == nil {
-			t.Errorf("parseFlags(%v) accepted", args)
+		if _, err := parseFlags(args, io.Discard); err == nil || !strings.HasPrefix(err.Error(), args[0]+" ") {
+			t.Errorf("parseFlags(%v) = %v, want an error naming %s", args, err, args[0])
 		}
 	}
 }

@@ -77,18 +77,11 @@ func (a *app) firmwareKey(path string) (*rsa.PrivateKey, error) {
 		}
 		return k, nil
 	}
-	dir, err := trust.DevKeyDir()
+	dir, err := a.devKeyDir()
 	if err != nil {
 		return nil, err
 	}
-	k, created, err := image.LoadOrCreateDevKey(dir)
-	if err != nil {
-		return nil, err
-	}
-	if created {
-		fmt.Fprintf(a.stderr, "devctl: created the development firmware key %s\n", filepath.Join(dir, image.DevPrivateFile))
-	}
-	return k, nil
+	return a.keyAt(filepath.Join(dir, image.DevPrivateFile), "the development firmware key")
 }
 
 // otaPubkey prints the firmware public key as base64 PKIX DER (what `make build` compiles in).

@@ -82,14 +82,19 @@ func (a *app) signKeyPath(flagPath string) (string, error) {
 	if p := a.getenv("DEVCTL_SIGN_KEY"); p != "" {
 		return p, nil
 	}
-	dir := a.getenv("DEVHOST_KEYS")
-	if dir == "" {
-		var err error
-		if dir, err = trust.DevKeyDir(); err != nil {
-			return "", err
-		}
+	dir, err := a.devKeyDir()
+	if err != nil {
+		return "", err
 	}
 	return filepath.Join(dir, trust.DevPrivateFile), nil
+}
+
+// devKeyDir is the development keys' folder: $DEVHOST_KEYS, else trust's default.
+func (a *app) devKeyDir() (string, error) {
+	if d := a.getenv("DEVHOST_KEYS"); d != "" {
+		return d, nil
+	}
+	return trust.DevKeyDir()
 }
 
 // loadOrCreateKey reads the signing key, generating it when the file does not exist, with
@@ -105,13 +110,19 @@ func (a *app) signingKey(flagPath string) (*rsa.PrivateKey, error) {
 	if err != nil {
 		return nil, err
 	}
+	return a.keyAt(path, "signing key")
+}
+
+// keyAt loads the key file path, creating the pair when it does not exist and saying so on
+// stderr as what.
+func (a *app) keyAt(path, what string) (*rsa.PrivateKey, error) {
 	k, created, err := loadOrCreateKey(path)
 	if err != nil {
 		return nil, err
 	}
 	if created {
 		id, _ := abi.KeyID(&k.PublicKey)
-		fmt.Fprintf(a.stderr, "devctl: created signing key %s at %s\n", id, path)
+		fmt.Fprintf(a.stderr, "devctl: created %s %s at %s\n", what, id, path)
 	}
 	return k, nil
 }

@@ -109,13 +109,12 @@ func TestBundledN2KPluginOnAFreshDevice(t *testing.T) {
 	// still offering its carried bundles (which it does after answering).
 	n2k := func() (map[string]any, bool) {
 		t.Helper()
-		var doc struct {
+		doc := getDoc[struct {
 			Plugins        []map[string]any
 			BundledPending *bool `json:"bundled_pending"`
-		}
-		r := d.call("GET", "/api/v1/plugins", "")
-		if r.status != 200 || json.Unmarshal(r.body, &doc) != nil || doc.BundledPending == nil {
-			t.Fatalf("plugins: %d %s", r.status, r.body)
+		}](d, "/api/v1/plugins")
+		if doc.BundledPending == nil {
+			t.Fatalf("plugins without bundled_pending: %+v", doc)
 		}
 		for _, p := range doc.Plugins {
 			if p["id"] == "n2k" {

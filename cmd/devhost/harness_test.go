@@ -33,6 +33,14 @@ var binary, devctl string
 // `make test` on two busy cores took 45 s for a wait that takes 3 s on a quiet one).
 const hangGuard = 5 * time.Minute
 
+// guardCtx is a test's context for its calls to its peers: it ends after n hang guards, or
+// with the test.
+func guardCtx(t *testing.T, n time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), n*hangGuard)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func TestMain(m *testing.M) {
 	// Every test here builds and runs the real device (with the race detector): none belongs
 	// in the fast -short loop.

@@ -27,8 +27,7 @@ import (
 // REST API, and the server holds the units of a path the specification gives units.
 func TestN2KLogIntoSignalKServer(t *testing.T) {
 	b := buildBundled(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
-	defer cancel()
+	ctx := guardCtx(t, 2)
 	log := filepath.Join(plugins.Dir(), "n2k", "testdata", "logs", "candumpSample2.txt")
 	want := n2kDecodedValues(ctx, t, b.wasm, log)
 	if len(want) < 10 {
@@ -70,8 +69,7 @@ func TestN2KLogIntoSignalKServer(t *testing.T) {
 // the members of the target's root (name, mmsi, call sign) included.
 func TestN2KAISTargetsIntoSignalKServer(t *testing.T) {
 	b := buildBundled(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
-	defer cancel()
+	ctx := guardCtx(t, 2)
 	logs := []string{
 		filepath.Join(plugins.Dir(), "n2k", "testdata", "logs", "canboat-samples.raw"),
 		filepath.Join(plugins.Dir(), "n2k", "testdata", "logs", "mapped-pgns.log"),

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,17 +14,10 @@ import (
 // with what to do.
 func TestOpenAPIMatchesRouter(t *testing.T) {
 	d := newDev(t, withArgs("--debug-crash")) // POST /system/crash exists only with its build option
-	r := d.call("GET", "/api/v1/openapi.json", "")
-	if r.status != 200 {
-		t.Fatalf("openapi.json: %d %s", r.status, r.body)
-	}
-	var doc struct {
+	doc := getDoc[struct {
 		OpenAPI string                               `json:"openapi"`
 		Paths   map[string]map[string]map[string]any `json:"paths"`
-	}
-	if err := json.Unmarshal(r.body, &doc); err != nil {
-		t.Fatal(err)
-	}
+	}](d, "/api/v1/openapi.json")
 	if doc.OpenAPI != "3.1.0" {
 		t.Fatalf("openapi %q", doc.OpenAPI)
 	}

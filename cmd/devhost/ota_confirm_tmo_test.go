@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,10 +60,7 @@ func TestOTANoNetworkRollsBack(t *testing.T) {
 	}
 	// The configuration is intact: the hostname, the WiFi network and the timeout itself.
 	d.expectHostname("no-net")
-	var doc map[string]map[string]any
-	if err := json.Unmarshal(d.call("GET", "/api/v1/config", "").body, &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := getDoc[map[string]map[string]any](d, "/api/v1/config")
 	if doc["wifi"]["ssid0"] != "Far Away" || doc["wifi"]["psk0"] != "********" || doc["ota"]["confirm_tmo_s"] != 60.0 {
 		t.Fatalf("configuration after the rollback: wifi %v ota %v", doc["wifi"], doc["ota"])
 	}

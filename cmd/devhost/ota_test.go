@@ -82,15 +82,7 @@ type otaStatus struct {
 
 func (d *dev) otaStatus() otaStatus {
 	d.t.Helper()
-	r := d.call("GET", "/api/v1/ota/status", "")
-	if r.status != 200 {
-		d.t.Fatalf("ota status: %d %s", r.status, r.body)
-	}
-	var st otaStatus
-	if err := json.Unmarshal(r.body, &st); err != nil {
-		d.t.Fatal(err)
-	}
-	return st
+	return getDoc[otaStatus](d, "/api/v1/ota/status")
 }
 
 func (d *dev) waitOTA(what string, ok func(otaStatus) bool) otaStatus {

@@ -61,8 +61,7 @@ func TestAppPluginEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Wasm plugin (about 15 s)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
-	defer cancel()
+	ctx := guardCtx(t, 2)
 	p := packPlugin(ctx, t, "app")
 	s := sktest.Require(t, sktest.Options{})
 	d := newDev(t, p.trusted())

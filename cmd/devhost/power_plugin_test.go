@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"testing"
@@ -12,8 +11,7 @@ import (
 // powerhold test plugin holds at every start and traps while f_powerhold.trap is true, until
 // the host disables it).
 func TestPluginPowerHolds(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
-	defer cancel()
+	ctx := guardCtx(t, 2)
 	p := packPlugin(ctx, t, "testdata/powerhold")
 	d := newDev(t, p.trusted())
 	type holds struct {
@@ -22,11 +20,9 @@ func TestPluginPowerHolds(t *testing.T) {
 	}
 	getHolds := func() holds {
 		t.Helper()
-		var doc struct {
+		return getDoc[struct {
 			Holds holds `json:"holds"`
-		}
-		d.getJSON("/api/v1/power", &doc)
-		return doc.Holds
+		}](d, "/api/v1/power").Holds
 	}
 	waitHolds := func(what string, want map[string]int) {
 		t.Helper()
@@ -41,9 +37,7 @@ func TestPluginPowerHolds(t *testing.T) {
 	waitState := func(state string) map[string]any {
 		t.Helper()
 		return pollUntil(t, "plugin state, want "+state, hangGuard, func() map[string]any {
-			var st map[string]any
-			d.getJSON("/api/v1/plugins/powerhold", &st)
-			return st
+			return getDoc[map[string]any](d, "/api/v1/plugins/powerhold")
 		}, func(st map[string]any) bool { return st["state"] == state })
 	}
 	waitHolds("before any plugin", map[string]int{})

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -17,8 +16,7 @@ import (
 // gone after it (RAM, not RTC memory), while those buffered after the wake reach the server.
 func TestPowerCycleSignalK(t *testing.T) {
 	s, ca, _ := tlsSignalK(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
-	defer cancel()
+	ctx := guardCtx(t, 2)
 
 	d := newDev(t)
 	d.putConfig(tofuConfig(s, ""))

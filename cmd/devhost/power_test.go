@@ -20,9 +20,7 @@ type powerDoc struct {
 
 func (d *dev) power() powerDoc {
 	d.t.Helper()
-	var p powerDoc
-	d.getJSON("/api/v1/power", &p)
-	return p
+	return getDoc[powerDoc](d, "/api/v1/power")
 }
 
 // TestPowerCycle: with power.mode = cycle the device stays awake for the window after

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -17,8 +16,7 @@ func TestSignalKEndToEnd(t *testing.T) {
 	d := newDev(t)
 	evs := d.events()
 	d.putConfig(fmt.Sprintf(`{"sk":{"server_host":%q,"server_port":%d,"health_s":1}}`, s.Host, s.Port))
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t, 1)
 	clientID := d.approveSK(ctx, s).Token.ClientID
 	d.waitSK("approved and streaming", skStreaming)
 	if _, err := s.WaitValue(ctx, "dev.dev-abcd.uptime", func(v json.RawMessage) bool { return len(v) > 0 }); err != nil {

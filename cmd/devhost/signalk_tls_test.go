@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -23,8 +22,7 @@ import (
 // resumes with the same token, and a power cut keeps both pin and token.
 func TestSignalKTLSEndToEnd(t *testing.T) {
 	s, ca1, leaf1 := tlsSignalK(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
-	defer cancel()
+	ctx := guardCtx(t, 2)
 
 	d := newDev(t)
 	seen := collectEvents(d.events())
@@ -40,9 +38,7 @@ func TestSignalKTLSEndToEnd(t *testing.T) {
 	}
 	tlsDoc := func() skTLSDoc {
 		t.Helper()
-		var doc skTLSDoc
-		d.getJSON("/api/v1/sk/tls", &doc)
-		return doc
+		return getDoc[skTLSDoc](d, "/api/v1/sk/tls")
 	}
 	certCondition := func() string {
 		t.Helper()

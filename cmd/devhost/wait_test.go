@@ -30,22 +30,22 @@ func eventually(t *testing.T, what string, ok func() bool) {
 	pollUntil(t, what+" did not happen", hangGuard, ok, func(b bool) bool { return b })
 }
 
-// getJSON reads the document at path into v; anything but 200 with a body that decodes into v
-// fails the test.
-func (d *dev) getJSON(path string, v any) {
+// getDoc reads the document at path as a T; anything but 200 with a body that decodes into a
+// T fails the test.
+func getDoc[T any](d *dev, path string) T {
 	d.t.Helper()
+	var v T
 	r := d.call("GET", path, "")
-	if r.status != 200 || json.Unmarshal(r.body, v) != nil {
+	if r.status != 200 || json.Unmarshal(r.body, &v) != nil {
 		d.t.Fatalf("GET %s: %d %s", path, r.status, r.body)
 	}
+	return v
 }
 
 // config answers the namespace ns as GET /config?ns= lists it.
 func (d *dev) config(ns string) map[string]any {
 	d.t.Helper()
-	var doc map[string]map[string]any
-	d.getJSON("/api/v1/config?ns="+ns, &doc)
-	return doc[ns]
+	return getDoc[map[string]map[string]any](d, "/api/v1/config?ns="+ns)[ns]
 }
 
 // waitDoc polls GET path until ok accepts the JSON object it answers.
@@ -104,9 +104,7 @@ func skStreaming(st skStatus) bool {
 // sk reads GET /sk/status.
 func (d *dev) sk() skStatus {
 	d.t.Helper()
-	var st skStatus
-	d.getJSON("/api/v1/sk/status", &st)
-	return st
+	return getDoc[skStatus](d, "/api/v1/sk/status")
 }
 
 // waitSK polls GET /sk/status until ok accepts it.
@@ -132,10 +130,9 @@ func (d *dev) approveSK(ctx context.Context, s *sktest.Server) skStatus {
 // condition answers the health condition key as GET /health lists it, nil when it is not listed.
 func (d *dev) condition(key string) map[string]any {
 	d.t.Helper()
-	var h struct {
+	h := getDoc[struct {
 		Conditions []map[string]any `json:"conditions"`
-	}
-	d.getJSON("/api/v1/health", &h)
+	}](d, "/api/v1/health")
 	for _, c := range h.Conditions {
 		if c["key"] == key {
 			return c

@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,16 +99,13 @@ func TestWiFiJoinAndFailover(t *testing.T) {
 	if r := d.call("POST", "/api/v1/wifi/scan", ""); r.status != 202 {
 		t.Fatalf("scan: %d %s", r.status, r.body)
 	}
-	var scan struct {
+	scan := getDoc[struct {
 		AgeS    *int `json:"age_s"`
 		Results []struct {
 			SSID string `json:"ssid"`
 			Auth string `json:"auth"`
 		} `json:"results"`
-	}
-	if err := json.Unmarshal(d.call("GET", "/api/v1/wifi/scan", "").body, &scan); err != nil {
-		t.Fatal(err)
-	}
+	}](d, "/api/v1/wifi/scan")
 	if scan.AgeS == nil || len(scan.Results) != 3 || scan.Results[0].SSID != "Pier" || scan.Results[1].SSID != "Marina" ||
 		scan.Results[2].SSID != "Fuel Dock" || scan.Results[0].Auth != "wpa2" {
 		t.Fatalf("scan %+v", scan)

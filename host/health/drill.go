@@ -73,12 +73,9 @@ func ParseDrill(b []byte) (Drill, error) {
 
 	d := Drill{Message: DrillDefaultMessage, TTL: DrillTTLDefault}
 
-	key, ok, err := stringMember(members, "key", true)
+	key, err := requiredString(members, "key")
 	if err != nil {
 		return Drill{}, err
-	}
-	if !ok {
-		return Drill{}, api.Validation("key", "key is required")
 	}
 	if !strings.HasPrefix(key, DrillPrefix) || len(key) == len(DrillPrefix) {
 		return Drill{}, api.Validation("key", "key must start with %q and have a name after it", DrillPrefix)
@@ -91,12 +88,9 @@ func ParseDrill(b []byte) (Drill, error) {
 	}
 	d.Key = key
 
-	state, ok, err := stringMember(members, "state", true)
+	state, err := requiredString(members, "state")
 	if err != nil {
 		return Drill{}, err
-	}
-	if !ok {
-		return Drill{}, api.Validation("state", "state is required")
 	}
 	if !State(state).valid() {
 		return Drill{}, api.Validation("state", "state must be normal, warn or alarm")
@@ -146,6 +140,15 @@ func stringMember(m map[string]json.RawMessage, name string, required bool) (str
 		return "", false, api.Validation(name, "%s must be a string", name)
 	}
 	return s, true, nil
+}
+
+// requiredString reads a string member that must be present.
+func requiredString(m map[string]json.RawMessage, name string) (string, error) {
+	s, ok, err := stringMember(m, name, true)
+	if err == nil && !ok {
+		err = api.Validation(name, "%s is required", name)
+	}
+	return s, err
 }
 
 // ApplyDrill raises, replaces or clears a drill. It returns ErrFull (and changes nothing) when

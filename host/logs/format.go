@@ -177,13 +177,7 @@ func skipEscape(s string, i int) int {
 	case c == ']' || c == 'P' || c == 'X' || c == '^' || c == '_':
 		return skipString(s, i+1)
 	case c >= 0x20 && c <= 0x2f: // nF: intermediates then one final byte
-		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
-			i++
-		}
-		if i < len(s) && s[i] >= 0x30 && s[i] <= 0x7e {
-			i++
-		}
-		return i
+		return skipOne(s, skipAll(s, i, 0x20, 0x2f), 0x30, 0x7e)
 	case c >= 0x30 && c <= 0x7e: // Fp, Fe, Fs: one byte
 		return i + 1
 	default:
@@ -194,14 +188,23 @@ func skipEscape(s string, i int) int {
 
 // skipCSI skips parameter and intermediate bytes and the final byte of a control sequence.
 func skipCSI(s string, i int) int {
-	for i < len(s) && s[i] >= 0x30 && s[i] <= 0x3f {
+	i = skipAll(s, i, 0x30, 0x3f) // parameters
+	i = skipAll(s, i, 0x20, 0x2f) // intermediates
+	return skipOne(s, i, 0x40, 0x7e)
+}
+
+// skipAll skips the bytes of s from i on that are within lo..hi.
+func skipAll(s string, i int, lo, hi byte) int {
+	for i < len(s) && s[i] >= lo && s[i] <= hi {
 		i++
 	}
-	for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
-		i++
-	}
-	if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
-		i++
+	return i
+}
+
+// skipOne skips the byte of s at i when it is within lo..hi (a sequence's final byte).
+func skipOne(s string, i int, lo, hi byte) int {
+	if i < len(s) && s[i] >= lo && s[i] <= hi {
+		return i + 1
 	}
 	return i
 }

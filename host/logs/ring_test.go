@@ -99,6 +99,7 @@ func TestClean(t *testing.T) {
 		{"plain text", "plain text"},
 		{"\x1b[0;32mI (1) t: ok\x1b[0m", "I (1) t: ok"},
 		{"a\x1b[1;31;40mb", "ab"},
+		{"a\x1b[2 qb", "ab"}, // CSI with an intermediate byte (cursor shape)
 		{"a\x1b]0;title\x07b", "ab"},
 		{"a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b", "alinkb"},
 		{"a\x1b(Bb", "ab"},

@@ -49,18 +49,7 @@ func TestNetnsZeroconfSeesTheDevice(t *testing.T) {
 	})
 	for _, s := range DeviceServices(testInfo) {
 		pb := mdnstest.StartPeer(t, python, "browse", s.Type+"."+s.Proto)
-		m := pb.Wait("added", "")
-		if m["name"] != "dev."+s.Type+"."+s.Proto+".local." || m["server"] != "dev.local." || m["port"] != float64(8080) ||
-			!reflect.DeepEqual(m["addresses"], []any{"127.0.0.1"}) {
-			t.Fatalf("zeroconf resolved %v", m)
-		}
-		txt := map[string]string{}
-		for k, v := range m["txt"].(map[string]any) {
-			txt[k], _ = v.(string)
-		}
-		if !reflect.DeepEqual(txt, ParseTXT(s.TXT)) {
-			t.Fatalf("zeroconf TXT of %s: %v, want %v", s.Type, txt, ParseTXT(s.TXT))
-		}
+		wantResolved(t, pb.Wait("added", ""), "dev."+s.Type+"."+s.Proto+".local.", s.TXT)
 		pb.Stop()
 	}
 
@@ -246,7 +235,7 @@ func TestNetnsInteropAvahi(t *testing.T) {
 		return
 	}
 	av := startAvahi(t)
-	dev, err := New(Config{Hostname: "dev", Interfaces: []string{mdnstest.LinkName}, Logger: testLogger(t)})
+	dev, err := New(Config{Hostname: "dev", Interfaces: []string{mdnstest.LinkName}, Logger: mdnstest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,23 +18,32 @@ import (
 // The tests in this file send real multicast, only ever inside a network namespace that
 // mdnstest.Netns creates for them.
 
-func testLogger(t *testing.T) *slog.Logger { return mdnstest.Logger(t) }
-
 // netWait bounds a wait for what the responders and peers do on the namespace's network: long,
 // since a loaded machine only makes them slower.
 const netWait = 15 * time.Second
 
 func realResponder(t *testing.T, host string) *Responder {
 	t.Helper()
-	r, err := New(Config{Hostname: host, Interfaces: []string{"lo"}, Logger: testLogger(t).With("host", host)})
-	if err != nil {
-		t.Fatal(err)
+	return mdnstest.Responder(t, host, func(log *slog.Logger) (*Responder, error) {
+		return New(Config{Hostname: host, Interfaces: []string{"lo"}, Logger: log})
+	})
+}
+
+// wantResolved fails the test unless m, a zeroconf peer's "added" event, resolved the
+// instance name on dev.local. port 8080 at 127.0.0.1 with the TXT record txt.
+func wantResolved(t *testing.T, m map[string]any, name string, txt []string) {
+	t.Helper()
+	if m["name"] != name || m["server"] != "dev.local." || m["port"] != float64(8080) ||
+		!reflect.DeepEqual(m["addresses"], []any{"127.0.0.1"}) {
+		t.Fatalf("zeroconf resolved %v", m)
 	}
-	if err := r.Start(); err != nil {
-		t.Fatalf("start %s: %v (%s)", host, err, mdnstest.Describe())
+	got := map[string]string{}
+	for k, v := range m["txt"].(map[string]any) {
+		got[k], _ = v.(string)
 	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	if !reflect.DeepEqual(got, ParseTXT(txt)) {
+		t.Fatalf("zeroconf TXT of %s: %v, want %v", name, got, ParseTXT(txt))
+	}
 }
 
 type browser struct {
@@ -199,18 +208,7 @@ func TestNetnsInteropZeroconf(t *testing.T) {
 		if err := dev.Register(Service{Type: "_dev", Proto: "_tcp", Port: 8080, TXT: devTXT("1.0")}); err != nil {
 			t.Fatal(err)
 		}
-		m := pb.Wait("added", "")
-		if m["name"] != "dev._dev._tcp.local." || m["server"] != "dev.local." || m["port"] != float64(8080) ||
-			!reflect.DeepEqual(m["addresses"], []any{"127.0.0.1"}) {
-			t.Fatalf("zeroconf resolved %v", m)
-		}
-		txt := map[string]string{}
-		for k, v := range m["txt"].(map[string]any) {
-			txt[k], _ = v.(string)
-		}
-		if !reflect.DeepEqual(txt, ParseTXT(devTXT("1.0"))) {
-			t.Fatalf("zeroconf TXT %v", txt)
-		}
+		wantResolved(t, pb.Wait("added", ""), "dev._dev._tcp.local.", devTXT("1.0"))
 		if err := dev.Unregister("", "_dev", "_tcp"); err != nil {
 			t.Fatal(err)
 		}

@@ -146,6 +146,22 @@ func (m *tokenMachine) exec(ctx context.Context, f func()) error {
 	}
 }
 
+// execOnServer is exec for an operator's call that needs a server: ErrNoServer when there is
+// none, else f's own error.
+func (m *tokenMachine) execOnServer(ctx context.Context, f func() error) error {
+	var err error
+	if e := m.exec(ctx, func() {
+		if m.srv == nil {
+			err = ErrNoServer
+			return
+		}
+		err = f()
+	}); e != nil {
+		return e
+	}
+	return err
+}
+
 // send queues f, waiting for room (or ctx).
 func (m *tokenMachine) send(ctx context.Context, f func()) {
 	select {
@@ -716,23 +732,15 @@ func (m *tokenMachine) retryNow(onlyCert bool) {
 // requestAgain is POST /sk/request: forget the token, the pending request and a refusal, then
 // ask at once.
 func (m *tokenMachine) requestAgain(ctx context.Context) error {
-	var err error
-	e := m.exec(ctx, func() {
-		if m.srv == nil {
-			err = ErrNoServer
-			return
-		}
+	return m.execOnServer(ctx, func() error {
 		m.stopTimer()
 		m.strikes, m.backoff, m.resume = 0, 0, ""
 		m.rec = record{}
 		m.save()
 		m.to(StateIdle, "asked again")
 		m.doRequest()
+		return nil
 	})
-	if e != nil {
-		return e
-	}
-	return err
 }
 
 // errTokenRefused: POST /sk/token with a token the server refused.
@@ -741,16 +749,10 @@ var errTokenRefused = errors.New("signalk: the server refused the token")
 // setToken is POST /sk/token: the token is verified at once; it replaces the stored one only
 // when the server did not refuse it.
 func (m *tokenMachine) setToken(ctx context.Context, tok string) error {
-	var err error
-	e := m.exec(ctx, func() {
-		if m.srv == nil {
-			err = ErrNoServer
-			return
-		}
+	return m.execOnServer(ctx, func() error {
 		resp, cerr := m.call(tok, http.MethodGet, pathSelf, nil)
 		if cerr == nil && (resp.Status == http.StatusUnauthorized || resp.Status == http.StatusForbidden) {
-			err = fmt.Errorf("%w (%d)", errTokenRefused, resp.Status)
-			return
+			return fmt.Errorf("%w (%d)", errTokenRefused, resp.Status)
 		}
 		m.stopTimer()
 		m.strikes, m.backoff = 0, 0
@@ -758,11 +760,8 @@ func (m *tokenMachine) setToken(ctx context.Context, tok string) error {
 		m.save()
 		m.to(StateVerifying, "token set by the operator")
 		m.judgeVerify(resp, cerr, "token set by the operator")
+		return nil
 	})
-	if e != nil {
-		return e
-	}
-	return err
 }
 
 // hrefPath keeps only the path (and query) of an href: the device polls the server it asked,

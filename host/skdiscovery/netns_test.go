@@ -25,29 +25,11 @@ import (
 // The tests in this file send real multicast, only inside the network namespace that
 // mdnstest.Netns creates for each of them.
 
-// netns runs t in a network namespace of its own (mdnstest.Netns); the fast -short loop skips
-// these tests, which start real responders and peers.
-func netns(t *testing.T, opts ...mdnstest.Option) bool {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("skipping a network-namespace test under -short")
-	}
-	return mdnstest.Netns(t, opts...)
-}
-
-func testLogger(t *testing.T) *slog.Logger { return mdnstest.Logger(t) }
-
 func responder(t *testing.T, host, ifname string) *mdns.Responder {
 	t.Helper()
-	r, err := mdns.New(mdns.Config{Hostname: host, Interfaces: []string{ifname}, Logger: testLogger(t).With("host", host)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(); err != nil {
-		t.Fatalf("start %s: %v (%s)", host, err, mdnstest.Describe())
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return mdnstest.Responder(t, host, func(log *slog.Logger) (*mdns.Responder, error) {
+		return mdns.New(mdns.Config{Hostname: host, Interfaces: []string{ifname}, Logger: log})
+	})
 }
 
 // discover runs a Discoverer with short passes on its own responder.
@@ -60,7 +42,7 @@ func discover(t *testing.T, ifname string) (*Discoverer, chan []Server) {
 		LinkUp:   func() bool { return true },
 		Window:   1500 * time.Millisecond,
 		OnChange: func(s []Server) { passes <- s },
-		Logger:   testLogger(t),
+		Logger:   mdnstest.Logger(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +84,7 @@ func find(ss []Server, scheme, instance string) (Server, bool) {
 }
 
 func TestNetnsDiscovery(t *testing.T) {
-	if !netns(t) {
+	if !mdnstest.Netns(t) {
 		return
 	}
 	boat := responder(t, "pi", "lo")
@@ -144,7 +126,7 @@ func TestNetnsDiscovery(t *testing.T) {
 }
 
 func TestNetnsDiscoversZeroconfServer(t *testing.T) {
-	if !netns(t) {
+	if !mdnstest.Netns(t) {
 		return
 	}
 	python := mdnstest.Python(t)
@@ -185,7 +167,7 @@ func TestNetnsDiscoversZeroconfServer(t *testing.T) {
 func TestNetnsDiscoversRealSignalKServer(t *testing.T) {
 	// Installing needs the registry, which the namespace cannot reach: do it outside.
 	dir := sktest.Ensure(t)
-	if !netns(t, mdnstest.WithLink()) {
+	if !mdnstest.Netns(t, mdnstest.WithLink()) {
 		return
 	}
 	_, passes := discover(t, mdnstest.LinkName)

@@ -24,23 +24,16 @@ func stallListener(t *testing.T) string {
 	}
 	var mu sync.Mutex
 	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
 	t.Cleanup(func() {
-		_ = ln.Close()
 		mu.Lock()
 		for _, c := range conns {
 			_ = c.Close()
 		}
+		mu.Unlock()
+	})
+	acceptAll(t, ln, func(c net.Conn) {
+		mu.Lock()
+		conns = append(conns, c)
 		mu.Unlock()
 	})
 	return ln.Addr().String()

@@ -1,6 +1,7 @@
 package sktls
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -71,6 +73,21 @@ func newTLSServer(t testing.TB, c tls.Certificate, h http.Handler) *tlsServer {
 }
 
 // newFakeConfig is the configuration of the tests with the sk.* defaults the component reads.
+// acceptAll hands every connection ln accepts to handle, on the accepting goroutine, which
+// ends when ln closes at the end of the test.
+func acceptAll(t testing.TB, ln net.Listener, handle func(net.Conn)) {
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			handle(c)
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close() })
+}
+
 func newFakeConfig() *sktest.Config {
 	return sktest.NewConfig(map[string]any{"sk.scheme": "auto", "sk.tls_trust": "tofu"})
 }
@@ -181,6 +198,26 @@ func (r *rig) storedPin(t testing.TB, addr string) (*anchor, bool) {
 		t.Fatalf("stored pin: %v", err)
 	}
 	return a, true
+}
+
+// wantRetry fails the test unless what asked the client for one retry at once since the
+// count was before.
+func (r *rig) wantRetry(t testing.TB, what string, before int64) {
+	t.Helper()
+	if got := r.retries.Load(); got != before+1 {
+		t.Fatalf("%s: %d retries asked, want 1", what, got-before)
+	}
+}
+
+// wantPin fails the test unless the pin stored for addr is cert (and of kind, unless kind is
+// ""), and answers it; what names the step.
+func (r *rig) wantPin(t testing.TB, what, addr, kind string, cert *x509.Certificate) *anchor {
+	t.Helper()
+	pin, ok := r.storedPin(t, addr)
+	if !ok || (kind != "" && pin.Kind != kind) || !bytes.Equal(pin.Cert.Raw, cert.Raw) {
+		t.Fatalf("%s: pin %+v, want %s %s", what, pin, kind, cert.Subject)
+	}
+	return pin
 }
 
 func certErrReason(t testing.TB, err error) string {

@@ -33,7 +33,10 @@ func (m *Manager) handleDelete(w http.ResponseWriter, _ *http.Request) {
 
 // handlePutCA takes {"pem": "..."}, anchors the CA and answers 200 with the document.
 func (m *Manager) handlePutCA(w http.ResponseWriter, r *http.Request) {
-	var doc map[string]json.RawMessage
+	// pem is read raw so that a value of the wrong type is named `pem`, not a malformed body.
+	var doc *struct {
+		PEM json.RawMessage `json:"pem"`
+	}
 	if err := api.DecodeJSON(r, &doc); err != nil {
 		api.WriteErr(w, err)
 		return
@@ -42,15 +45,8 @@ func (m *Manager) handlePutCA(w http.ResponseWriter, r *http.Request) {
 		api.WriteErr(w, api.Validation("", "body must be an object {\"pem\": string}"))
 		return
 	}
-	for k := range doc {
-		if k != "pem" {
-			api.WriteErr(w, api.Validation(k, "unknown member"))
-			return
-		}
-	}
-	raw, ok := doc["pem"]
 	var text string
-	if !ok || json.Unmarshal(raw, &text) != nil {
+	if doc.PEM == nil || json.Unmarshal(doc.PEM, &text) != nil {
 		api.WriteErr(w, api.Validation("pem", "pem must be a string"))
 		return
 	}

@@ -40,29 +40,22 @@ func newRawServer(t *testing.T) *rawServer {
 		t.Fatal(err)
 	}
 	s := &rawServer{ln: ln}
-	go func() {
-		for {
-			c, err := ln.Accept()
+	acceptAll(t, ln, func(c net.Conn) {
+		s.accepts.Add(1)
+		if !s.answer.Load() {
+			_ = c.Close()
+			return
+		}
+		go func() {
+			defer c.Close()
+			req, err := http.ReadRequest(bufio.NewReader(c))
 			if err != nil {
 				return
 			}
-			s.accepts.Add(1)
-			if !s.answer.Load() {
-				_ = c.Close()
-				continue
-			}
-			go func() {
-				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				s.last.Store(req)
-				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"))
-			}()
-		}
-	}()
-	t.Cleanup(func() { _ = ln.Close() })
+			s.last.Store(req)
+			_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"))
+		}()
+	})
 	return s
 }
 

@@ -96,10 +96,7 @@ func TestRealServerTLS(t *testing.T) {
 	if err != nil || st != http.StatusAccepted {
 		t.Fatalf("access request: %d %s %v", st, body, err)
 	}
-	pin, ok := r.storedPin(t, ep.Addr())
-	if !ok || pin.Kind != KindCA || !bytes.Equal(pin.Cert.Raw, ca1.Cert.Raw) {
-		t.Fatalf("pin after the first answer: %+v", pin)
-	}
+	r.wantPin(t, "after the first answer", ep.Addr(), KindCA, ca1.Cert)
 	var req struct{ Href string }
 	_ = json.Unmarshal(body, &req)
 	if err := s.Approve(ctx, clientID, "readwrite"); err != nil {
@@ -195,9 +192,7 @@ func TestRealServerTLS(t *testing.T) {
 	if err := verify(); err != nil {
 		t.Fatalf("after DELETE: %v", err)
 	}
-	if pin, _ := r.storedPin(t, ep.Addr()); pin == nil || !bytes.Equal(pin.Cert.Raw, ca2.Cert.Raw) {
-		t.Fatal("not re-pinned to the new CA")
-	}
+	r.wantPin(t, "re-pinned to the new CA", ep.Addr(), "", ca2.Cert)
 
 	// A self-signed certificate without SAN (a leaf anchor) after DELETE; its replacement
 	// needs an explicit trust.
@@ -211,9 +206,7 @@ func TestRealServerTLS(t *testing.T) {
 	if err := verify(); err != nil {
 		t.Fatalf("self-signed first use: %v", err)
 	}
-	if pin, _ := r.storedPin(t, ep.Addr()); pin == nil || pin.Kind != KindLeaf || !bytes.Equal(pin.Cert.Raw, bare.Leaf.Raw) {
-		t.Fatalf("leaf anchor: %+v", pin)
-	}
+	r.wantPin(t, "leaf anchor", ep.Addr(), KindLeaf, bare.Leaf)
 	if err := s.Restart(ctx, testcert.Files(t, testcert.SelfSigned(t, testcert.Leaf{CN: "signalk-server"}))); err != nil {
 		t.Fatal(err)
 	}

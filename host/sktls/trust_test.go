@@ -1,7 +1,6 @@
 package sktls
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -24,13 +23,7 @@ func TestTOFUCAAnchor(t *testing.T) {
 	r := newRig(t)
 	ca1 := testcert.NewCA(t, "Boat CA")
 	srv := r.firstUse(t, ca1)
-	pin, ok := r.storedPin(t, srv.Addr())
-	if !ok {
-		t.Fatal("first use not pinned after an HTTP status")
-	}
-	if pin.Kind != KindCA || !bytes.Equal(pin.Cert.Raw, ca1.Cert.Raw) {
-		t.Fatalf("pin = %s %s, want the CA", pin.Kind, pin.Cert.Subject)
-	}
+	pin := r.wantPin(t, "first use after an HTTP status", srv.Addr(), KindCA, ca1.Cert)
 	if want := []string{"127.0.0.1", "localhost", "sk.local"}; !slices.Equal(pin.SANs, want) {
 		t.Fatalf("pinned names %v, want %v", pin.SANs, want)
 	}
@@ -127,10 +120,7 @@ func TestTOFULeafAnchor(t *testing.T) {
 			if err := r.get(t, srv.Addr()); err != nil {
 				t.Fatalf("first use: %v", err)
 			}
-			pin, ok := r.storedPin(t, srv.Addr())
-			if !ok || pin.Kind != KindLeaf || !bytes.Equal(pin.Cert.Raw, first.Leaf.Raw) {
-				t.Fatalf("pin = %+v, want the leaf", pin)
-			}
+			r.wantPin(t, "first use", srv.Addr(), KindLeaf, first.Leaf)
 			if err := r.get(t, srv.Addr()); err != nil {
 				t.Fatalf("same leaf again: %v", err)
 			}
@@ -149,19 +139,14 @@ func TestTOFULeafAnchor(t *testing.T) {
 			if !strings.Contains(rec.Body.String(), `"pinned":null`) || !strings.Contains(rec.Body.String(), `"state":"none"`) {
 				t.Fatalf("DELETE body %s", rec.Body)
 			}
-			if r.retries.Load() != retries+1 {
-				t.Fatal("DELETE did not ask for a retry at once")
-			}
+			r.wantRetry(t, "DELETE", retries)
 			if _, ok := r.storedPin(t, srv.Addr()); ok {
 				t.Fatal("DELETE left the pin stored")
 			}
 			if err := r.get(t, srv.Addr()); err != nil {
 				t.Fatalf("after DELETE: %v", err)
 			}
-			pin, ok = r.storedPin(t, srv.Addr())
-			if !ok || !bytes.Equal(pin.Cert.Raw, second.Leaf.Raw) {
-				t.Fatal("the replacement was not pinned after DELETE")
-			}
+			r.wantPin(t, "the replacement after DELETE", srv.Addr(), "", second.Leaf)
 		})
 	}
 }
@@ -179,17 +164,10 @@ func TestCommitOnlyAfterProof(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.(*tls.Conn).Handshake()
-			_ = c.Close()
-		}
-	}()
+	acceptAll(t, ln, func(c net.Conn) {
+		_ = c.(*tls.Conn).Handshake()
+		_ = c.Close()
+	})
 	addr := ln.Addr().String()
 	if err := r.get(t, addr); err == nil || IsCertError(err) {
 		t.Fatalf("request to a hanging-up server: %v", err)
@@ -264,10 +242,7 @@ func TestStaleCaptureNotCommitted(t *testing.T) {
 	if err := r.m.ProvenConn(srv.Addr(), ca); err != nil {
 		t.Fatal(err)
 	}
-	pin, _ := r.storedPin(t, srv.Addr())
-	if pin == nil || !bytes.Equal(pin.Cert.Raw, b.Leaf.Raw) {
-		t.Fatal("the stale capture replaced the committed pin")
-	}
+	r.wantPin(t, "the committed pin, not the stale capture", srv.Addr(), "", b.Leaf)
 }
 
 // TestCAMode: sk.ca_pem and PUT /sk/tls/ca anchor CAs; names are not checked; nothing is
@@ -283,9 +258,7 @@ func TestCAMode(t *testing.T) {
 	}
 	retries := r.retries.Load()
 	r.cfg.Set("sk", "ca_pem", []byte(pemOf(ca1.Cert)))
-	if r.retries.Load() != retries+1 {
-		t.Fatal("a new sk.ca_pem did not ask for a retry")
-	}
+	r.wantRetry(t, "a new sk.ca_pem", retries)
 	if err := r.get(t, srv.Addr()); err != nil {
 		t.Fatalf("leaf of sk.ca_pem's CA (name differs): %v", err)
 	}
@@ -459,16 +432,11 @@ func TestOperatorCAInTOFU(t *testing.T) {
 	if rec := putCA(r.m, `{"pem":`+jsonString(pemOf(ca2.Cert))+`}`); rec.Code != http.StatusOK {
 		t.Fatalf("PUT = %d %s", rec.Code, rec.Body)
 	}
-	if r.retries.Load() != retries+1 {
-		t.Fatal("PUT /sk/tls/ca did not ask for a retry")
-	}
+	r.wantRetry(t, "PUT /sk/tls/ca", retries)
 	if err := r.get(t, srv.Addr()); err != nil {
 		t.Fatalf("after PUT: %v", err)
 	}
-	pin, _ := r.storedPin(t, srv.Addr())
-	if pin == nil || !bytes.Equal(pin.Cert.Raw, ca2.Cert.Raw) {
-		t.Fatal("the proven replacement did not become the pin")
-	}
+	r.wantPin(t, "the proven replacement", srv.Addr(), "", ca2.Cert)
 }
 
 // TestDeleteKeepsOperatorCA: DELETE /sk/tls forgets the captured pin and retries, but the CA

@@ -130,6 +130,21 @@ func Installed(dir string) bool {
 	return true
 }
 
+// Prepare answers the install folder (Dir) with the server installed in it (Install, bounded
+// by installTimeout): what a command or a test needs before it starts a server.
+func Prepare(ctx context.Context, log io.Writer) (string, error) {
+	dir, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, installTimeout)
+	defer cancel()
+	if err := Install(ctx, dir, log); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
 // Install installs the server into dir unless it is already there. It holds an exclusive
 // flock on dir+".lock" for the whole install, so concurrent callers wait for one install.
 // Progress from npm goes to log (may be nil).

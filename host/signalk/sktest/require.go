@@ -35,6 +35,7 @@ const installTimeout = 8 * time.Minute
 var installOnce struct {
 	sync.Mutex
 	done bool
+	dir  string
 	err  error
 }
 
@@ -46,22 +47,16 @@ func Ensure(t testing.TB) string {
 	if testing.Short() {
 		t.Skip("skipping: the real Signal K server is not started under -short")
 	}
-	dir, err := Dir()
-	if err != nil {
-		unavailable(t, err)
-	}
 	installOnce.Lock()
 	defer installOnce.Unlock()
 	if !installOnce.done {
-		ctx, cancel := context.WithTimeout(context.Background(), installTimeout)
-		installOnce.err = Install(ctx, dir, testLog{t})
-		cancel()
+		installOnce.dir, installOnce.err = Prepare(context.Background(), testLog{t})
 		installOnce.done = true
 	}
 	if installOnce.err != nil {
 		unavailable(t, installOnce.err)
 	}
-	return dir
+	return installOnce.dir
 }
 
 type testLog struct{ t testing.TB }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"devhost/host/testio"
 	"devhost/plugins/ble/protocomm"
 	"devhost/plugins/ble/provclient"
 	pb "devhost/plugins/ble/provpb"
@@ -83,6 +84,14 @@ func (r *rig) status() *pb.RespGetStatus {
 	return st
 }
 
+// wantState fails the test when the app's status does not show the station in want.
+func (r *rig) wantState(what string, want pb.WifiStationState) {
+	r.t.Helper()
+	if got := r.status().GetStaState(); got != want {
+		r.t.Fatalf("%s: station %v, want %v", what, got, want)
+	}
+}
+
 func TestDocAtEveryStep(t *testing.T) {
 	r := newRig(t)
 	want := Doc{ServiceName: "PROV_A1B2C3", PoP: "pop12345", Scheme: SchemeSoftAP}
@@ -97,9 +106,7 @@ func TestDocAtEveryStep(t *testing.T) {
 	if err := r.c.Handshake(); err != nil {
 		t.Fatal(err)
 	}
-	if st := r.status(); st.GetStaState() != pb.WifiStationState_Disconnected {
-		t.Fatalf("status before credentials: %v", st.GetStaState())
-	}
+	r.wantState("status before credentials", pb.WifiStationState_Disconnected)
 	r.provision("boat", "password1")
 	want.GotCredentials = true
 	if d := r.flow.Doc(); d != want {
@@ -114,13 +121,9 @@ func TestSuccessLingersUntilReadAnd30s(t *testing.T) {
 	r := newRig(t)
 	r.flow.Start()
 	r.provision("boat", "password1")
-	if st := r.status(); st.GetStaState() != pb.WifiStationState_Connecting {
-		t.Fatalf("before the station moved: %v", st.GetStaState())
-	}
+	r.wantState("before the station moved", pb.WifiStationState_Connecting)
 	r.station(Station{State: StaConnecting})
-	if st := r.status(); st.GetStaState() != pb.WifiStationState_Connecting {
-		t.Fatalf("connecting: %v", st.GetStaState())
-	}
+	r.wantState("connecting", pb.WifiStationState_Connecting)
 	r.station(Station{State: StaConnected, IP: "10.1.2.3", SSID: "boat", BSSID: "aa:bb:cc:dd:ee:ff", Channel: 6})
 	st := r.status()
 	if st.GetStaState() != pb.WifiStationState_Connected || st.GetConnected().GetIp4Addr() != "10.1.2.3" || len(st.GetConnected().GetBssid()) != 6 {
@@ -132,7 +135,8 @@ func TestSuccessLingersUntilReadAnd30s(t *testing.T) {
 		t.Fatal("stopped before the linger")
 	}
 	r.clk.Advance(time.Second)
-	waitFor(t, func() bool { return !r.flow.Active() })
+	// An AfterFunc callback ends the flow on its own goroutine.
+	testio.Eventually(t, 10*time.Second, func() bool { return !r.flow.Active() })
 	d := r.flow.Doc()
 	if d.Active || !d.GotCredentials {
 		t.Fatalf("after success %+v", d)
@@ -167,9 +171,7 @@ func TestFailureReasons(t *testing.T) {
 		r.sta = Station{State: StaBackoff, Reason: tc.code}
 		r.mu.Unlock()
 		r.provision("boat", "password1")
-		if st := r.status(); st.GetStaState() != pb.WifiStationState_Connecting {
-			t.Fatalf("stale backoff read as %v", st.GetStaState())
-		}
+		r.wantState("stale backoff", pb.WifiStationState_Connecting)
 		r.station(Station{State: StaConnecting})
 		r.station(Station{State: StaBackoff, Reason: tc.code})
 		st := r.status()
@@ -193,9 +195,7 @@ func TestStationRetryReasonReadsConnecting(t *testing.T) {
 	r.provision("boat", "password1")
 	r.station(Station{State: StaConnecting})
 	r.station(Station{State: StaBackoff, Reason: 1001})
-	if st := r.status(); st.GetStaState() != pb.WifiStationState_Connecting {
-		t.Fatalf("DHCP timeout read as %v", st.GetStaState())
-	}
+	r.wantState("DHCP timeout", pb.WifiStationState_Connecting)
 }
 
 func TestTimeout(t *testing.T) {
@@ -206,7 +206,8 @@ func TestTimeout(t *testing.T) {
 		t.Fatal("stopped early")
 	}
 	r.clk.Advance(time.Second)
-	waitFor(t, func() bool { return !r.flow.Active() })
+	// An AfterFunc callback ends the flow on its own goroutine.
+	testio.Eventually(t, 10*time.Second, func() bool { return !r.flow.Active() })
 	// Exchanges after the stop are refused and store nothing.
 	if err := r.c.Handshake(); err != nil {
 		t.Fatal(err)
@@ -235,18 +236,6 @@ func TestBadCredentialsRefused(t *testing.T) {
 	}
 	if r.flow.Doc().GotCredentials {
 		t.Fatal("got_credentials without credentials")
-	}
-}
-
-// waitFor waits for a condition an AfterFunc callback makes true on its own goroutine.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -75,16 +75,24 @@ func needRecord(rec []byte, n int, what string) error {
 	return nil
 }
 
+// chargerHead checks the length of a charger-like record (solar charger, DC-DC converter)
+// and decodes the state and error bytes that open it.
+func chargerHead(rec []byte, n int, what string) ([]Value, error) {
+	if err := needRecord(rec, n, what); err != nil {
+		return nil, err
+	}
+	vals := appendName(nil, "state", victronOperationMode, uint32(rec[0]))
+	return appendName(vals, "error", victronChargerError, uint32(rec[1])), nil
+}
+
 // victronSolar: state, error, battery voltage (int16 10 mV), battery current (int16 0.1 A),
 // yield today (uint16 10 Wh), PV power (uint16 W), load current (9 bits, 0.1 A).
 func victronSolar(rec []byte) ([]Value, error) {
-	if err := needRecord(rec, 12, "solar charger"); err != nil {
+	vals, err := chargerHead(rec, 12, "solar charger")
+	if err != nil {
 		return nil, err
 	}
 	le := binary.LittleEndian
-	var vals []Value
-	vals = appendName(vals, "state", victronOperationMode, uint32(rec[0]))
-	vals = appendName(vals, "error", victronChargerError, uint32(rec[1]))
 	if v := int16(le.Uint16(rec[2:])); v != 0x7FFF {
 		vals = append(vals, Value{Path: "dc.voltage", Value: float64(v) / 100, Units: "V"})
 	}
@@ -154,13 +162,11 @@ func victronBattery(rec []byte) ([]Value, error) {
 // victronDCDCConverter: state, error, input voltage (uint16 10 mV), output voltage (int16
 // 10 mV), off reason (uint32 bit set).
 func victronDCDCConverter(rec []byte) ([]Value, error) {
-	if err := needRecord(rec, 10, "DC-DC converter"); err != nil {
+	vals, err := chargerHead(rec, 10, "DC-DC converter")
+	if err != nil {
 		return nil, err
 	}
 	le := binary.LittleEndian
-	var vals []Value
-	vals = appendName(vals, "state", victronOperationMode, uint32(rec[0]))
-	vals = appendName(vals, "error", victronChargerError, uint32(rec[1]))
 	if v := le.Uint16(rec[2:]); v != 0xFFFF {
 		vals = append(vals, Value{Path: "input.voltage", Value: float64(v) / 100, Units: "V"})
 	}

@@ -49,11 +49,25 @@ func client(t *testing.T, keepAlive bool) *http.Client {
 	return &http.Client{Jar: jar, Transport: &http.Transport{DisableKeepAlives: !keepAlive}}
 }
 
+// provClient is a security 1 provisioning client of the rig's server with proof pop, on a
+// client of its own (see client).
+func (r *rig) provClient(t *testing.T, keepAlive bool, pop string) *provclient.Client {
+	return &provclient.Client{X: Exchange(client(t, keepAlive), r.srv.URL), Sec: protocomm.Sec1, PoP: []byte(pop)}
+}
+
+// nothingStored fails the test when credentials reached the slot or the flow after what.
+func (r *rig) nothingStored(t *testing.T, what string) {
+	t.Helper()
+	if r.slot0.Load() != nil || r.flow.Doc().GotCredentials {
+		t.Fatalf("credentials stored after %s", what)
+	}
+}
+
 func TestProvisionOverHTTP(t *testing.T) {
 	for _, keepAlive := range []bool{true, false} {
 		r := newRig(t)
 		r.flow.Start()
-		c := &provclient.Client{X: Exchange(client(t, keepAlive), r.srv.URL), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
+		c := r.provClient(t, keepAlive, "abcd1234")
 		if v, err := c.Version(); err != nil || v.Prov.SecVer != 1 {
 			t.Fatalf("version %+v %v", v, err)
 		}
@@ -125,30 +139,26 @@ func TestRefusals(t *testing.T) {
 	if code := post(t, c, r.srv.URL+"/prov-other", nil); code != http.StatusNotFound {
 		t.Fatalf("unknown endpoint: %d", code)
 	}
-	if r.slot0.Load() != nil || r.flow.Doc().GotCredentials {
-		t.Fatal("garbage stored credentials")
-	}
+	r.nothingStored(t, "garbage")
 }
 
 func TestWrongPoPOverHTTP(t *testing.T) {
 	r := newRig(t)
 	r.flow.Start()
-	c := &provclient.Client{X: Exchange(client(t, true), r.srv.URL), Sec: protocomm.Sec1, PoP: []byte("wrong")}
+	c := r.provClient(t, true, "wrong")
 	if err := c.Handshake(); err == nil {
 		t.Fatal("wrong PoP accepted")
 	}
 	if err := c.SetConfig("boat", "password1"); err == nil {
 		t.Fatal("set config after a refused handshake accepted")
 	}
-	if r.slot0.Load() != nil || r.flow.Doc().GotCredentials {
-		t.Fatal("credentials stored after a wrong PoP")
-	}
+	r.nothingStored(t, "a wrong PoP")
 }
 
 func TestSessionsAreSeparateAndBounded(t *testing.T) {
 	r := newRig(t)
 	r.flow.Start()
-	a := &provclient.Client{X: Exchange(client(t, true), r.srv.URL), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
+	a := r.provClient(t, true, "abcd1234")
 	if err := a.Handshake(); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +168,7 @@ func TestSessionsAreSeparateAndBounded(t *testing.T) {
 		t.Fatalf("foreign client: %d", code)
 	}
 	for i := 0; i < 3*MaxSessions; i++ {
-		c := &provclient.Client{X: Exchange(client(t, false), r.srv.URL), Sec: protocomm.Sec1, PoP: []byte("abcd1234")}
+		c := r.provClient(t, false, "abcd1234")
 		if err := c.Handshake(); err != nil {
 			t.Fatal(err)
 		}

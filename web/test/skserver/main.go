@@ -17,21 +17,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"devhost/host/signalk/sktest"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "skserver:", err)
-		os.Exit(1)
-	}
+	sktest.Command("skserver", func(ctx context.Context) error { return run(ctx, os.Stdin, os.Stdout) })
 }
 
 func run(ctx context.Context, in io.Reader, out io.Writer) error {

@@ -7,22 +7,17 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
 	"devhost/host/signalk/sktest"
 )
 
 func main() {
-	dir, err := sktest.Dir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	if err := sktest.Install(ctx, dir, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Printf("signalk-server %s ready in %s\n", sktest.ServerVersion, dir)
+	sktest.Command("skinstall", func(ctx context.Context) error {
+		dir, err := sktest.Prepare(ctx, os.Stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("signalk-server %s ready in %s\n", sktest.ServerVersion, dir)
+		return nil
+	})
 }

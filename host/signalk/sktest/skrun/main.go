@@ -15,28 +15,20 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"devhost/host/signalk/sktest"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintln(os.Stderr, "skrun:", err)
-		os.Exit(1)
-	}
+	sktest.Command("skrun", func(ctx context.Context) error { return run(ctx, os.Args[1:]) })
 }
 
 func run(ctx context.Context, args []string) error {
@@ -47,13 +39,7 @@ func run(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	dir, err := sktest.Dir()
-	if err != nil {
-		return err
-	}
-	ictx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	err = sktest.Install(ictx, dir, os.Stderr)
-	cancel()
+	dir, err := sktest.Prepare(ctx, os.Stderr)
 	if err != nil {
 		return err
 	}
