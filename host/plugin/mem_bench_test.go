@@ -33,20 +33,28 @@ import (
 // memPoints are the plugin counts measured.
 var memPoints = []int{0, 1, 5}
 
-// memFigures are the differences to 0 plugins, in bytes.
+// memFigures are the readings at memPoints, in bytes.
 type memFigures struct {
 	rss, heap, code [3]int64 // at memPoints
 	wasmBytes       int
+	// shared: every plugin is an instance of one module, whose code and decoded module the
+	// first one brings; the per-plugin figures are then what each further instance adds.
+	shared bool
 }
 
+// report reports the per-plugin figures: the differences to 0 plugins (to 1 when shared)
+// per plugin started since, and the first plugin's cost.
 func (f memFigures) report(b *testing.B) {
 	b.ReportMetric(0, "ns/op") // the time of a loop over a cached figure means nothing
-	last := len(memPoints) - 1
-	n := float64(memPoints[last])
-	b.ReportMetric(float64(f.rss[last]-f.rss[0])/n/(1<<20), "MiB/plugin")
+	last, from := len(memPoints)-1, 0
+	if f.shared {
+		from = 1
+	}
+	n := float64(memPoints[last] - memPoints[from])
+	b.ReportMetric(float64(f.rss[last]-f.rss[from])/n/(1<<20), "MiB/plugin")
 	b.ReportMetric(float64(f.rss[1]-f.rss[0])/(1<<20), "MiB-first")
-	b.ReportMetric(float64(f.heap[last]-f.heap[0])/n/(1<<20), "heap-MiB/plugin")
-	b.ReportMetric(float64(f.code[last]-f.code[0])/n/(1<<20), "code-MiB/plugin")
+	b.ReportMetric(float64(f.heap[last]-f.heap[from])/n/(1<<20), "heap-MiB/plugin")
+	b.ReportMetric(float64(f.code[last]-f.code[from])/n/(1<<20), "code-MiB/plugin")
 	b.ReportMetric(float64(f.wasmBytes)/(1<<10), "KiB-module")
 }
 
@@ -194,7 +202,7 @@ func hostPluginMemory(b *testing.B, mod []byte, distinct bool) memFigures {
 	b.Helper()
 	m := benchManager(b, newFakeSK())
 	mods := warmModules(b, m, mod, memPoints[len(memPoints)-1], distinct)
-	f := memFigures{wasmBytes: len(mod)}
+	f := memFigures{wasmBytes: len(mod), shared: !distinct}
 	started := 0
 	for i, n := range memPoints {
 		for ; started < n; started++ {
@@ -279,8 +287,9 @@ func BenchmarkMinimalPluginRSS(b *testing.B) {
 // BenchmarkPluginMemoryLevers is each lever of sdk/README.md on the plugin host: the minimal
 // plugin built plain, stripped, with 64 idle goroutines, and making garbage at start with the
 // collector's defaults, a 25 % GC target or an 8 MiB soft limit. Five instances of one module
-// each: the code is compiled and mapped once, so MiB/plugin is what an instance holds (its
-// linear memory above all) and KiB-module the module's size, which sets the code's share.
+// each: the code is mapped once, with the first (MiB-first holds it), so MiB/plugin, what each
+// further instance adds, is what an instance holds (its linear memory above all) and
+// KiB-module the module's size, which sets the code's share.
 func BenchmarkPluginMemoryLevers(b *testing.B) {
 	for _, v := range memVariants {
 		var once sync.Once
