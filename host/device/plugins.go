@@ -105,7 +105,8 @@ func (d *Device) canBus(ctx context.Context, g *errgroup.Group) canBus {
 	if iface == "" {
 		return d.sim
 	}
-	bus := socketcan.New(socketcan.Options{Iface: iface, Clock: d.clk, Logger: d.ring.Logger("can")})
+	bus := socketcan.New(socketcan.Options{Iface: iface, Clock: d.clk, Logger: d.ring.Logger("can"),
+		Health: healthReporter{d.hlth}})
 	g.Go(func() error { return bus.Run(ctx) })
 	return bus
 }

@@ -12,6 +12,8 @@
 //     not block.
 //   - Error frames (which the socket only gets when asked, and this bus does not ask) and
 //     frames longer than 8 bytes are counted and dropped.
+//   - The health condition KeyHealth (warn) says the interface cannot be opened or read, with
+//     the reason; it returns to normal when the socket opens again.
 //   - A send while the socket is closed fails at once (the plugin sees a hardware fault);
 //     sends are not queued for the next connection.
 package socketcan
@@ -31,6 +33,7 @@ import (
 	"go.einride.tech/can/pkg/socketcan"
 
 	"devhost/host/board"
+	"devhost/host/health"
 )
 
 // Backoff bounds between two attempts to open the interface.
@@ -42,6 +45,14 @@ const (
 // sendTimeout bounds one write: a full transmit queue on a stuck bus fails the send rather
 // than holding the plugin's host call.
 const sendTimeout = time.Second
+
+// KeyHealth is the health condition of the bus's interface.
+const KeyHealth = "canBus"
+
+// Reporter is the health table as this package uses it.
+type Reporter interface {
+	Report(key, state, message string) error
+}
 
 // ErrClosed is a send while the interface's socket is not open.
 var ErrClosed = errors.New("socketcan: the bus is not open")
@@ -60,6 +71,7 @@ type Options struct {
 	Dial   Dialer          // nil is DialRaw
 	Clock  clockwork.Clock // nil is the real clock; times the backoff
 	Logger *slog.Logger    // nil discards
+	Health Reporter        // nil reports nothing
 }
 
 // Stats are the bus's counters since it was made.
@@ -121,8 +133,10 @@ func (b *Bus) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		b.fail(fmt.Errorf("can %s: %w", b.opts.Iface, err))
+		err = fmt.Errorf("can %s: %w", b.opts.Iface, err)
+		b.fail(err)
 		b.opts.Logger.Warn("CAN interface down; reopening", "iface", b.opts.Iface, "err", err, "in", backoff)
+		b.report(health.Warn, fmt.Sprintf("%v; opening it again in %v", err, backoff))
 		select {
 		case <-ctx.Done():
 		case <-b.opts.Clock.After(backoff):
@@ -140,6 +154,7 @@ func (b *Bus) serve(ctx context.Context, conn net.Conn) error {
 	b.stats.Opens++
 	b.mu.Unlock()
 	b.opts.Logger.Info("CAN interface open", "iface", b.opts.Iface)
+	b.report(health.Normal, "")
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer func() {
 		stop()
@@ -179,6 +194,20 @@ func (b *Bus) deliver(f board.CANFrame) {
 	b.mu.Unlock()
 	for _, fn := range fns {
 		fn(board.CANFrame{ID: f.ID, Extended: f.Extended, Remote: f.Remote, Data: slices.Clone(f.Data)})
+	}
+}
+
+// report sets the health condition within the table's message limit (the errors here are
+// one line of ASCII).
+func (b *Bus) report(state health.State, msg string) {
+	if b.opts.Health == nil {
+		return
+	}
+	if len(msg) > health.MaxMessageLen {
+		msg = msg[:health.MaxMessageLen]
+	}
+	if err := b.opts.Health.Report(KeyHealth, string(state), msg); err != nil {
+		b.opts.Logger.Warn("health report", "key", KeyHealth, "err", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -278,12 +279,37 @@ func TestReceiversGetTheirOwnData(t *testing.T) {
 	}
 }
 
+// conditions records the health reports of the bus.
+type conditions struct {
+	mu   sync.Mutex
+	last [2]string // state, message
+	n    int
+}
+
+func (c *conditions) Report(key, state, message string) error {
+	if key != KeyHealth {
+		return errors.New("unexpected key " + key)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last = [2]string{state, message}
+	c.n++
+	return nil
+}
+
+func (c *conditions) get() (state, message string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last[0], c.last[1], c.n
+}
+
 func TestReopensWithBackoff(t *testing.T) {
 	clk := clockwork.NewFakeClock()
 	d := newPipeDialer()
 	d.fail <- errors.New("no such device")
 	d.fail <- errors.New("no such device")
-	b := runBus(t, Options{Dial: d.dial, Clock: clk})
+	var health conditions
+	b := runBus(t, Options{Dial: d.dial, Clock: clk, Health: &health})
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	// Two failed opens, each waiting out its backoff (250 ms, then 500 ms) on the fake clock.
@@ -293,6 +319,9 @@ func TestReopensWithBackoff(t *testing.T) {
 		}
 		if s := b.Stats(); s.Up {
 			t.Fatalf("up before the interface opened: %+v", s)
+		}
+		if state, msg, _ := health.get(); state != "warn" || !strings.Contains(msg, "vcan0: no such device; opening it again in "+wait.String()) {
+			t.Errorf("health %s %q while the interface cannot be opened", state, msg)
 		}
 		clk.Advance(wait - time.Nanosecond)
 		select {
@@ -314,6 +343,9 @@ func TestReopensWithBackoff(t *testing.T) {
 	if s := b.Stats(); !s.Up || s.Opens != 1 || s.Errors != 2 {
 		t.Errorf("stats %+v: want up, 1 open, 2 errors", s)
 	}
+	if state, msg, n := health.get(); state != "normal" || msg != "" || n != 3 {
+		t.Errorf("health %s %q after %d reports, want normal after 3", state, msg, n)
+	}
 
 	// The interface goes away: the read fails, the bus reports down and opens again after
 	// the first backoff (reset by the successful open).
@@ -323,6 +355,9 @@ func TestReopensWithBackoff(t *testing.T) {
 	}
 	if s := b.Stats(); s.Up || s.Errors != 3 || s.LastError == "" {
 		t.Errorf("stats %+v: want down with a third error", s)
+	}
+	if state, msg, _ := health.get(); state != "warn" || !strings.Contains(msg, "read") {
+		t.Errorf("health %s %q after the read failed", state, msg)
 	}
 	if err := b.CANSend(board.CANFrame{ID: 1}); !errors.Is(err, ErrClosed) {
 		t.Errorf("send while down: %v, want ErrClosed", err)
