@@ -110,9 +110,6 @@ func New(opts Options) *Bus {
 	return &Bus{opts: opts, rx: map[*func(board.CANFrame)]struct{}{}}
 }
 
-// Iface is the interface the bus runs on.
-func (b *Bus) Iface() string { return b.opts.Iface }
-
 // Stats answers the counters.
 func (b *Bus) Stats() Stats {
 	b.mu.Lock()
@@ -137,9 +134,11 @@ func (b *Bus) Run(ctx context.Context) error {
 		b.fail(err)
 		b.opts.Logger.Warn("CAN interface down; reopening", "iface", b.opts.Iface, "err", err, "in", backoff)
 		b.report(health.Warn, fmt.Sprintf("%v; opening it again in %v", err, backoff))
+		wait := b.opts.Clock.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
-		case <-b.opts.Clock.After(backoff):
+			wait.Stop()
+		case <-wait.Chan():
 		}
 		backoff = min(2*backoff, MaxBackoff)
 	}
