@@ -60,8 +60,9 @@ func TestNetnsVcan(t *testing.T) {
 	if _, err := b.CANReceive(got.fn); err != nil {
 		t.Fatal(err)
 	}
-	// sendUntil repeats f from the peer until the bus delivers it: the bus opens its socket
-	// (and reopens it after the interface comes back) in its own time.
+	// sendUntil repeats f from the peer until the bus delivers a frame with its id (earlier
+	// copies may still arrive later): the bus opens its socket, and opens it again after the
+	// interface comes back, in its own time.
 	sendUntil := func(f can.Frame) board.CANFrame {
 		t.Helper()
 		deadline := time.Now().Add(hangGuard)
@@ -69,10 +70,16 @@ func TestNetnsVcan(t *testing.T) {
 			if err := tx.TransmitFrame(ctx, f); err != nil {
 				t.Fatalf("peer send: %v", err)
 			}
-			select {
-			case r := <-got:
-				return r
-			case <-time.After(50 * time.Millisecond):
+			repeat := time.After(50 * time.Millisecond)
+			for waiting := true; waiting; {
+				select {
+				case r := <-got:
+					if r.ID == f.ID {
+						return r
+					}
+				case <-repeat:
+					waiting = false
+				}
 			}
 		}
 		t.Fatalf("frame %v never arrived", f)
