@@ -18,6 +18,7 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/tidwall/buntdb v1.3.0
+	go.einride.tech/can v0.17.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.57.0
 	golang.org/x/perf v0.0.0-20250813145418-2f7363a06fe1

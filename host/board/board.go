@@ -38,6 +38,9 @@
 //     interface instead: portal_ip (default 192.168.4.1, the spec's) is then any unicast IPv4
 //     address, assigned to that interface by whoever owns it (not by the board); a missing
 //     interface shows when the portal comes up, as a failed bind.
+//   - `can_iface` puts the CAN bus on a real SocketCAN interface (can0, or vcan0 for tests)
+//     instead of the simulated bus; the device opens it (package socketcan), and the control
+//     channel's CAN injection and sent-frame list then see nothing of that bus.
 //   - DHCP leases offer an NTP server (option 42) as the board file says: `wifi.ntp_server`
 //     with the station's lease from any access point, `eth.ntp_server` with Ethernet's (the
 //     simulated Ethernet's address counts as a DHCP lease). NTPServer reports the one of the

@@ -18,7 +18,7 @@ const RealPortalIP = "192.168.4.1"
 // comes up: a bind that fails raises a health condition, as on the loopback portal.
 func (f *File) checkPortal(mac net.HardwareAddr) error {
 	if f.PortalIface != "" {
-		if err := checkIfaceName(f.PortalIface); err != nil {
+		if err := checkIfaceName("portal_iface", f.PortalIface); err != nil {
 			return err
 		}
 		if f.PortalIP == "" {
@@ -40,11 +40,11 @@ func (f *File) checkPortal(mac net.HardwareAddr) error {
 	return nil
 }
 
-// checkIfaceName checks a Linux interface name: 1..15 bytes, no slash, colon or white space,
-// not "." or "..".
-func checkIfaceName(name string) error {
+// checkIfaceName checks a Linux interface name given as the board file's member key: 1..15
+// bytes, no slash, colon or white space, not "." or "..".
+func checkIfaceName(key, name string) error {
 	if len(name) > 15 || name == "." || name == ".." || strings.ContainsAny(name, "/: \t\n\r\v\f") {
-		return fmt.Errorf("portal_iface %q: want a network interface name (1..15 characters, no '/', ':' or spaces)", name)
+		return fmt.Errorf("%s %q: want a network interface name (1..15 characters, no '/', ':' or spaces)", key, name)
 	}
 	return nil
 }

@@ -64,6 +64,11 @@ func checkFrame(f CANFrame) error {
 	return nil
 }
 
+// Check refuses a frame the bus cannot carry with an error wrapping ErrFrame: an id over 11
+// bits (29 extended), more than 8 data bytes, or a remote frame with data. A real bus
+// (package socketcan) refuses the same frames.
+func (f CANFrame) Check() error { return checkFrame(f) }
+
 // CANSend puts a frame on the bus.
 func (s *Sim) CANSend(f CANFrame) error {
 	if err := checkFrame(f); err != nil {

@@ -71,6 +71,8 @@ type Sim struct {
 	gpio  gpio
 	radio radios
 	gatt  gattState // the BLE peripheral role (gatt.go)
+
+	canIface string // the board file's can_iface
 }
 
 var _ Board = (*Sim)(nil)
@@ -87,6 +89,9 @@ type File struct {
 	Eth    FileIface  `json:"eth"`
 	Thread FileIface  `json:"thread"`
 	WiFi   FileWiFi   `json:"wifi"`
+	// CANIface is the Linux SocketCAN interface (can0, vcan0) carrying the CAN bus; "" is
+	// the simulated bus.
+	CANIface string `json:"can_iface,omitempty"`
 }
 
 // FileMemory is the board file's initial heap figures.
@@ -207,6 +212,11 @@ func (f *File) check() error {
 			return fmt.Errorf("features[%d] %q: listed twice", i, ft)
 		}
 	}
+	if f.CANIface != "" {
+		if err := checkIfaceName("can_iface", f.CANIface); err != nil {
+			return err
+		}
+	}
 	if err := f.checkPortal(mac); err != nil {
 		return err
 	}
@@ -248,8 +258,14 @@ func NewSim(f File) (*Sim, error) {
 		wifi:   wifi,
 		sta:    station{state: "idle"},
 		subs:   map[*subscriber]struct{}{},
+
+		canIface: f.CANIface,
 	}, nil
 }
+
+// CANIface is the SocketCAN interface the board file puts the CAN bus on ("" is the
+// simulated bus, which the control channel drives).
+func (s *Sim) CANIface() string { return s.canIface }
 
 // DerivedPortalIP is the default board's portal address: 127.4.<MAC byte 5>.<MAC byte 6>,
 // so that devices with different ids run side by side on one machine.

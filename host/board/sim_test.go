@@ -141,6 +141,11 @@ func TestParseFile(t *testing.T) {
 		{"portal interface with ipv6 address", `{"portal_iface":"wlan0","portal_ip":"fd00::1"}`, "portal_ip", nil},
 		{"portal interface with no address", `{"portal_iface":"wlan0","portal_ip":"ap"}`, "portal_ip", nil},
 		{"portal interface not a string", `{"portal_iface":1}`, "malformed JSON", nil},
+		{"can bus on an interface", `{"can_iface":"vcan0"}`, "", func(f File) bool { return f.CANIface == "vcan0" }},
+		{"can bus simulated by default", `{}`, "", func(f File) bool { return f.CANIface == "" }},
+		{"can interface name too long", `{"can_iface":"` + strings.Repeat("c", 16) + `"}`, "can_iface", nil},
+		{"can interface name with colon", `{"can_iface":"can:0"}`, "can_iface", nil},
+		{"can interface name dot dot", `{"can_iface":".."}`, "can_iface", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"devhost/host/plugin"
 	"devhost/host/plugin/trust"
 	"devhost/host/signalk/skplugin"
+	"devhost/host/socketcan"
 )
 
 // plugins builds the plugin host over the device's services and starts it. Bundles load in
@@ -41,7 +42,7 @@ func (d *Device) plugins(ctx context.Context, g *errgroup.Group) error {
 			return t, src.String(), synced
 		},
 		GPIO:    simGPIO{d.sim},
-		CAN:     simCAN{d.sim},
+		CAN:     boardCAN{d.canBus(ctx, g)},
 		BLE:     simBLE{d.sim},
 		SignalK: skplugin.New(d.sk),
 		MDNS:    d.pluginMDNS(),
@@ -89,19 +90,41 @@ func pinErr(err error) error {
 	return err
 }
 
-// simCAN is the simulated board's CAN bus as plugins see it.
-type simCAN struct{ s *board.Sim }
+// canBus is the board's CAN bus: the simulated one (*board.Sim) or a SocketCAN interface
+// (*socketcan.Bus).
+type canBus interface {
+	CANSend(f board.CANFrame) error
+	CANReceive(fn func(board.CANFrame)) (cancel func(), err error)
+}
 
-func (c simCAN) Send(f plugin.CANFrame) error {
-	err := c.s.CANSend(board.CANFrame{ID: f.ID, Extended: f.Extended, Remote: f.Remote, Data: f.Data})
+// canBus answers the simulated bus, or, when the board file names a SocketCAN interface
+// (can_iface), a bus on that interface whose reader runs in g until ctx ends. A missing or
+// down interface is not an error here: the bus logs it, counts it and keeps reopening.
+func (d *Device) canBus(ctx context.Context, g *errgroup.Group) canBus {
+	iface := d.sim.CANIface()
+	if iface == "" {
+		return d.sim
+	}
+	bus := socketcan.New(socketcan.Options{Iface: iface, Clock: d.clk, Logger: d.ring.Logger("can"),
+		Health: healthReporter{d.hlth}})
+	g.Go(func() error { return bus.Run(ctx) })
+	return bus
+}
+
+// boardCAN is the board's CAN bus as plugins see it: a frame the bus cannot carry is the
+// ABI's invalid argument, any other failure a hardware fault.
+type boardCAN struct{ bus canBus }
+
+func (c boardCAN) Send(f plugin.CANFrame) error {
+	err := c.bus.CANSend(board.CANFrame{ID: f.ID, Extended: f.Extended, Remote: f.Remote, Data: f.Data})
 	if errors.Is(err, board.ErrFrame) {
 		return fmt.Errorf("%w: %w", abi.ErrInvalid, err)
 	}
 	return err
 }
 
-func (c simCAN) Receive(fn func(plugin.CANFrame)) (func(), error) {
-	return c.s.CANReceive(func(f board.CANFrame) {
+func (c boardCAN) Receive(fn func(plugin.CANFrame)) (func(), error) {
+	return c.bus.CANReceive(func(f board.CANFrame) {
 		fn(plugin.CANFrame{ID: f.ID, Extended: f.Extended, Remote: f.Remote, Data: f.Data})
 	})
 }
