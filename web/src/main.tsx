@@ -7,7 +7,7 @@ import './style.css';
 import { get, onUnauthorized, post } from './api';
 import * as live from './live';
 import { Dashboard } from './pages/dashboard';
-import { SignIn, Setup } from './pages/auth';
+import { KeyUnset, SignIn, Setup } from './pages/auth';
 
 interface AuthStatus {
   required: boolean;
@@ -118,6 +118,9 @@ function App() {
         <p class={err ? 'error' : 'muted'}>{err || 'Connecting to the device…'}</p>
       </main>
     );
+  // A build that requires a key, with none set: the API refuses everything outside the
+  // setup network, and a sign-in form would only loop (any key is answered auth_open).
+  if (!open && !auth.configured) return <KeyUnset />;
   if (!open) return <SignIn onDone={check} />;
   if (page === 'setup' || (!auth.configured && !sessionStorage.getItem('setup-skipped') && page === 'dashboard'))
     return (

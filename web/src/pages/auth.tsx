@@ -56,6 +56,26 @@ export function SignIn(p: { onDone: () => void }) {
   );
 }
 
+/**
+ * KeyUnset is the page of a device built to require a key while none is set yet: its API
+ * refuses everything here (403 auth_unconfigured), so there is nothing to sign in with. The key
+ * is set from the device's setup network, whose portal is exempt.
+ */
+export function KeyUnset() {
+  return (
+    <main class="center">
+      <section class="card narrow" aria-label="No API key set" data-testid="key-unset">
+        <h1>No API key is set</h1>
+        <p>This device requires an API key before it can be managed, and none is set yet.</p>
+        <p>
+          Set it from the device's setup network: join the device's own access point (named <code>dev-</code> and
+          the device's id unless it was renamed), open this page there and follow the first-run setup.
+        </p>
+      </section>
+    </main>
+  );
+}
+
 /** Setup is the first-run page while no key is set: set a key, join WiFi. */
 export function Setup(p: { onDone: () => void }) {
   const [key, setKey] = useState('');
