@@ -107,6 +107,7 @@ var rt struct {
 	paths      [256]string // valid published paths, see checkPath (a gateway publishes hundreds)
 	batch      uint64      // batches handled, see Batch
 	kept       []byte      // the block keep copies into
+	emit       []byte      // the message of the event being sent, reused (see emit)
 }
 
 // Batch answers the number of the batch of events being handled: the device calls the

@@ -156,6 +156,7 @@ type plugin struct {
 	one       []byte // a delta's JSON
 	pending   []byte // deltas not yet sent as an event: "[d1,d2"
 	val       []byte // a composite value's JSON
+	spans     []int  // where each value's JSON is in one (AppendJSONSpans), while deltas is on
 	stamp     string // the last delta timestamp, of the millisecond stampMs
 	stampMs   int64
 	stampBat  uint64 // the batch (sdk.Batch) stamp was read in; stamped: the reading worked
@@ -324,6 +325,17 @@ func (p *plugin) publish(d *skmap.Delta) {
 		}
 	}
 	values := d.Updates[0].Values
+	if d.Context == "" && p.overrides.Len() > 0 {
+		for i := range values {
+			v := &values[i]
+			v.Path = p.overrides.Path(v.Path)
+		}
+	}
+	// The delta's JSON first: a composite value's text in it is the text published.
+	p.spans = p.spans[:0]
+	if p.deltas {
+		p.one, p.spans = d.AppendJSONSpans(p.one[:0], p.spans)
+	}
 	if d.Context != "" {
 		// An AIS target's values are about another vessel, an aid to navigation or a base
 		// station: they go to the server under that context, as n2k-signalk sends them. The
@@ -331,21 +343,14 @@ func (p *plugin) publish(d *skmap.Delta) {
 		p.publishTarget(d.Context, values)
 		values = nil
 	}
-	if p.overrides.Len() > 0 {
-		for i := range values {
-			v := &values[i]
-			v.Path = p.overrides.Path(v.Path)
-		}
-	}
-	for _, v := range values {
+	for i, v := range values {
 		p.declareMeta(v.Path)
 		if p.limiter.Interval > 0 && !p.limiter.Offer(v.Path, v.Value, p.uptime) {
 			continue // held: the rate timer sends the latest
 		}
-		p.publishValue(v.Path, v.Value)
+		p.publishIn("", v.Path, v.Value, p.valueText(i))
 	}
 	if p.deltas {
-		p.one = d.AppendJSON(p.one[:0])
 		if len(p.pending)+len(p.one)+2 > maxDeltaEvent {
 			p.flushDeltas()
 		}

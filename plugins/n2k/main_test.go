@@ -347,33 +347,37 @@ func TestSwitchPut(t *testing.T) {
 }
 
 // A composite value (129025's position) goes to Signal K as the JSON encoding/json writes.
+// A composite value goes to Signal K as its JSON text, written for it alone (delta events
+// off) or taken from the delta event's text (on).
 func TestCompositeValuePublishedAsJSON(t *testing.T) {
-	h := fakeHost(t)
-	defer h.Stop()
-	if err := h.SetConfig(map[string]any{"enabled": true}); err != nil {
-		t.Fatal(err)
-	}
-	// Latitude 42.5°, longitude -71.25°, in units of 1e-7 degrees.
-	lat, lon := int32(425000000), int32(-712500000)
-	data := binary.LittleEndian.AppendUint32(nil, uint32(lat))
-	data = binary.LittleEndian.AppendUint32(data, uint32(lon))
-	msg := decode.Message{Header: decode.Header{Prio: 2, PGN: 129025, Src: 9, Dst: 255}, Data: data}
-	for _, f := range decode.Frames(msg, 0, nil) {
-		h.CANReceive(sdk.CANFrame{ID: f.ID, Extended: true, Data: f.Data})
-	}
-	want, err := json.Marshal(skmap.Position{Longitude: -71.25, Latitude: 42.5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range h.Published {
-		if v.Path == "navigation.position" {
-			if v.Value.Kind != abi.KindJSON || v.Value.Str != string(want) {
-				t.Fatalf("navigation.position %+v, want JSON %s", v.Value, want)
-			}
-			return
+	for _, deltas := range []bool{false, true} {
+		h := fakeHost(t)
+		if err := h.SetConfig(map[string]any{"enabled": true, "deltas": deltas}); err != nil {
+			t.Fatal(err)
 		}
+		// Latitude 42.5°, longitude -71.25°, in units of 1e-7 degrees.
+		lat, lon := int32(425000000), int32(-712500000)
+		data := binary.LittleEndian.AppendUint32(nil, uint32(lat))
+		data = binary.LittleEndian.AppendUint32(data, uint32(lon))
+		msg := decode.Message{Header: decode.Header{Prio: 2, PGN: 129025, Src: 9, Dst: 255}, Data: data}
+		for _, f := range decode.Frames(msg, 0, nil) {
+			h.CANReceive(sdk.CANFrame{ID: f.ID, Extended: true, Data: f.Data})
+		}
+		want, err := json.Marshal(skmap.Position{Longitude: -71.25, Latitude: 42.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []abi.Value
+		for _, v := range h.Published {
+			if v.Path == "navigation.position" {
+				got = append(got, v.Value)
+			}
+		}
+		if len(got) != 1 || got[0].Kind != abi.KindJSON || got[0].Str != string(want) {
+			t.Errorf("deltas %v: navigation.position %+v, want JSON %s", deltas, got, want)
+		}
+		h.Stop()
 	}
-	t.Fatalf("no navigation.position in %+v", h.Published)
 }
 
 // An AIS target's values are another vessel's: they go to Signal K under the target's

@@ -30,7 +30,27 @@ func TestAppendJSON(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	// Another label and type, and an update without values.
-	d.Updates = append(d.Updates, Update{Source: Source{Label: "x", Type: "t"}, Values: []Value{}})
+	d.Updates = append(d.Updates, Update{Source: Source{Label: "x", Type: "t"}, Values: []Value{{"z", 2.0}}})
+	want, _ = json.Marshal(d)
+	if string(d.AppendJSON(nil)) != string(want) {
+		t.Errorf("got\n%s\nwant\n%s", d.AppendJSON(nil), want)
+	}
+	// AppendJSONSpans writes the same after what b holds, and finds each value of the
+	// first update: its text is what AppendValue writes.
+	got, spans := d.AppendJSONSpans([]byte("prefix"), []int{-1})
+	if string(got) != "prefix"+string(want) {
+		t.Errorf("spans: got\n%s", got)
+	}
+	values := d.Updates[0].Values
+	if len(spans) != 1+2*len(values) {
+		t.Fatalf("spans %v", spans)
+	}
+	for i, v := range values {
+		if text := got[spans[1+2*i]:spans[2+2*i]]; string(text) != string(AppendValue(nil, v.Value)) {
+			t.Errorf("value %s: %s", v.Path, text)
+		}
+	}
+	d.Updates[1].Values = []Value{}
 	if want, _ := json.Marshal(d); string(d.AppendJSON(nil)) != string(want) {
 		t.Errorf("got\n%s\nwant\n%s", d.AppendJSON(nil), want)
 	}
