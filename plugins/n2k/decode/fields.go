@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"devhost/plugins/n2k/pgn"
 )
@@ -53,6 +54,14 @@ type decodeMemo struct {
 	vals [][]value
 	last [][]any
 	reps []*[2]repMemo // per definition, its repeating sets
+	ids  [256]idSlot   // Lookup's answers, see index
+}
+
+// idSlot is a field id's index in a definition (-1: none), as index found it.
+type idSlot struct {
+	def *pgn.PGN
+	id  string
+	i   int
 }
 
 // slot answers def's values, cleared, and its last boxes.
@@ -80,14 +89,43 @@ func (d *Decoded) Lookup(id string) (any, bool) {
 		v, ok := d.ByName[id]
 		return v, ok
 	}
-	fs := d.Def.Fields[:len(d.vals)]
-	for i := range fs {
-		if fs[i].ID == id {
-			v := d.At(i)
-			return v, v != nil
+	i := d.index(id)
+	if i < 0 {
+		return nil, false
+	}
+	v := d.At(i)
+	return v, v != nil
+}
+
+// index answers the index of the field with id id in Def.Fields, -1 when there is none.
+// The mapping's helpers name fields by id message after message, with ids that are
+// constants or strings made once, and a scan comparing the definition's ids with it cost
+// a twentieth of the plugin's time inside the sandbox (the switch bank's 28 indicators,
+// the engine's status bits): the answers are kept by definition and by the address of the
+// id's bytes, one comparison to find. The slot holds the id itself, so its bytes are never
+// freed and reused for another string while it lives.
+func (d *Decoded) index(id string) int {
+	var slot *idSlot
+	if d.mem != nil && id != "" {
+		p := unsafe.StringData(id)
+		h := uintptr(unsafe.Pointer(p))>>3 ^ uintptr(len(id)) ^ uintptr(d.Def.Seq)*0x9e37
+		slot = &d.mem.ids[h%uintptr(len(d.mem.ids))]
+		if slot.def == d.Def && len(slot.id) == len(id) && unsafe.StringData(slot.id) == p {
+			return slot.i
 		}
 	}
-	return nil, false
+	i := -1
+	fs := d.Def.Fields[:len(d.vals)]
+	for j := range fs {
+		if fs[j].ID == id {
+			i = j
+			break
+		}
+	}
+	if slot != nil {
+		*slot = idSlot{def: d.Def, id: id, i: i}
+	}
+	return i
 }
 
 // Field answers the field with canboat id id, nil when the message does not have it.
