@@ -444,3 +444,25 @@ func TestAISTargetPublishedUnderItsContext(t *testing.T) {
 		t.Errorf("no delta event with the target's context in %+v", h.SSE)
 	}
 }
+
+// The status is written by hand as json.Marshal writes it: every member, null ones, map keys
+// in order, a gateway's members and strings that need escaping.
+func TestStatusJSON(t *testing.T) {
+	addr, name, prod, last := 100, "c0ffee", `model "x" <1>`, "dial: refused"
+	for i, st := range []status{
+		{State: "disabled", Source: "can", Devices: []deviceView{}},
+		{State: "receiving", Source: "can", Address: &addr, Name: &name, FramesIn: 12, FramesOut: 3, Messages: 9, Deltas: 7,
+			Errors: map[string]uint64{"unknown_pgn": 2, "bad_frame": 1}, PGNs: map[string]uint64{"129025": 4, "127250": 5, "60928": 1},
+			Devices: []deviceView{{Address: 7, Name: &name, Product: &prod, LastSeen: 1.25}, {Address: 9, LastSeen: 0}}},
+		{State: "reconnecting", Source: "ydraw_tcp", Errors: map[string]uint64{}, PGNs: map[string]uint64{}, Devices: []deviceView{},
+			Gateway: &gatewayView{Host: "gw.local", Port: 1457, Connects: 2}, LastError: &last},
+	} {
+		want, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.appendJSON(nil); string(got) != string(want) {
+			t.Errorf("status %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
