@@ -66,3 +66,36 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// A number written from the cache is the text written anew, for numbers that repeat, that
+// share a slot, that do not fit one, and for what JSON writes as null.
+func TestNumCache(t *testing.T) {
+	var c textCache
+	values := []float64{0, math.Copysign(0, -1), 1.5, -0.261, 1e-7, 1e22, 53852400000, math.NaN(), math.Inf(-1),
+		-1.2345678901234567e-100, 4.79}
+	for i := 0; i < 5000; i++ {
+		values = append(values, float64(i)*0.01, float64(i%37)*1.1)
+	}
+	for round := 0; round < 2; round++ {
+		for _, f := range values {
+			if got, want := c.appendFloat([]byte("x"), f), appendFloat([]byte("x"), f); string(got) != string(want) {
+				t.Fatalf("%v: got %s want %s", f, got, want)
+			}
+		}
+	}
+}
+
+// A string written through the cache is written as appendString writes it, the first time
+// and again, whether it needs escaping or not.
+func TestTextCacheStrings(t *testing.T) {
+	var c textCache
+	built := string([]byte("navigation.speedOverGround"))
+	for round := 0; round < 3; round++ {
+		for _, s := range []string{"navigation.speedOverGround", built, "2016-02-28T19:57:02.364Z", "7", "",
+			`a "quoted" <path>`, "é", "x\u2028"} {
+			if got, want := c.appendString(nil, s), appendString(nil, s); string(got) != string(want) {
+				t.Fatalf("%q: got %s want %s", s, got, want)
+			}
+		}
+	}
+}

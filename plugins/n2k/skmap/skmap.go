@@ -55,8 +55,9 @@ type Update struct {
 // ("vessels.self") and names another vessel, aid to navigation, base station or SAR
 // aircraft for the AIS PGNs (vessels.urn:mrn:imo:mmsi:<mmsi> and the like).
 type Delta struct {
-	Updates []Update `json:"updates"`
-	Context string   `json:"context,omitempty"`
+	Updates []Update   `json:"updates"`
+	Context string     `json:"context,omitempty"`
+	text    *textCache // the Mapper's, for AppendJSON; nil: none
 }
 
 // Position, Attitude, SatellitesInView and Notification are the composite values.
@@ -201,6 +202,7 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		}
 	}
 	mem.delta.Updates = mem.upd[:]
+	mem.delta.text = &mem.text
 	return &mem.delta
 }
 
@@ -212,6 +214,7 @@ type deltaMem struct {
 	upd   [1]Update
 	vals  []Value
 	c     ctx
+	text  textCache
 }
 
 // claim records a source's NAME and device instance from its address claim: the NAME is the
