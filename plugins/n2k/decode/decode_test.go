@@ -341,3 +341,18 @@ func TestLookupByIDAcrossDefinitions(t *testing.T) {
 		}
 	}
 }
+
+// A number boxed from the memo is the number, bit for bit, whichever box it shares.
+func TestNumberBoxes(t *testing.T) {
+	var m decodeMemo
+	values := []float64{0, math.Copysign(0, -1), 1, -1.5, math.NaN(), math.Inf(1), 1e300}
+	for i := 0; i < 2000; i++ {
+		values = append(values, float64(i%300)*0.25)
+	}
+	for _, f := range values {
+		got, ok := m.number(f).(float64)
+		if !ok || math.Float64bits(got) != math.Float64bits(f) {
+			t.Fatalf("%v: got %v", f, got)
+		}
+	}
+}

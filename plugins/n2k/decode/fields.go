@@ -55,6 +55,12 @@ type decodeMemo struct {
 	last [][]any
 	reps []*[2]repMemo // per definition, its repeating sets
 	ids  [256]idSlot   // Lookup's answers, see index
+	nums [256]numBox   // numbers boxed lately, see number
+}
+
+type numBox struct {
+	bits uint64
+	box  any
 }
 
 // idSlot is a field id's index in a definition (-1: none), as index found it.
@@ -139,9 +145,28 @@ func (d *Decoded) At(i int) any {
 	if i < 0 || i >= len(d.vals) || d.vals[i].kind == kindNone {
 		return nil
 	}
-	b := d.vals[i].boxed(d.last[i])
+	v, last := &d.vals[i], d.last[i]
+	var b any
+	if x, ok := last.(float64); v.kind == kindNum && d.mem != nil && !(ok && math.Float64bits(x) == math.Float64bits(v.num)) {
+		b = d.mem.number(v.num)
+	} else {
+		b = v.boxed(last)
+	}
 	d.last[i] = b
 	return b
+}
+
+// number answers f boxed: the box made lately for the same number (its bits), by any field,
+// or a new one, kept. Values recur across fields and messages (0, 1, an instance, a
+// setting), an interface value never changes, and inside the sandbox an allocation also
+// takes fresh memory the host maps on first touch.
+func (m *decodeMemo) number(f float64) any {
+	bits := math.Float64bits(f)
+	slot := &m.nums[(bits*0x9e3779b97f4a7c15)>>56]
+	if slot.box == nil || slot.bits != bits {
+		slot.bits, slot.box = bits, f
+	}
+	return slot.box
 }
 
 // Map answers the fields as a map by canboat id, made anew: for tests and tools, not for
