@@ -130,7 +130,10 @@ var srcNames = func() (out [256]string) {
 func New() *Mapper { return &Mapper{} }
 
 // Maps reports whether the mapper has rules for pgn (or learns from it).
-func Maps(pgn uint32) bool { _, ok := rules[pgn]; return ok || pgn == 60928 }
+func Maps(pgn uint32) bool {
+	prepareRules()
+	return pgn == 60928 || pgn < 1<<18 && mappedPGNs[pgn/64]&(1<<(pgn%64)) != 0
+}
 
 // PGNs lists the PGNs with a mapping.
 func PGNs() []uint32 {
@@ -156,7 +159,7 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		return nil
 	}
 	prepareRules()
-	rs, ok := ready[d.PGN]
+	rs, cf, ok := rulesFor(d)
 	if !ok {
 		return nil
 	}
@@ -194,7 +197,7 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		return nil
 	}
 	mem.delta.Context = "" // the delta is reused: an AIS target's context must not stay
-	if cf := contexts[d.PGN]; cf != nil {
+	if cf != nil {
 		mem.delta.Context = cf(c)
 		// The reference drops a message whose MMSI has fewer than 9 digits.
 		if i := strings.LastIndexByte(mem.delta.Context, ':'); i >= 0 && len(mem.delta.Context)-i-1 < 9 {
