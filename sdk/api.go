@@ -106,6 +106,11 @@ func Publish(path string, v any) error {
 		return invalidPath(path)
 	}
 	val, err := ToValue(v)
+	return queueValue(path, val, err)
+}
+
+// queueValue queues a value for vessels.self at a checked path, unless making it failed.
+func queueValue(path string, val Value, err error) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", err, ErrInvalid)
 	}
@@ -166,14 +171,7 @@ func PublishJSON(path string, v []byte) error {
 		return invalidPath(path)
 	}
 	val, err := queuedJSON(v)
-	if err != nil {
-		return fmt.Errorf("%w: %w", err, ErrInvalid)
-	}
-	if !rt.canPublish {
-		return errNoPublish()
-	}
-	rt.pub = abi.AppendValue(rt.pub, path, val)
-	return queued()
+	return queueValue(path, val, err)
 }
 
 // queuedValue is ToValue for a value appended to a queue at once: JSON text is checked the
