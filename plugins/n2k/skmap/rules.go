@@ -14,7 +14,8 @@ import (
 type ctx struct {
 	d     *decode.Decoded
 	st    *srcState
-	stamp *string // the update's timestamp: the message's, or set by the plugin after mapping
+	stamp *string     // the update's timestamp: the message's, or set by the plugin after mapping
+	eng   *engineMemo // the message's engine, once an engine rule asked (ctx.engine)
 }
 
 // rule is one entry of the table. A value comes from field (taken as JavaScript's Number()
@@ -334,7 +335,7 @@ func (c *ctx) remember(k memoKey, mk func() any) any {
 // memoKey names one remembered thing: its kind, and what it was made from.
 type memoKey struct {
 	kind byte
-	a, b string
+	a    string
 	n    int
 }
 
