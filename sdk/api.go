@@ -99,11 +99,18 @@ func Publish(path string, v any) error {
 		return PublishBool(path, x)
 	case string:
 		return PublishString(path, x)
+	case json.RawMessage:
+		return PublishJSON(path, x)
 	}
 	if !checkPath(path) {
 		return invalidPath(path)
 	}
 	val, err := ToValue(v)
+	return queueValue(path, val, err)
+}
+
+// queueValue queues a value for vessels.self at a checked path, unless making it failed.
+func queueValue(path string, val Value, err error) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", err, ErrInvalid)
 	}
@@ -154,6 +161,35 @@ func PublishString(path, v string) error {
 	}
 	rt.pub = abi.AppendString(rt.pub, path, v)
 	return queued()
+}
+
+// PublishJSON is Publish for a value the plugin encoded as JSON itself (a position, an
+// attitude): as Publish(path, json.RawMessage(v)), without boxing it. The text is copied
+// into the queue; v may be reused as soon as it returns.
+func PublishJSON(path string, v []byte) error {
+	if !checkPath(path) {
+		return invalidPath(path)
+	}
+	val, err := queuedJSON(v)
+	return queueValue(path, val, err)
+}
+
+// queuedValue is ToValue for a value appended to a queue at once: JSON text is checked the
+// quick way when it can be and not copied, as the record copies it.
+func queuedValue(v any) (Value, error) {
+	if x, ok := v.(json.RawMessage); ok {
+		return queuedJSON(x)
+	}
+	return ToValue(v)
+}
+
+// queuedJSON is queuedValue for JSON text. The Value shares text's bytes: it lives until
+// they are appended to a queue, within the caller.
+func queuedJSON(text []byte) (Value, error) {
+	if len(text) > 0 && len(text) <= abi.MaxValue && quickJSON(text) {
+		return abi.Value{Kind: abi.KindJSON, Str: unsafe.String(&text[0], len(text))}, nil
+	}
+	return ToValue(json.RawMessage(text)) // the long way, and its words for what is wrong
 }
 
 // queued counts the record just appended and sends the buffer when one more value might not
@@ -374,15 +410,29 @@ func Emit(event string, data any, retain bool) error {
 	if err != nil {
 		return fmt.Errorf("sdk: event: %w", err)
 	}
-	return hostErr("event", callIn(abi.FnSSEPublish, abi.AppendSSEEvent(nil, abi.SSEEvent{Event: event, Retain: retain, Data: b})))
+	return emit(event, b, retain)
 }
 
 // EmitJSON is Emit for data the plugin already encoded as JSON; the host checks that it is.
 // It spares re-encoding (and so re-validating) a large document, which is slow inside the
 // sandbox. Needs events.
-func EmitJSON(event string, data []byte, retain bool) error {
-	return hostErr("event", callIn(abi.FnSSEPublish, abi.AppendSSEEvent(nil, abi.SSEEvent{Event: event, Retain: retain, Data: data})))
+func EmitJSON(event string, data []byte, retain bool) error { return emit(event, data, retain) }
+
+// emit sends an event through a buffer kept from call to call: the device copies the
+// message during the call, and a message built anew grew (and copied) its up to 8 KiB of
+// data several times, a large part of sending it inside the sandbox.
+func emit(event string, data []byte, retain bool) error {
+	rt.emit = abi.AppendSSEEvent(rt.emit[:0], abi.SSEEvent{Event: event, Retain: retain, Data: data})
+	rc := callIn(abi.FnSSEPublish, rt.emit)
+	if cap(rt.emit) > keepEmit {
+		rt.emit = nil // an event too large for the device does not keep its buffer alive
+	}
+	return hostErr("event", rc)
 }
+
+// keepEmit bounds the event buffer kept between calls: room for the largest event the
+// device takes.
+const keepEmit = 2 * abi.MaxSSEData
 
 // GPIORead reads a pin. Needs gpio.
 func GPIORead(pin int) (bool, error) {

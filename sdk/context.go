@@ -51,7 +51,7 @@ func PublishTo(context, path string, v any) error {
 			return err
 		}
 	}
-	val, err := ToValue(v)
+	val, err := queuedValue(v)
 	if err != nil {
 		return fmt.Errorf("%w: %w", err, ErrInvalid)
 	}

@@ -314,6 +314,7 @@ func (h *FakeHost) in(fn string, b []byte) int32 {
 		if indexOf(h.Manifest.Events, e.Event) < 0 {
 			return int32(abi.ErrPermission)
 		}
+		e.Data = slices.Clone(e.Data) // the plugin reuses its buffer
 		h.SSE = append(h.SSE, e)
 	case abi.FnCANSend:
 		if h.NoCAN {

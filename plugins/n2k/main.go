@@ -48,6 +48,7 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -128,39 +129,41 @@ var descriptor = sdk.Namespace{
 }
 
 type plugin struct {
-	gw        *gateway.Gateway
-	enabled   bool
-	deltas    bool
-	source    string
-	lastFrame time.Duration // uptime of the last frame
-	started   time.Duration // uptime when enabled
-	uptime    time.Duration // at the last clock reading
-	framesOut uint64
-	lastState string
-	warned    bool
-	node      *node.Node
-	deviceID  string
-	address   uint8
-	name      nameFields
-	overrides outflow.Overrides
-	limiter   outflow.Limiter
-	cfgIssue  string           // the override rows left out, as last reported
-	metaDone  map[string]bool  // paths whose meta was considered
-	metaSent  int              // meta declarations made
-	metaStop  bool             // no more meta declarations this run
-	seq       map[uint32]uint8 // fast-packet sequence counters of sent PGNs
-	gwHost    string           // f_n2k.gateway_host
-	gwPort    int              // f_n2k.gateway_port
-	gwSrc     *gatewaySource   // the network gateway while one is the enabled source
-	netErrs   map[string]uint64
-	one       []byte // a delta's JSON
-	pending   []byte // deltas not yet sent as an event: "[d1,d2"
-	val       []byte // a composite value's JSON
-	stamp     string // the last delta timestamp, of the millisecond stampMs
-	stampMs   int64
-	stampBat  uint64 // the batch (sdk.Batch) stamp was read in; stamped: the reading worked
-	stamped   bool
-	clock     stamper // writes stamp
+	gw         *gateway.Gateway
+	enabled    bool
+	deltas     bool
+	source     string
+	lastFrame  time.Duration // uptime of the last frame
+	started    time.Duration // uptime when enabled
+	uptime     time.Duration // at the last clock reading
+	framesOut  uint64
+	lastState  string
+	warned     bool
+	node       *node.Node
+	deviceID   string
+	address    uint8
+	name       nameFields
+	overrides  outflow.Overrides
+	limiter    outflow.Limiter
+	cfgIssue   string           // the override rows left out, as last reported
+	metaDone   map[string]bool  // paths whose meta was considered
+	metaSent   int              // meta declarations made
+	metaStop   bool             // no more meta declarations this run
+	seq        map[uint32]uint8 // fast-packet sequence counters of sent PGNs
+	gwHost     string           // f_n2k.gateway_host
+	gwPort     int              // f_n2k.gateway_port
+	gwSrc      *gatewaySource   // the network gateway while one is the enabled source
+	netErrs    map[string]uint64
+	one        []byte // a delta's JSON
+	pending    []byte // deltas not yet sent as an event: "[d1,d2"
+	val        []byte // a composite value's JSON
+	spans      []int  // where each value's JSON is in one (AppendJSONSpans), while deltas is on
+	statusJSON []byte // the status document, written for each request and event
+	stamp      string // the last delta timestamp, of the millisecond stampMs
+	stampMs    int64
+	stampBat   uint64 // the batch (sdk.Batch) stamp was read in; stamped: the reading worked
+	stamped    bool
+	clock      stamper // writes stamp
 }
 
 func newPlugin() *plugin {
@@ -324,6 +327,17 @@ func (p *plugin) publish(d *skmap.Delta) {
 		}
 	}
 	values := d.Updates[0].Values
+	if d.Context == "" && p.overrides.Len() > 0 {
+		for i := range values {
+			v := &values[i]
+			v.Path = p.overrides.Path(v.Path)
+		}
+	}
+	// The delta's JSON first: a composite value's text in it is the text published.
+	p.spans = p.spans[:0]
+	if p.deltas {
+		p.one, p.spans = d.AppendJSONSpans(p.one[:0], p.spans)
+	}
 	if d.Context != "" {
 		// An AIS target's values are about another vessel, an aid to navigation or a base
 		// station: they go to the server under that context, as n2k-signalk sends them. The
@@ -331,21 +345,14 @@ func (p *plugin) publish(d *skmap.Delta) {
 		p.publishTarget(d.Context, values)
 		values = nil
 	}
-	if p.overrides.Len() > 0 {
-		for i := range values {
-			v := &values[i]
-			v.Path = p.overrides.Path(v.Path)
-		}
-	}
-	for _, v := range values {
+	for i, v := range values {
 		p.declareMeta(v.Path)
 		if p.limiter.Interval > 0 && !p.limiter.Offer(v.Path, v.Value, p.uptime) {
 			continue // held: the rate timer sends the latest
 		}
-		p.publishValue(v.Path, v.Value)
+		p.publishIn("", v.Path, v.Value, p.valueText(i))
 	}
 	if p.deltas {
-		p.one = d.AppendJSON(p.one[:0])
 		if len(p.pending)+len(p.one)+2 > maxDeltaEvent {
 			p.flushDeltas()
 		}
@@ -525,7 +532,8 @@ func (p *plugin) tick() {
 	p.readClock()
 	st := p.status()
 	if st.State != p.lastState || st.State == "receiving" {
-		if err := sdk.Emit(eventState, st, true); err != nil {
+		p.statusJSON = st.appendJSON(p.statusJSON[:0])
+		if err := sdk.EmitJSON(eventState, p.statusJSON, true); err != nil {
 			sdk.Logf(sdk.LevelWarn, "status event: %v", err)
 		}
 		p.lastState = st.State
@@ -638,5 +646,96 @@ func (p *plugin) serve(req *sdk.Request) sdk.Response {
 	}
 	p.flushDeltas() // a reader of the status sees the deltas of every frame it counts
 	p.readClock()
-	return sdk.JSONResponse(200, p.status())
+	st := p.status()
+	p.statusJSON = st.appendJSON(p.statusJSON[:0])
+	return sdk.Response{Status: 200, Body: p.statusJSON}
+}
+
+// appendJSON appends the status as json.Marshal writes it (map keys in order), without
+// reflection: the status is asked for often while a log is decoded (devctl polls it), and
+// encoding/json's reflection cost as much as decoding a few dozen messages inside the
+// sandbox.
+func (st *status) appendJSON(b []byte) []byte {
+	b = append(b, `{"state":`...)
+	b = skmap.AppendValue(b, st.State)
+	b = append(b, `,"source":`...)
+	b = skmap.AppendValue(b, st.Source)
+	b = append(b, `,"address":`...)
+	if st.Address != nil {
+		b = strconv.AppendInt(b, int64(*st.Address), 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"name":`...)
+	b = appendOptString(b, st.Name)
+	for _, c := range [...]struct {
+		key string
+		n   uint64
+	}{{`,"frames_in":`, st.FramesIn}, {`,"frames_out":`, st.FramesOut}, {`,"messages":`, st.Messages}, {`,"deltas":`, st.Deltas}} {
+		b = append(b, c.key...)
+		b = strconv.AppendUint(b, c.n, 10)
+	}
+	b = append(b, `,"errors":`...)
+	b = appendCounts(b, st.Errors)
+	b = append(b, `,"pgns":`...)
+	b = appendCounts(b, st.PGNs)
+	b = append(b, `,"devices":[`...)
+	for i, d := range st.Devices {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"address":`...)
+		b = strconv.AppendUint(b, uint64(d.Address), 10)
+		b = append(b, `,"name":`...)
+		b = appendOptString(b, d.Name)
+		b = append(b, `,"product":`...)
+		b = appendOptString(b, d.Product)
+		b = append(b, `,"last_seen_s":`...)
+		b = skmap.AppendValue(b, d.LastSeen)
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if g := st.Gateway; g != nil {
+		b = append(b, `,"gateway":{"host":`...)
+		b = skmap.AppendValue(b, g.Host)
+		b = append(b, `,"port":`...)
+		b = strconv.AppendInt(b, int64(g.Port), 10)
+		b = append(b, `,"connects":`...)
+		b = strconv.AppendUint(b, g.Connects, 10)
+		b = append(b, '}')
+	}
+	if st.LastError != nil {
+		b = append(b, `,"last_error":`...)
+		b = appendOptString(b, st.LastError)
+	}
+	return append(b, '}')
+}
+
+func appendOptString(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return skmap.AppendValue(b, *s)
+}
+
+// appendCounts appends counts by name as a JSON object, names in order (as json.Marshal).
+func appendCounts(b []byte, m map[string]uint64) []byte {
+	if m == nil {
+		return append(b, "null"...)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = skmap.AppendValue(b, k)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, m[k], 10)
+	}
+	return append(b, '}')
 }

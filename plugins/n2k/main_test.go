@@ -347,33 +347,37 @@ func TestSwitchPut(t *testing.T) {
 }
 
 // A composite value (129025's position) goes to Signal K as the JSON encoding/json writes.
+// A composite value goes to Signal K as its JSON text, written for it alone (delta events
+// off) or taken from the delta event's text (on).
 func TestCompositeValuePublishedAsJSON(t *testing.T) {
-	h := fakeHost(t)
-	defer h.Stop()
-	if err := h.SetConfig(map[string]any{"enabled": true}); err != nil {
-		t.Fatal(err)
-	}
-	// Latitude 42.5°, longitude -71.25°, in units of 1e-7 degrees.
-	lat, lon := int32(425000000), int32(-712500000)
-	data := binary.LittleEndian.AppendUint32(nil, uint32(lat))
-	data = binary.LittleEndian.AppendUint32(data, uint32(lon))
-	msg := decode.Message{Header: decode.Header{Prio: 2, PGN: 129025, Src: 9, Dst: 255}, Data: data}
-	for _, f := range decode.Frames(msg, 0, nil) {
-		h.CANReceive(sdk.CANFrame{ID: f.ID, Extended: true, Data: f.Data})
-	}
-	want, err := json.Marshal(skmap.Position{Longitude: -71.25, Latitude: 42.5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range h.Published {
-		if v.Path == "navigation.position" {
-			if v.Value.Kind != abi.KindJSON || v.Value.Str != string(want) {
-				t.Fatalf("navigation.position %+v, want JSON %s", v.Value, want)
-			}
-			return
+	for _, deltas := range []bool{false, true} {
+		h := fakeHost(t)
+		if err := h.SetConfig(map[string]any{"enabled": true, "deltas": deltas}); err != nil {
+			t.Fatal(err)
 		}
+		// Latitude 42.5°, longitude -71.25°, in units of 1e-7 degrees.
+		lat, lon := int32(425000000), int32(-712500000)
+		data := binary.LittleEndian.AppendUint32(nil, uint32(lat))
+		data = binary.LittleEndian.AppendUint32(data, uint32(lon))
+		msg := decode.Message{Header: decode.Header{Prio: 2, PGN: 129025, Src: 9, Dst: 255}, Data: data}
+		for _, f := range decode.Frames(msg, 0, nil) {
+			h.CANReceive(sdk.CANFrame{ID: f.ID, Extended: true, Data: f.Data})
+		}
+		want, err := json.Marshal(skmap.Position{Longitude: -71.25, Latitude: 42.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []abi.Value
+		for _, v := range h.Published {
+			if v.Path == "navigation.position" {
+				got = append(got, v.Value)
+			}
+		}
+		if len(got) != 1 || got[0].Kind != abi.KindJSON || got[0].Str != string(want) {
+			t.Errorf("deltas %v: navigation.position %+v, want JSON %s", deltas, got, want)
+		}
+		h.Stop()
 	}
-	t.Fatalf("no navigation.position in %+v", h.Published)
 }
 
 // An AIS target's values are another vessel's: they go to Signal K under the target's
@@ -438,5 +442,27 @@ func TestAISTargetPublishedUnderItsContext(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no delta event with the target's context in %+v", h.SSE)
+	}
+}
+
+// The status is written by hand as json.Marshal writes it: every member, null ones, map keys
+// in order, a gateway's members and strings that need escaping.
+func TestStatusJSON(t *testing.T) {
+	addr, name, prod, last := 100, "c0ffee", `model "x" <1>`, "dial: refused"
+	for i, st := range []status{
+		{State: "disabled", Source: "can", Devices: []deviceView{}},
+		{State: "receiving", Source: "can", Address: &addr, Name: &name, FramesIn: 12, FramesOut: 3, Messages: 9, Deltas: 7,
+			Errors: map[string]uint64{"unknown_pgn": 2, "bad_frame": 1}, PGNs: map[string]uint64{"129025": 4, "127250": 5, "60928": 1},
+			Devices: []deviceView{{Address: 7, Name: &name, Product: &prod, LastSeen: 1.25}, {Address: 9, LastSeen: 0}}},
+		{State: "reconnecting", Source: "ydraw_tcp", Errors: map[string]uint64{}, PGNs: map[string]uint64{}, Devices: []deviceView{},
+			Gateway: &gatewayView{Host: "gw.local", Port: 1457, Connects: 2}, LastError: &last},
+	} {
+		want, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.appendJSON(nil); string(got) != string(want) {
+			t.Errorf("status %d:\n got %s\nwant %s", i, got, want)
+		}
 	}
 }

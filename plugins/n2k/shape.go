@@ -86,7 +86,16 @@ func (p *plugin) shape(cfg sdk.Config) {
 }
 
 // publishValue sends one value of the own vessel to Signal K.
-func (p *plugin) publishValue(path string, v any) { p.publishIn("", path, v) }
+func (p *plugin) publishValue(path string, v any) { p.publishIn("", path, v, nil) }
+
+// valueText answers the JSON of the delta's value i as written in the delta event, nil
+// when the delta was not written (delta events off).
+func (p *plugin) valueText(i int) []byte {
+	if 2*i+1 >= len(p.spans) {
+		return nil
+	}
+	return p.one[p.spans[2*i]:p.spans[2*i+1]]
+}
 
 // publishTarget sends an AIS target's values to Signal K under its context; a context the
 // device does not take (vessels.unknown, a report without an MMSI) is left out.
@@ -94,14 +103,15 @@ func (p *plugin) publishTarget(context string, values []skmap.Value) {
 	if sdk.ValidContext(context) != nil {
 		return
 	}
-	for _, v := range values {
-		p.publishIn(context, v.Path, v.Value)
+	for i, v := range values {
+		p.publishIn(context, v.Path, v.Value, p.valueText(i))
 	}
 }
 
 // publishIn sends one value to Signal K, for the own vessel (context "") or another; a
-// number that is not finite goes as null.
-func (p *plugin) publishIn(context, path string, v any) {
+// number that is not finite goes as null. text, when not nil, is v's JSON, written
+// already.
+func (p *plugin) publishIn(context, path string, v any, text []byte) {
 	var err error
 	switch x := v.(type) {
 	case float64:
@@ -118,8 +128,15 @@ func (p *plugin) publishIn(context, path string, v any) {
 	default:
 		// A composite (position, attitude...): written by hand, as reflection is slow
 		// inside the sandbox.
-		p.val = skmap.AppendValue(p.val[:0], x)
-		err = publish(context, path, json.RawMessage(p.val))
+		if text == nil {
+			p.val = skmap.AppendValue(p.val[:0], x)
+			text = p.val
+		}
+		if context == "" {
+			err = sdk.PublishJSON(path, text)
+		} else {
+			err = sdk.PublishTo(context, path, json.RawMessage(text))
+		}
 	}
 	if err != nil {
 		sdk.Logf(sdk.LevelWarn, "publish %s %s: %v", context, path, err)

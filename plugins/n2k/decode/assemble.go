@@ -39,17 +39,23 @@ type Assembler struct {
 	fast   map[fastKey]*fastMsg
 	tp     map[tpKey]*tpSession
 	// Inside the sandbox every allocation costs the plugin about a microsecond (its
-	// collector runs in the same calls): the message answered and the partial fast-packets
-	// are reused.
+	// collector runs in the same calls): the message answered, its data and the partial
+	// fast-packets are reused.
 	msg  Message
+	data []byte
 	free []*fastMsg
 }
 
-type fastKey struct {
-	src uint8
-	pgn uint32
-	seq uint8
+// fastKey is a partial fast-packet's source, PGN and sequence counter in one integer: a
+// map keyed by an integer hashes it with a few instructions, a struct's fields one by one.
+type fastKey uint64
+
+func newFastKey(src uint8, pgn uint32, seq uint8) fastKey {
+	return fastKey(uint64(src)<<40 | uint64(pgn)<<8 | uint64(seq))
 }
+
+func (k fastKey) src() uint8  { return uint8(k >> 40) }
+func (k fastKey) pgn() uint32 { return uint32(k >> 8) }
 
 type fastMsg struct {
 	prio  uint8
@@ -84,8 +90,8 @@ const maxFastPending = 256
 
 // Add takes one frame and answers the whole message it completes, if any. An error names a
 // bad frame or a message that had to be dropped; Add never panics on any input. The
-// message answered is the Assembler's own until the next Add (copy it to keep it); a
-// single frame's Data is the frame's own.
+// message answered, a fast-packet's Data included, is the Assembler's own until the next
+// Add (copy it to keep it); a single frame's Data is the frame's own.
 func (a *Assembler) Add(f Frame) (*Message, error) {
 	if f.ID >= 1<<29 || len(f.Data) > 8 {
 		return nil, fmt.Errorf("id %#x length %d: %w", f.ID, len(f.Data), ErrBadFrame)
@@ -113,7 +119,7 @@ func (a *Assembler) fastFrame(h Header, f Frame) (*Message, error) {
 		return nil, fmt.Errorf("pgn %d from %d: %d bytes: %w", h.PGN, h.Src, len(f.Data), ErrFastPacket)
 	}
 	seq, idx := f.Data[0]>>5, int(f.Data[0]&0x1f)
-	k := fastKey{h.Src, h.PGN, seq}
+	k := newFastKey(h.Src, h.PGN, seq)
 	m := a.fast[k]
 	var err error
 	if m == nil {
@@ -164,8 +170,9 @@ func (a *Assembler) fastFrame(h Header, f Frame) (*Message, error) {
 	if len(a.fast) > 0 && a.dropStale(h.Src, h.PGN, seq) && err == nil {
 		err = fmt.Errorf("pgn %d from %d: message with missing frames dropped: %w", h.PGN, h.Src, ErrFastLost)
 	}
+	a.data = append(a.data[:0], m.data[:m.size]...)
 	a.msg = Message{Header: Header{Prio: m.prio, PGN: h.PGN, Src: h.Src, Dst: m.dst}, Time: f.Time,
-		Data: append([]byte(nil), m.data[:m.size]...)}
+		Data: a.data[:m.size:m.size]}
 	if len(a.free) < maxFastFree {
 		*m = fastMsg{data: m.data[:0]}
 		a.free = append(a.free, m)
@@ -191,7 +198,7 @@ func (a *Assembler) dropStale(src uint8, p uint32, seq uint8) bool {
 		if s == seq || s == (seq+1)&7 {
 			continue
 		}
-		k := fastKey{src, p, s}
+		k := newFastKey(src, p, s)
 		if m, ok := a.fast[k]; ok {
 			m.age++
 			if m.age > 2 {
@@ -206,7 +213,7 @@ func (a *Assembler) dropStale(src uint8, p uint32, seq uint8) bool {
 func (a *Assembler) evictOne() error {
 	for k := range a.fast {
 		delete(a.fast, k)
-		return fmt.Errorf("pgn %d from %d: too many partial messages: %w", k.pgn, k.src, ErrFastLost)
+		return fmt.Errorf("pgn %d from %d: too many partial messages: %w", k.pgn(), k.src(), ErrFastLost)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -175,7 +176,9 @@ func TestFastPacket(t *testing.T) {
 					errs++
 				}
 				if m != nil {
-					got = append(got, *m)
+					kept := *m // the message is the assembler's until the next Add
+					kept.Data = slices.Clone(m.Data)
+					got = append(got, kept)
 				}
 			}
 			if errs != tc.errs {
@@ -299,6 +302,57 @@ func TestRoundFastMatchesFormatting(t *testing.T) {
 	}{{0.25, 1}, {2.5, 0}, {785.75, 1}, {1 << 53, 0}} {
 		if _, ok := roundFast(tc.a, tc.p); ok {
 			t.Errorf("roundFast(%v, %d) answered a half or an inexact value", tc.a, tc.p)
+		}
+	}
+}
+
+// Lookup's answers, kept by definition and by the address of the id, stay right across
+// definitions, for ids made at run time with the same bytes, and for ids a definition lacks.
+func TestLookupByIDAcrossDefinitions(t *testing.T) {
+	var d Decoded
+	heading := Message{Header: Header{PGN: 127250, Src: 7, Dst: 255}, Data: []byte{0xff, 0x10, 0x3b, 0xff, 0x7f, 0xce, 0xf5, 0xfc}}
+	wind := Message{Header: Header{PGN: 130306, Src: 7, Dst: 255}, Data: []byte{0xf7, 0xdf, 0x01, 0x67, 0x00, 0xfa, 0xff, 0xff}}
+	built := func(s string) string { return string([]byte(s)) }
+	for round := 0; round < 3; round++ {
+		if err := DecodeInto(heading, &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"reference", built("reference")} {
+			if v, ok := d.Lookup(id); !ok || v != "True" {
+				t.Fatalf("round %d heading %s: %v %v", round, id, v, ok)
+			}
+		}
+		if v, ok := d.Lookup("windSpeed"); ok {
+			t.Fatalf("heading windSpeed: %v", v)
+		}
+		if err := DecodeInto(wind, &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"reference", built("reference")} {
+			if v, ok := d.Lookup(id); !ok || v != "Apparent" {
+				t.Fatalf("round %d wind %s: %v %v", round, id, v, ok)
+			}
+		}
+		if v, ok := d.Lookup(built("windSpeed")); !ok || v != 4.79 {
+			t.Fatalf("wind windSpeed: %v %v", v, ok)
+		}
+		if v, ok := d.Lookup("heading"); ok {
+			t.Fatalf("wind heading: %v", v)
+		}
+	}
+}
+
+// A number boxed from the memo is the number, bit for bit, whichever box it shares.
+func TestNumberBoxes(t *testing.T) {
+	var m decodeMemo
+	values := []float64{0, math.Copysign(0, -1), 1, -1.5, math.NaN(), math.Inf(1), 1e300}
+	for i := 0; i < 2000; i++ {
+		values = append(values, float64(i%300)*0.25)
+	}
+	for _, f := range values {
+		got, ok := m.number(f).(float64)
+		if !ok || math.Float64bits(got) != math.Float64bits(f) {
+			t.Fatalf("%v: got %v", f, got)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"devhost/plugins/n2k/pgn"
 )
@@ -53,6 +54,20 @@ type decodeMemo struct {
 	vals [][]value
 	last [][]any
 	reps []*[2]repMemo // per definition, its repeating sets
+	ids  [256]idSlot   // Lookup's answers, see index
+	nums [256]numBox   // numbers boxed lately, see number
+}
+
+type numBox struct {
+	bits uint64
+	box  any
+}
+
+// idSlot is a field id's index in a definition (-1: none), as index found it.
+type idSlot struct {
+	def *pgn.PGN
+	id  string
+	i   int
 }
 
 // slot answers def's values, cleared, and its last boxes.
@@ -80,14 +95,43 @@ func (d *Decoded) Lookup(id string) (any, bool) {
 		v, ok := d.ByName[id]
 		return v, ok
 	}
-	fs := d.Def.Fields[:len(d.vals)]
-	for i := range fs {
-		if fs[i].ID == id {
-			v := d.At(i)
-			return v, v != nil
+	i := d.index(id)
+	if i < 0 {
+		return nil, false
+	}
+	v := d.At(i)
+	return v, v != nil
+}
+
+// index answers the index of the field with id id in Def.Fields, -1 when there is none.
+// The mapping's helpers name fields by id message after message, with ids that are
+// constants or strings made once, and a scan comparing the definition's ids with it cost
+// a twentieth of the plugin's time inside the sandbox (the switch bank's 28 indicators,
+// the engine's status bits): the answers are kept by definition and by the address of the
+// id's bytes, one comparison to find. The slot holds the id itself, so its bytes are never
+// freed and reused for another string while it lives.
+func (d *Decoded) index(id string) int {
+	var slot *idSlot
+	if d.mem != nil && id != "" {
+		p := unsafe.StringData(id)
+		h := uintptr(unsafe.Pointer(p))>>3 ^ uintptr(len(id)) ^ uintptr(d.Def.Seq)*0x9e37
+		slot = &d.mem.ids[h%uintptr(len(d.mem.ids))]
+		if slot.def == d.Def && len(slot.id) == len(id) && unsafe.StringData(slot.id) == p {
+			return slot.i
 		}
 	}
-	return nil, false
+	i := -1
+	fs := d.Def.Fields[:len(d.vals)]
+	for j := range fs {
+		if fs[j].ID == id {
+			i = j
+			break
+		}
+	}
+	if slot != nil {
+		*slot = idSlot{def: d.Def, id: id, i: i}
+	}
+	return i
 }
 
 // Field answers the field with canboat id id, nil when the message does not have it.
@@ -101,9 +145,28 @@ func (d *Decoded) At(i int) any {
 	if i < 0 || i >= len(d.vals) || d.vals[i].kind == kindNone {
 		return nil
 	}
-	b := d.vals[i].boxed(d.last[i])
+	v, last := &d.vals[i], d.last[i]
+	var b any
+	if x, ok := last.(float64); v.kind == kindNum && d.mem != nil && !(ok && math.Float64bits(x) == math.Float64bits(v.num)) {
+		b = d.mem.number(v.num)
+	} else {
+		b = v.boxed(last)
+	}
 	d.last[i] = b
 	return b
+}
+
+// number answers f boxed: the box made lately for the same number (its bits), by any field,
+// or a new one, kept. Values recur across fields and messages (0, 1, an instance, a
+// setting), an interface value never changes, and inside the sandbox an allocation also
+// takes fresh memory the host maps on first touch.
+func (m *decodeMemo) number(f float64) any {
+	bits := math.Float64bits(f)
+	slot := &m.nums[(bits*0x9e3779b97f4a7c15)>>56]
+	if slot.box == nil || slot.bits != bits {
+		slot.bits, slot.box = bits, f
+	}
+	return slot.box
 }
 
 // Map answers the fields as a map by canboat id, made anew: for tests and tools, not for

@@ -7,8 +7,6 @@ package pgn
 
 //go:generate go run ./gen -out tables_gen.go
 
-import "sort"
-
 // Field types as canboat names them (FieldTypes in canboat.json).
 const (
 	Number       = "NUMBER"
@@ -177,7 +175,17 @@ func IndirectName(name string, v1, v2 int64) (string, bool) {
 
 // Definitions answers every definition of pgn, the non-fallback ones first, in database order.
 func Definitions(pgn uint32) []PGN {
-	i := sort.Search(len(pgnIndex), func(i int) bool { return pgnIndex[i].pgn >= pgn })
+	// A binary search written out: sort.Search calls its function for every step, an
+	// indirect call inside the sandbox, and this runs for every message.
+	i, j := 0, len(pgnIndex)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if pgnIndex[h].pgn < pgn {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
 	if i == len(pgnIndex) || pgnIndex[i].pgn != pgn {
 		return nil
 	}

@@ -5,11 +5,22 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // AppendJSON appends the delta as JSON, as json.Marshal would write it, without reflection:
 // the plugin encodes one delta per message inside the sandbox, where reflection is slow.
-func (d *Delta) AppendJSON(b []byte) []byte {
+func (d *Delta) AppendJSON(b []byte) []byte { return d.appendJSON(b, nil) }
+
+// AppendJSONSpans is AppendJSON that also appends to spans, for each value of the first
+// update in turn, where its JSON text starts and ends in b: a composite value the plugin
+// publishes too is then encoded once.
+func (d *Delta) AppendJSONSpans(b []byte, spans []int) ([]byte, []int) {
+	b = d.appendJSON(b, &spans)
+	return b, spans
+}
+
+func (d *Delta) appendJSON(b []byte, spans *[]int) []byte {
 	b = append(b, `{"updates":[`...)
 	for i, u := range d.Updates {
 		if i > 0 {
@@ -28,7 +39,7 @@ func (d *Delta) AppendJSON(b []byte) []byte {
 		}
 		b = strconv.AppendUint(b, uint64(u.Source.PGN), 10)
 		b = append(b, `,"src":`...)
-		b = appendString(b, u.Source.Src)
+		b = d.text.appendString(b, u.Source.Src)
 		if u.Source.CanName != "" {
 			b = append(b, `,"canName":`...)
 			b = appendString(b, u.Source.CanName)
@@ -42,7 +53,7 @@ func (d *Delta) AppendJSON(b []byte) []byte {
 			b = appendString(b, *u.Source.Instance)
 		}
 		b = append(b, `},"timestamp":`...)
-		b = appendString(b, u.Timestamp)
+		b = d.text.appendString(b, u.Timestamp)
 		b = append(b, `,"values":[`...)
 		for j := range u.Values {
 			v := &u.Values[j]
@@ -51,9 +62,13 @@ func (d *Delta) AppendJSON(b []byte) []byte {
 			} else {
 				b = append(b, `{"path":`...)
 			}
-			b = appendString(b, v.Path)
+			b = d.text.appendString(b, v.Path)
 			b = append(b, `,"value":`...)
-			b = appendValue(b, v.Value)
+			start := len(b)
+			b = d.text.appendValue(b, v.Value)
+			if spans != nil && i == 0 {
+				*spans = append(*spans, start, len(b))
+			}
 		}
 		if len(u.Values) > 0 {
 			b = append(b, '}')
@@ -69,31 +84,89 @@ func (d *Delta) AppendJSON(b []byte) []byte {
 }
 
 // AppendValue appends a delta value (a Value's Value) as JSON, as AppendJSON writes it.
-func AppendValue(b []byte, v any) []byte { return appendValue(b, v) }
+func AppendValue(b []byte, v any) []byte { return (*textCache)(nil).appendValue(b, v) }
 
-func appendValue(b []byte, v any) []byte {
+// textCache keeps the text of the numbers written last, by their bits: a delta's numbers
+// repeat (about two in three of the Dirona log's are one of the last few hundred written),
+// and a number's shortest text costs more inside the sandbox than the rest of its delta's
+// JSON. It also knows the strings written lately that need no escape (paths, sources, the
+// timestamp), by the address of their bytes. A nil cache writes everything anew.
+type textCache struct {
+	slots [512]numText
+	plain [256]string
+}
+
+// appendString is appendString, skipping the look at each byte for a string seen lately
+// (the same string: its bytes at the same address). The slot holds the string, so its
+// bytes are never freed and reused for another while it is there.
+func (c *textCache) appendString(b []byte, s string) []byte {
+	if c == nil || s == "" {
+		return appendString(b, s)
+	}
+	p := unsafe.StringData(s)
+	slot := &c.plain[(uintptr(unsafe.Pointer(p))>>3^uintptr(len(s)))%uintptr(len(c.plain))]
+	if len(*slot) != len(s) || unsafe.StringData(*slot) != p {
+		i := 0
+		for i < len(s) && plain[s[i]] {
+			i++
+		}
+		if i < len(s) {
+			return appendString(b, s)
+		}
+		*slot = s
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+type numText struct {
+	bits uint64
+	n    uint8 // 0: empty
+	text [31]byte
+}
+
+func (c *textCache) appendFloat(b []byte, f float64) []byte {
+	if c == nil {
+		return appendFloat(b, f)
+	}
+	bits := math.Float64bits(f)
+	slot := &c.slots[(bits*0x9e3779b97f4a7c15)>>55]
+	if slot.n > 0 && slot.bits == bits {
+		return append(b, slot.text[:slot.n]...)
+	}
+	start := len(b)
+	b = appendFloat(b, f)
+	if n := len(b) - start; n <= len(slot.text) {
+		slot.bits, slot.n = bits, uint8(n)
+		copy(slot.text[:], b[start:])
+	}
+	return b
+}
+
+func (c *textCache) appendValue(b []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil:
 		return append(b, "null"...)
 	case float64:
-		return appendFloat(b, x)
+		return c.appendFloat(b, x)
 	case string:
 		return appendString(b, x)
 	case bool:
 		return strconv.AppendBool(b, x)
 	case Position:
 		b = append(b, `{"longitude":`...)
-		b = appendFloat(b, x.Longitude)
+		b = c.appendFloat(b, x.Longitude)
 		b = append(b, `,"latitude":`...)
-		b = appendFloat(b, x.Latitude)
+		b = c.appendFloat(b, x.Latitude)
 		return append(b, '}')
 	case Attitude:
 		b = append(b, `{"yaw":`...)
-		b = appendPtr(b, x.Yaw)
+		b = c.appendPtr(b, x.Yaw)
 		b = append(b, `,"pitch":`...)
-		b = appendPtr(b, x.Pitch)
+		b = c.appendPtr(b, x.Pitch)
 		b = append(b, `,"roll":`...)
-		b = appendPtr(b, x.Roll)
+		b = c.appendPtr(b, x.Roll)
 		return append(b, '}')
 	case Notification:
 		b = append(b, `{"state":`...)
@@ -108,7 +181,7 @@ func appendValue(b []byte, v any) []byte {
 		if !ok {
 			return append(b, "null"...)
 		}
-		return appendFloat(b, s)
+		return c.appendFloat(b, s)
 	case SatellitesInView:
 		b = append(b, `{"count":`...)
 		b = strconv.AppendInt(b, int64(x.Count), 10)
@@ -121,7 +194,7 @@ func appendValue(b []byte, v any) []byte {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = appendSatellite(b, sat)
+				b = c.appendSatellite(b, sat)
 			}
 			b = append(b, ']')
 		}
@@ -147,7 +220,7 @@ func appendStrings(b []byte, ss []string) []byte {
 
 // appendSatellite writes a satellite's members, leaving out those without a value
 // (omitempty).
-func appendSatellite(b []byte, sat Satellite) []byte {
+func (c *textCache) appendSatellite(b []byte, sat Satellite) []byte {
 	sep := byte('{')
 	for _, m := range [...]struct {
 		key string
@@ -159,7 +232,7 @@ func appendSatellite(b []byte, sat Satellite) []byte {
 		b = append(b, sep)
 		sep = ','
 		b = append(b, m.key...)
-		b = appendValue(b, m.v)
+		b = c.appendValue(b, m.v)
 	}
 	if sep == '{' {
 		b = append(b, '{')
@@ -167,11 +240,11 @@ func appendSatellite(b []byte, sat Satellite) []byte {
 	return append(b, '}')
 }
 
-func appendPtr(b []byte, f *float64) []byte {
+func (c *textCache) appendPtr(b []byte, f *float64) []byte {
 	if f == nil {
 		return append(b, "null"...)
 	}
-	return appendFloat(b, *f)
+	return c.appendFloat(b, *f)
 }
 
 // appendFloat writes a number as encoding/json does; NaN and infinities as null.
@@ -198,14 +271,34 @@ func appendFloat(b []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// plain marks the bytes a JSON string holds as they are: ASCII but the control characters,
+// the quote, the backslash and the HTML characters encoding/json escapes.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString writes a JSON string, escaping as encoding/json does (HTML characters too).
 func appendString(b []byte, s string) []byte {
+	// Paths, sources and timestamps need no escape: one look per byte (a table, not six
+	// comparisons: each is an instruction of its own inside the sandbox) and one copy.
+	i := 0
+	for i < len(s) && plain[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	b = append(b, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if plain[c] {
 				i++
 				continue
 			}

@@ -30,7 +30,27 @@ func TestAppendJSON(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	// Another label and type, and an update without values.
-	d.Updates = append(d.Updates, Update{Source: Source{Label: "x", Type: "t"}, Values: []Value{}})
+	d.Updates = append(d.Updates, Update{Source: Source{Label: "x", Type: "t"}, Values: []Value{{"z", 2.0}}})
+	want, _ = json.Marshal(d)
+	if string(d.AppendJSON(nil)) != string(want) {
+		t.Errorf("got\n%s\nwant\n%s", d.AppendJSON(nil), want)
+	}
+	// AppendJSONSpans writes the same after what b holds, and finds each value of the
+	// first update: its text is what AppendValue writes.
+	got, spans := d.AppendJSONSpans([]byte("prefix"), []int{-1})
+	if string(got) != "prefix"+string(want) {
+		t.Errorf("spans: got\n%s", got)
+	}
+	values := d.Updates[0].Values
+	if len(spans) != 1+2*len(values) {
+		t.Fatalf("spans %v", spans)
+	}
+	for i, v := range values {
+		if text := got[spans[1+2*i]:spans[2+2*i]]; string(text) != string(AppendValue(nil, v.Value)) {
+			t.Errorf("value %s: %s", v.Path, text)
+		}
+	}
+	d.Updates[1].Values = []Value{}
 	if want, _ := json.Marshal(d); string(d.AppendJSON(nil)) != string(want) {
 		t.Errorf("got\n%s\nwant\n%s", d.AppendJSON(nil), want)
 	}
@@ -45,4 +65,37 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatalf("%q: got %s want %s", s, got, want)
 		}
 	})
+}
+
+// A number written from the cache is the text written anew, for numbers that repeat, that
+// share a slot, that do not fit one, and for what JSON writes as null.
+func TestNumCache(t *testing.T) {
+	var c textCache
+	values := []float64{0, math.Copysign(0, -1), 1.5, -0.261, 1e-7, 1e22, 53852400000, math.NaN(), math.Inf(-1),
+		-1.2345678901234567e-100, 4.79}
+	for i := 0; i < 5000; i++ {
+		values = append(values, float64(i)*0.01, float64(i%37)*1.1)
+	}
+	for round := 0; round < 2; round++ {
+		for _, f := range values {
+			if got, want := c.appendFloat([]byte("x"), f), appendFloat([]byte("x"), f); string(got) != string(want) {
+				t.Fatalf("%v: got %s want %s", f, got, want)
+			}
+		}
+	}
+}
+
+// A string written through the cache is written as appendString writes it, the first time
+// and again, whether it needs escaping or not.
+func TestTextCacheStrings(t *testing.T) {
+	var c textCache
+	built := string([]byte("navigation.speedOverGround"))
+	for round := 0; round < 3; round++ {
+		for _, s := range []string{"navigation.speedOverGround", built, "2016-02-28T19:57:02.364Z", "7", "",
+			`a "quoted" <path>`, "é", "x\u2028"} {
+			if got, want := c.appendString(nil, s), appendString(nil, s); string(got) != string(want) {
+				t.Fatalf("%q: got %s want %s", s, got, want)
+			}
+		}
+	}
 }

@@ -14,7 +14,8 @@ import (
 type ctx struct {
 	d     *decode.Decoded
 	st    *srcState
-	stamp *string // the update's timestamp: the message's, or set by the plugin after mapping
+	stamp *string     // the update's timestamp: the message's, or set by the plugin after mapping
+	eng   *engineMemo // the message's engine, once an engine rule asked (ctx.engine)
 }
 
 // rule is one entry of the table. A value comes from field (taken as JavaScript's Number()
@@ -48,6 +49,12 @@ var (
 	prepared  sync.Once
 	ready     map[uint32][]rule // rules made ready to run, by PGN (prepareRules)
 	templates int               // the templates with one field (rule.tplN)
+	// The same by definition (pgn.PGN.Seq), with the PGN's context function, and a bit
+	// per PGN with a mapping (Maps): what Map and Maps ask for every message, found
+	// without hashing the PGN (a map lookup hashes it by the portable fallback inside the
+	// sandbox).
+	bySeq      []seqRules
+	mappedPGNs *[1 << 18 / 64]uint64
 )
 
 // prepareRules makes the rules ready to run once, after every init function of the package
@@ -83,7 +90,35 @@ func prepareRules() {
 			}
 			ready[p] = rs
 		}
+		bySeq = make([]seqRules, len(pgn.All()))
+		mappedPGNs = new([1 << 18 / 64]uint64)
+		for p, rs := range ready {
+			defs := pgn.Definitions(p)
+			for k := range defs {
+				bySeq[defs[k].Seq] = seqRules{rules: rs, context: contexts[p], ok: true}
+			}
+			if p < 1<<18 {
+				mappedPGNs[p/64] |= 1 << (p % 64)
+			}
+		}
 	})
+}
+
+// seqRules is what Map runs for a definition: its PGN's rules and context function.
+type seqRules struct {
+	rules   []rule
+	context func(*ctx) string
+	ok      bool // the PGN has rules
+}
+
+// rulesFor answers the rules and context function of d's PGN, and whether it has rules.
+func rulesFor(d *decode.Decoded) ([]rule, func(*ctx) string, bool) {
+	if d.Def != nil && d.Def.Seq < len(bySeq) {
+		r := &bySeq[d.Def.Seq]
+		return r.rules, r.context, r.ok
+	}
+	rs, ok := ready[d.PGN] // a message decoded by hand
+	return rs, contexts[d.PGN], ok
 }
 
 // oneField answers the field of a path template with exactly one {field}.
@@ -300,7 +335,7 @@ func (c *ctx) remember(k memoKey, mk func() any) any {
 // memoKey names one remembered thing: its kind, and what it was made from.
 type memoKey struct {
 	kind byte
-	a, b string
+	a    string
 	n    int
 }
 

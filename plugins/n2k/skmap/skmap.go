@@ -55,8 +55,9 @@ type Update struct {
 // ("vessels.self") and names another vessel, aid to navigation, base station or SAR
 // aircraft for the AIS PGNs (vessels.urn:mrn:imo:mmsi:<mmsi> and the like).
 type Delta struct {
-	Updates []Update `json:"updates"`
-	Context string   `json:"context,omitempty"`
+	Updates []Update   `json:"updates"`
+	Context string     `json:"context,omitempty"`
+	text    *textCache // the Mapper's, for AppendJSON; nil: none
 }
 
 // Position, Attitude, SatellitesInView and Notification are the composite values.
@@ -103,6 +104,8 @@ type srcState struct {
 	m              *Mapper            // the mapper's state shared by all sources
 	paths          map[pathKey]string // expanded templates (ctx.expand)
 	memo           map[memoKey]any    // what rules made for this source (ctx.remember)
+	engines        [2]*engineMemo     // what the engine rules made, by engine (ctx.engine)
+	engineNext     int                // the slot of engines a third engine takes
 }
 
 // Mapper keeps per-source state (address claims) between messages. Not safe for
@@ -129,7 +132,10 @@ var srcNames = func() (out [256]string) {
 func New() *Mapper { return &Mapper{} }
 
 // Maps reports whether the mapper has rules for pgn (or learns from it).
-func Maps(pgn uint32) bool { _, ok := rules[pgn]; return ok || pgn == 60928 }
+func Maps(pgn uint32) bool {
+	prepareRules()
+	return pgn == 60928 || pgn < 1<<18 && mappedPGNs[pgn/64]&(1<<(pgn%64)) != 0
+}
 
 // PGNs lists the PGNs with a mapping.
 func PGNs() []uint32 {
@@ -155,7 +161,7 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		return nil
 	}
 	prepareRules()
-	rs, ok := ready[d.PGN]
+	rs, cf, ok := rulesFor(d)
 	if !ok {
 		return nil
 	}
@@ -193,7 +199,7 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		return nil
 	}
 	mem.delta.Context = "" // the delta is reused: an AIS target's context must not stay
-	if cf := contexts[d.PGN]; cf != nil {
+	if cf != nil {
 		mem.delta.Context = cf(c)
 		// The reference drops a message whose MMSI has fewer than 9 digits.
 		if i := strings.LastIndexByte(mem.delta.Context, ':'); i >= 0 && len(mem.delta.Context)-i-1 < 9 {
@@ -201,6 +207,7 @@ func (m *Mapper) Map(d *decode.Decoded, raw []byte, now string) *Delta {
 		}
 	}
 	mem.delta.Updates = mem.upd[:]
+	mem.delta.text = &mem.text
 	return &mem.delta
 }
 
@@ -212,6 +219,7 @@ type deltaMem struct {
 	upd   [1]Update
 	vals  []Value
 	c     ctx
+	text  textCache
 }
 
 // claim records a source's NAME and device instance from its address claim: the NAME is the

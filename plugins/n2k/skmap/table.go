@@ -258,7 +258,54 @@ func engineTitle(c *ctx) string {
 }
 
 func enginePath(leaf string) func(*ctx) string {
-	return func(c *ctx) string { return "propulsion." + engineID(c) + "." + leaf }
+	k := newEngineSlot()
+	return func(c *ctx) string {
+		e := c.engine()
+		if e.strs[k] == "" {
+			e.strs[k] = "propulsion." + e.id + "." + leaf
+		}
+		return e.strs[k]
+	}
+}
+
+// engineMemo is what the engine rules made for one engine (engineID) of one source: the
+// paths by the rule's slot and the status bits' notifications (normal, alarm) by theirs.
+// An engine message maps to dozens of values, and building each path and finding each
+// notification in the source's memo map (hashing two strings) cost a few percent of the
+// plugin's time inside the sandbox.
+type engineMemo struct {
+	id    string
+	strs  []string
+	notes [][2]any
+}
+
+// engineSlots counts the slots the engine rules took (while the tables are made).
+var engineSlots int
+
+func newEngineSlot() int {
+	engineSlots++
+	return engineSlots - 1
+}
+
+// engine answers the memo of the message's engine for its source; a source keeps two, the
+// older replaced by a third engine.
+func (c *ctx) engine() *engineMemo {
+	if c.eng != nil {
+		return c.eng
+	}
+	id := engineID(c)
+	st := c.st
+	for _, e := range st.engines {
+		if e != nil && e.id == id {
+			c.eng = e
+			return e
+		}
+	}
+	e := &engineMemo{id: id, strs: make([]string, engineSlots), notes: make([][2]any, engineSlots)}
+	st.engines[st.engineNext] = e
+	st.engineNext ^= 1
+	c.eng = e
+	return e
 }
 
 // engine status bits: the notification path, its message and the bit's name in canboat.
@@ -300,13 +347,14 @@ func engineDynamic() []rule {
 		bits  [][3]string
 	}{{"discreteStatus1", engineStatus1}, {"discreteStatus2", engineStatus2}} {
 		for _, n := range set.bits {
-			n, field := n, set.field
+			n, field, k := n, set.field, newEngineSlot()
 			rs = append(rs, rule{
 				pathFn: func(c *ctx) string {
-					id := engineID(c)
-					return c.remember(memoKey{kind: 'p', a: n[0], b: id}, func() any {
-						return "notifications.propulsion." + id + "." + n[0]
-					}).(string)
+					e := c.engine()
+					if e.strs[k] == "" {
+						e.strs[k] = "notifications.propulsion." + e.id + "." + n[0]
+					}
+					return e.strs[k]
 				},
 				when: has(field),
 				value: func(c *ctx) (any, bool) {
@@ -314,13 +362,17 @@ func engineDynamic() []rule {
 					if bitSet(c.d.Field(field), n[2]) {
 						alarm = 1
 					}
-					return c.remember(memoKey{kind: 'n', a: n[0], b: engineID(c), n: alarm}, func() any {
-						msg := fmt.Sprintf(n[1], engineTitle(c))
-						if alarm == 1 {
-							return Notification{State: "alarm", Method: []string{"visual", "sound"}, Message: msg}
-						}
-						return Notification{State: "normal", Method: []string{}, Message: msg + " is Normal"}
-					}), true
+					e := c.engine()
+					if note := e.notes[k][alarm]; note != nil {
+						return note, true
+					}
+					msg := fmt.Sprintf(n[1], engineTitle(c))
+					var note any = Notification{State: "normal", Method: []string{}, Message: msg + " is Normal"}
+					if alarm == 1 {
+						note = Notification{State: "alarm", Method: []string{"visual", "sound"}, Message: msg}
+					}
+					e.notes[k][alarm] = note
+					return note, true
 				},
 			})
 		}

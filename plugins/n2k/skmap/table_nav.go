@@ -122,4 +122,4 @@ func (t TimeToGo) Seconds() (float64, bool) {
 }
 
 // MarshalJSON writes the seconds.
-func (t TimeToGo) MarshalJSON() ([]byte, error) { return appendValue(nil, t), nil }
+func (t TimeToGo) MarshalJSON() ([]byte, error) { return AppendValue(nil, t), nil }
