@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,11 +57,13 @@ func BenchmarkN2KLiveBus(b *testing.B) {
 	// round at up to 1 % of a core, a cost of the setup and not of either side.
 	debug.FreeOSMemory()
 	var feederCPU, feederWall time.Duration
+	feederSw0 := contextSwitches()
 	for i := 0; i < b.N; i++ {
 		c, w, _ := feedRound(frames, 0, (&logBus{}).deliver)
 		feederCPU += c
 		feederWall += w
 	}
+	feederSw := float64(contextSwitches()-feederSw0) / feederWall.Seconds()
 	bus := &logBus{}
 	router := &captureRouter{}
 	var cache string
@@ -106,6 +109,7 @@ func BenchmarkN2KLiveBus(b *testing.B) {
 	sent := 0
 	calls0 := status(b, m).Calls
 	debug.FreeOSMemory()
+	sw0 := contextSwitches()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		c, w, n := feedRound(frames, sent, bus.deliver)
@@ -114,6 +118,7 @@ func BenchmarkN2KLiveBus(b *testing.B) {
 		sent = n
 	}
 	b.StopTimer()
+	sw := float64(contextSwitches()-sw0) / wall.Seconds()
 	st := status(b, m)
 	if st.State != plugin.StateRunning {
 		reason := ""
@@ -128,6 +133,20 @@ func BenchmarkN2KLiveBus(b *testing.B) {
 	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "process-cpu-%")
 	b.ReportMetric(100*feeder, "feeder-cpu-%")
 	b.ReportMetric(100*(cpu.Seconds()/wall.Seconds()-feeder), "cpu-%-of-one-core")
+	// Context switches of the process's threads (a thread going to sleep or being put off a
+	// core) per second, the device's (less the feeder round's): a count of the wake-ups,
+	// steadier than the CPU on a loaded machine.
+	b.ReportMetric(sw-feederSw, "ctxsw/s")
+}
+
+// contextSwitches answers the context switches of this process's threads so far,
+// voluntary and not.
+func contextSwitches() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Nvcsw + ru.Nivcsw
 }
 
 // liveRound is how long one round of the live bench feeds the bus.
