@@ -156,8 +156,16 @@ func frame(name string, data any) ([]byte, error) {
 	return append(b, "\n\n"...), nil
 }
 
-// Publish sends an event to every open stream without waiting for any of them.
+// Publish sends an event to every open stream without waiting for any of them. With no
+// stream open it does nothing: the data is not even marshalled (plugins publish status
+// snapshots every second whether or not anyone listens).
 func (h *Hub) Publish(name string, data any) {
+	h.mu.Lock()
+	idle := len(h.streams) == 0
+	h.mu.Unlock()
+	if idle {
+		return
+	}
 	f, err := frame(name, data)
 	if err != nil {
 		h.log.Warn("event dropped", "err", err)

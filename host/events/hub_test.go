@@ -450,3 +450,24 @@ func BenchmarkPublish(b *testing.B) {
 	}
 	h.Close()
 }
+
+// countedJSON counts how often it is marshalled.
+type countedJSON struct{ n *int }
+
+func (c countedJSON) MarshalJSON() ([]byte, error) {
+	*c.n++
+	return []byte(`{}`), nil
+}
+
+// With no stream open, an event costs no marshalling.
+func TestPublishWithNobodyListening(t *testing.T) {
+	h := New(Options{})
+	defer h.Close()
+	n := 0
+	for range 3 {
+		h.Publish("status", countedJSON{&n})
+	}
+	if n != 0 {
+		t.Fatalf("marshalled %d times for no stream", n)
+	}
+}

@@ -131,8 +131,9 @@
 //     Every instance still carries the kernel's instance and memory beside the plugin's.
 //   - Calls into one plugin are serialised on its worker goroutine; on Linux that goroutine
 //     keeps an OS thread of its own at nice 10 (the thread ends with it), and a call running
-//     past 5 ms lends the process one more GOMAXPROCS slot until it returns (procs.go), so a
-//     plugin spinning into its time limit yields the CPU to the host's own threads. Events are
+//     past 5 ms (noticed at a refuel) lends the process one more GOMAXPROCS slot until it
+//     returns (procs.go), so a plugin spinning into its time limit yields the CPU to the
+//     host's own threads. Events are
 //     queued in its inbox and delivered in batches of at most 1 MiB, consecutive deltas
 //     merged; CAN frames wait up to 50 ms (CANGather) or 256 frames for company, unless
 //     another event comes, so a busy bus costs a call per 50 ms rather than per frame. A stop
@@ -145,7 +146,7 @@
 //     the time while the API is busy and runs unthrottled while the API is idle. The call
 //     limit counts the time a call ran, not the time it was held back: a spinning plugin is
 //     still stopped after CallTimeout of its own running, within 16 times CallTimeout of wall
-//     time when the API is busy all along (the call's context ends there as a backstop). A
+//     time when the API is busy all along (the meter ends it there as a backstop). A
 //     stop ends a parked call at once. The module's start function, which runs before there
 //     is a call to meter, keeps a limit in wall time and is not held back.
 //   - Plugin routes exist while the plugin runs (404 otherwise); a request waits for the

@@ -52,17 +52,27 @@ type inbox struct {
 	kick     chan struct{}
 	accepted bool // an instance is running and takes events
 	// CAN frames held back (see CANGather): how many are queued unsignalled, and whether
-	// the timer that signals them is armed. after arms it (time.AfterFunc; tests fire it).
+	// gather, the timer that ends the gathering, is armed. Its channel, due, is the worker's
+	// to select, which then calls flushHeld: the firing wakes the worker itself, not a
+	// goroutine of its own that would wake the worker in turn (time.AfterFunc), a thread
+	// wake-up saved 20 times a second on a busy bus. Tests replace both.
 	held     int
 	gathered bool
+	gather   gatherTimer
+	due      <-chan time.Time
 	handed   []queued // what take answered last, see take
-	after    func(time.Duration, func()) func() bool
-	stopHeld func() bool
+}
+
+// gatherTimer is the part of *time.Timer the inbox uses.
+type gatherTimer interface {
+	Reset(time.Duration) bool
+	Stop() bool
 }
 
 func newInbox() *inbox {
-	return &inbox{kick: make(chan struct{}, 1), timers: map[uint32]bool{},
-		after: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }}
+	t := time.NewTimer(CANGather)
+	t.Stop()
+	return &inbox{kick: make(chan struct{}, 1), timers: map[uint32]bool{}, gather: t, due: t.C}
 }
 
 func (b *inbox) signal() {
@@ -127,7 +137,7 @@ func (b *inbox) push(gen uint64, e queued) bool {
 		b.held++
 		if !b.gathered {
 			b.gathered = true
-			b.stopHeld = b.after(CANGather, b.flushHeld)
+			b.gather.Reset(CANGather)
 		}
 		return true
 	}
@@ -136,7 +146,7 @@ func (b *inbox) push(gen uint64, e queued) bool {
 	return true
 }
 
-// flushHeld signals the CAN frames held back once CANGather is over.
+// flushHeld signals the CAN frames held back once CANGather is over (due fired).
 func (b *inbox) flushHeld() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -150,7 +160,7 @@ func (b *inbox) flushHeld() {
 // holds mu.
 func (b *inbox) release() {
 	if b.gathered {
-		b.stopHeld()
+		b.gather.Stop()
 	}
 	b.gathered, b.held = false, 0
 }

@@ -4,7 +4,6 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -14,8 +13,11 @@ import (
 // worker thread's lower priority would not matter, since the kernel never sees more runnable
 // threads than cores. A call that runs past longCallAfter therefore lends the process one more
 // slot while it runs (at most maxLentProcs in all): then the kernel does see the contention and
-// favours the host's threads over the plugin's. Short calls, the common case, only arm and stop
-// a timer; changing GOMAXPROCS stops the world, which a long call can afford.
+// favours the host's threads over the plugin's. Changing GOMAXPROCS stops the world, which a
+// long call can afford. The call's meter notices the call running long at a refuel (every ten
+// to a hundred microseconds of plugin code, throttle.go): a timer per call instead cost a
+// short call, the common case, a wake-up of an idle thread to arm it, and another when its
+// deadline passed after it had been stopped.
 const (
 	longCallAfter = 5 * time.Millisecond
 	maxLentProcs  = 4
@@ -24,8 +26,6 @@ const (
 // procLender counts the calls running long and sets GOMAXPROCS from them; it is process-wide
 // because GOMAXPROCS is.
 type procLender struct {
-	// afterFunc is time.AfterFunc; tests replace it.
-	afterFunc func(time.Duration, func()) func() bool
 	// setProcs applies a slot count; restore goes back to base after the last long call (the
 	// runtime's own choice unless GOMAXPROCS is set in the environment). Tests replace them.
 	setProcs func(n int)
@@ -39,8 +39,7 @@ type procLender struct {
 }
 
 var lender = &procLender{
-	afterFunc: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
-	setProcs:  func(n int) { runtime.GOMAXPROCS(n) },
+	setProcs: func(n int) { runtime.GOMAXPROCS(n) },
 	restore: func(base int) {
 		if os.Getenv("GOMAXPROCS") == "" {
 			// The runtime's own choice follows CPU limits as they change; a fixed number
@@ -53,40 +52,31 @@ var lender = &procLender{
 	procs: func() int { return runtime.GOMAXPROCS(0) },
 }
 
-// longCall is one call being watched.
+// longCall is one call being watched. Its methods run on the goroutine that makes the call.
 type longCall struct {
-	state atomic.Int32 // callRunning, callLong or callEnded
-	stop  func() bool
+	lent bool // the call ran long and holds a slot
 }
 
-const (
-	callRunning = iota
-	callLong
-	callEnded
-)
-
-// startCall watches a call that begins now; endCall must follow when it returns.
-func (l *procLender) startCall() *longCall {
-	c := &longCall{}
-	c.stop = l.afterFunc(longCallAfter, func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if c.state.CompareAndSwap(callRunning, callLong) {
-			l.setLocked(l.long + 1)
-		}
-	})
-	return c
-}
-
-func (l *procLender) endCall(c *longCall) {
-	c.stop()
-	if c.state.CompareAndSwap(callRunning, callEnded) {
+// ranLong lends the call c a slot, once it has run longCallAfter; endCall must follow when
+// it returns.
+func (l *procLender) ranLong(c *longCall) {
+	if c.lent {
 		return
 	}
-	// The timer fired and lent a slot: give it back.
+	c.lent = true
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c.state.Store(callEnded)
+	l.setLocked(l.long + 1)
+}
+
+// endCall gives back the slot c was lent, if any.
+func (l *procLender) endCall(c *longCall) {
+	if !c.lent {
+		return
+	}
+	c.lent = false
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.setLocked(l.long - 1)
 }
 

@@ -1,39 +1,23 @@
 package plugin
 
 import (
+	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
-// fakeLender records what a lender would do to GOMAXPROCS, with timers the test fires.
+// fakeLender records what a lender would do to GOMAXPROCS.
 type fakeLender struct {
 	*procLender
-	mu     sync.Mutex
-	timers []func()
-	log    []int // slot counts set; -1 for a restore
+	log []int // slot counts set; -1 for a restore
 }
 
 func newFakeLender(procs int) *fakeLender {
 	f := &fakeLender{}
 	f.procLender = &procLender{
-		afterFunc: func(d time.Duration, fn func()) func() bool {
-			if d != longCallAfter {
-				panic("unexpected delay")
-			}
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			i := len(f.timers)
-			f.timers = append(f.timers, fn)
-			return func() bool {
-				f.mu.Lock()
-				defer f.mu.Unlock()
-				stopped := f.timers[i] != nil
-				f.timers[i] = nil
-				return stopped
-			}
-		},
 		setProcs: func(n int) { f.log = append(f.log, n) },
 		restore: func(base int) {
 			if base != procs {
@@ -46,22 +30,10 @@ func newFakeLender(procs int) *fakeLender {
 	return f
 }
 
-// fire runs timer i as the clock would.
-func (f *fakeLender) fire(i int) {
-	f.mu.Lock()
-	fn := f.timers[i]
-	f.timers[i] = nil
-	f.mu.Unlock()
-	if fn != nil {
-		fn()
-	}
-}
-
 func TestLenderShortCallsLendNothing(t *testing.T) {
 	f := newFakeLender(2)
-	c := f.startCall()
-	f.endCall(c)
-	f.fire(0) // stopped: nothing happens
+	var c longCall
+	f.endCall(&c)
 	if len(f.log) != 0 {
 		t.Fatalf("a short call changed GOMAXPROCS: %v", f.log)
 	}
@@ -69,13 +41,13 @@ func TestLenderShortCallsLendNothing(t *testing.T) {
 
 func TestLenderLendsPerLongCall(t *testing.T) {
 	f := newFakeLender(2)
-	a, b := f.startCall(), f.startCall()
-	f.fire(0) // a runs long
-	f.fire(1) // b runs long
-	f.endCall(a)
-	c := f.startCall()
-	f.endCall(c) // short: no change
-	f.endCall(b)
+	var a, b, c longCall
+	f.ranLong(&a)
+	f.ranLong(&b)
+	f.ranLong(&a) // seen long again: still one slot
+	f.endCall(&a)
+	f.endCall(&c) // short: no change
+	f.endCall(&b)
 	if want := []int{3, 4, 3, -1}; !slices.Equal(f.log, want) {
 		t.Fatalf("GOMAXPROCS steps %v, want %v", f.log, want)
 	}
@@ -83,13 +55,12 @@ func TestLenderLendsPerLongCall(t *testing.T) {
 
 func TestLenderBoundsTheLoan(t *testing.T) {
 	f := newFakeLender(2)
-	var calls []*longCall
-	for i := range maxLentProcs + 2 {
-		calls = append(calls, f.startCall())
-		f.fire(i)
+	calls := make([]longCall, maxLentProcs+2)
+	for i := range calls {
+		f.ranLong(&calls[i])
 	}
-	for _, c := range calls {
-		f.endCall(c)
+	for i := range calls {
+		f.endCall(&calls[i])
 	}
 	if top := slices.Max(f.log); top != 2+maxLentProcs {
 		t.Fatalf("lent up to %d slots over 2: %v", top-2, f.log)
@@ -99,17 +70,33 @@ func TestLenderBoundsTheLoan(t *testing.T) {
 	}
 }
 
-// A timer firing while its call ends settles either way without a slot lost or kept.
-func TestLenderTimerRacingTheEnd(t *testing.T) {
-	for range 200 {
-		f := newFakeLender(2)
-		c := f.startCall()
-		var wg sync.WaitGroup
-		wg.Go(func() { f.fire(0) })
-		f.endCall(c)
-		wg.Wait()
-		if f.long != 0 || (len(f.log) != 0 && !slices.Equal(f.log, []int{3, -1})) {
-			t.Fatalf("steps %v, long %d", f.log, f.long)
+// The call's meter lends the slot at the first refuel past longCallAfter, once, and its end
+// gives it back.
+func TestCallMeterLendsWhenLong(t *testing.T) {
+	f := newFakeLender(2)
+	clk := clockwork.NewFakeClock()
+	m := newCallMeter(clk, func() bool { return false }, time.Second)
+	m.lender = f.procLender
+	steps := []struct {
+		advance time.Duration
+		want    []int
+	}{
+		{longCallAfter - time.Millisecond, nil},
+		{time.Millisecond - 1, nil},
+		{1, []int{3}},
+		{10 * time.Millisecond, []int{3}},
+	}
+	for i, st := range steps {
+		clk.Advance(st.advance)
+		if err := m.check(context.Background()); err != nil {
+			t.Fatalf("step %d: %v", i, err)
 		}
+		if !slices.Equal(f.log, st.want) {
+			t.Fatalf("step %d: GOMAXPROCS steps %v, want %v", i, f.log, st.want)
+		}
+	}
+	m.end()
+	if want := []int{3, -1}; !slices.Equal(f.log, want) || f.long != 0 {
+		t.Fatalf("after the call: steps %v (long %d), want %v", f.log, f.long, want)
 	}
 }

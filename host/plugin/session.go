@@ -30,6 +30,8 @@ type session struct {
 	caps    map[abi.Capability]bool // granted, fixed for the instance's life
 	stopped atomic.Bool
 	batch   []byte // the batch of the export call in progress, nil between calls
+	// batchBuf is the array of the last event batch, reused for the next (deliver).
+	batchBuf []byte
 	// errLine is the last line the plugin logged at error level in the call in progress or
 	// the last one: its own words for why it answered non-zero.
 	errLine string
@@ -124,9 +126,9 @@ func (s *session) aborted() bool {
 // and the plugin left unanswered are answered by the host: HTTP 500, PUT failure. final is
 // the stop record's call, which a pending stop does not hold back.
 func (s *session) call(ctx context.Context, export string, batch []byte, final bool) (rc uint32, err error) {
-	// The limit counts the call's running time (throttle.go); the context's deadline is the
-	// backstop in wall time.
-	cctx, cancel := context.WithTimeout(ctx, s.p.m.opts.CallTimeout*maxStretch)
+	// The limit counts the call's running time, with a backstop in wall time (throttle.go);
+	// the context ends the call when it is stopped.
+	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.callMu.Lock()
 	// A failed call (a trap, the time limit, a cancelled context) has closed the module and
@@ -139,11 +141,10 @@ func (s *session) call(ctx context.Context, export string, batch []byte, final b
 	s.callMu.Unlock()
 	s.batch, s.errLine = batch, ""
 	cctx = context.WithValue(cctx, sessionKey{}, s)
-	lc := lender.startCall()
 	s.meter = realMeter(s.p.m.opts.CallTimeout)
 	rc, err = s.inst.call(cctx, export)
+	s.meter.end()
 	s.meter = nil
-	lender.endCall(lc)
 	s.callMu.Lock()
 	s.cancel = nil
 	if err != nil {
@@ -181,6 +182,9 @@ func (s *session) takePuts(t *map[uint32]*putReq) map[uint32]*putReq {
 	s.putMu.Lock()
 	defer s.putMu.Unlock()
 	held := *t
+	if len(held) == 0 {
+		return nil // nothing to take: the table stays, no new one every call
+	}
 	*t = map[uint32]*putReq{}
 	return held
 }

@@ -350,6 +350,8 @@ func (p *plugin) runOnce(ctx context.Context) (*command, error) {
 			}
 			p.stopInstance(s)
 			return &cmd, nil
+		case <-p.inbox.due:
+			p.inbox.flushHeld() // the gathered CAN frames go with the next iteration's kick
 		case <-p.inbox.kick:
 			if err := p.deliver(ctx, s); err != nil {
 				if s.aborted() || ctx.Err() != nil {
@@ -415,6 +417,10 @@ func sortCaps(cs []abi.Capability) {
 	}
 }
 
+// maxKeptBatch bounds the batch array a session keeps for its next call: a rare large batch
+// (a body of an HTTP request, a burst of deltas) is not held for the instance's life.
+const maxKeptBatch = 64 << 10
+
 // deliver hands the next batch to the instance.
 func (p *plugin) deliver(ctx context.Context, s *session) error {
 	evs, cfg := p.inbox.take()
@@ -423,7 +429,12 @@ func (p *plugin) deliver(ctx context.Context, s *session) error {
 	for _, e := range evs {
 		size += abi.EventHeader + len(e.payload)
 	}
-	batch := make([]byte, 0, size) // one allocation instead of one per doubling
+	// The batch of the call before is free again (the plugin read it during that call): a
+	// busy bus reuses its array instead of allocating (and faulting in) one every call.
+	batch := s.batchBuf[:0]
+	if cap(batch) < size {
+		batch = make([]byte, 0, size) // one allocation instead of one per doubling
+	}
 	for _, e := range evs {
 		batch = abi.AppendEvent(batch, e.kind, e.payload)
 		if e.http != nil {
@@ -448,6 +459,9 @@ func (p *plugin) deliver(ctx context.Context, s *session) error {
 		return nil
 	}
 	rc, err := s.call(ctx, abi.ExportEvent, batch, false)
+	if cap(batch) <= maxKeptBatch {
+		s.batchBuf = batch[:0]
+	}
 	for _, e := range evs {
 		if e.done != nil {
 			e.done()

@@ -23,8 +23,9 @@ import (
 // A call's time limit counts the time it ran, not the time it was held back, so that
 // throttling never makes a legitimate call fail: a plugin spinning into its limit is stopped
 // after CallTimeout of its own running, which is at most maxStretch times CallTimeout of wall
-// time when the API is busy all along (the call's context ends at that wall time too, as a
-// backstop). A stop ends a parked call at once.
+// time when the API is busy all along (the meter ends a call at that wall time too, as a
+// backstop: checked here at each refuel rather than by a timer per call, which cost every
+// call a wake-up of an idle thread). A stop ends a parked call at once.
 const (
 	throttleGrace = 2 * time.Millisecond
 	throttleSlice = time.Millisecond
@@ -41,6 +42,10 @@ type callMeter struct {
 	start  time.Time
 	parked time.Duration // time held back, not counted against the limit
 	slice  time.Time     // when the call last resumed
+	// lender, when set, lends the call a GOMAXPROCS slot once it has run longCallAfter
+	// (procs.go); end gives the slot back.
+	lender *procLender
+	long   longCall
 }
 
 func newCallMeter(clk clockwork.Clock, busy func() bool, limit time.Duration) *callMeter {
@@ -48,9 +53,19 @@ func newCallMeter(clk clockwork.Clock, busy func() bool, limit time.Duration) *c
 	return &callMeter{clk: clk, busy: busy, limit: limit, start: now, slice: now}
 }
 
-// realMeter is the meter of a call in service: the real clock and the API's requests.
+// realMeter is the meter of a call in service: the real clock, the API's requests and the
+// process's GOMAXPROCS lender.
 func realMeter(limit time.Duration) *callMeter {
-	return newCallMeter(realClock, foreground.Busy, limit)
+	m := newCallMeter(realClock, foreground.Busy, limit)
+	m.lender = lender
+	return m
+}
+
+// end is the end of the call: a slot it was lent goes back.
+func (m *callMeter) end() {
+	if m.lender != nil {
+		m.lender.endCall(&m.long)
+	}
 }
 
 var realClock = clockwork.NewRealClock()
@@ -58,15 +73,20 @@ var realClock = clockwork.NewRealClock()
 // ran is how long the call has run by now.
 func (m *callMeter) ran(now time.Time) time.Duration { return now.Sub(m.start) - m.parked }
 
-// check answers context.DeadlineExceeded once the call has run its limit and ctx's error once
-// it ended (a stop); otherwise it parks the call first when it is to give way to the API.
+// check answers context.DeadlineExceeded once the call has run its limit (or maxStretch
+// times it in wall time) and ctx's error once it ended (a stop); otherwise it lends the call
+// a slot when it runs long and parks it first when it is to give way to the API.
 func (m *callMeter) check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	now := m.clk.Now()
+	wall := now.Sub(m.start)
+	if m.lender != nil && wall >= longCallAfter {
+		m.lender.ranLong(&m.long)
+	}
 	ran := m.ran(now)
-	if ran >= m.limit {
+	if ran >= m.limit || wall >= m.limit*maxStretch {
 		return context.DeadlineExceeded
 	}
 	if ran < throttleGrace || now.Sub(m.slice) < throttleSlice || !m.busy() {

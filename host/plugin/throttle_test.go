@@ -120,3 +120,28 @@ func TestCallMeterStopWhileParked(t *testing.T) {
 		t.Fatalf("after the stop: %v", err)
 	}
 }
+
+// A call held back far longer than its parks (a loaded machine waking it late) still ends
+// at maxStretch times its limit of wall time, though it ran less than its limit.
+func TestCallMeterWallBackstop(t *testing.T) {
+	clk := clockwork.NewFakeClock()
+	limit := 10 * time.Millisecond
+	m := newCallMeter(clk, func() bool { return true }, limit)
+	clk.Advance(throttleGrace)
+	done := checkAsync(context.Background(), m)
+	wait, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilContext(wait, 1); err != nil {
+		t.Fatal("the check did not park")
+	}
+	clk.Advance(limit * maxStretch)
+	if err := <-done; err != nil {
+		t.Fatalf("resumed: %v", err)
+	}
+	if ran := m.ran(clk.Now()); ran >= limit {
+		t.Fatalf("ran %v, the parks counted", ran)
+	}
+	if err := m.check(context.Background()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("after %v of wall time: %v, want the deadline", clk.Since(m.start), err)
+	}
+}

@@ -258,17 +258,39 @@ func TestInboxTakeKeepsBatch(t *testing.T) {
 	}
 }
 
+// fakeGather is the inbox's gathering timer, fired by the test.
+type fakeGather struct {
+	t       *testing.T
+	armed   bool
+	stopped int
+}
+
+func (f *fakeGather) Reset(d time.Duration) bool {
+	if d != CANGather {
+		f.t.Errorf("gathering for %v", d)
+	}
+	was := f.armed
+	f.armed = true
+	return was
+}
+
+func (f *fakeGather) Stop() bool {
+	was := f.armed
+	f.armed = false
+	f.stopped++
+	return was
+}
+
 // CAN frames wait for company (CANGather) unless enough of them or another event comes.
 func TestInboxGathersCAN(t *testing.T) {
 	b := newInbox()
-	var fire func()
-	stopped := 0
-	b.after = func(d time.Duration, f func()) func() bool {
-		if d != CANGather {
-			t.Errorf("gathering for %v", d)
-		}
-		fire = f
-		return func() bool { stopped++; return true }
+	timer := &fakeGather{t: t}
+	b.gather = timer
+	armed := func() bool { return timer.armed }
+	// fire is the timer's firing as the worker sees it: due ready, then flushHeld.
+	fire := func() {
+		timer.armed = false
+		b.flushHeld()
 	}
 	kicked := func() bool {
 		select {
@@ -283,7 +305,7 @@ func TestInboxGathersCAN(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		b.push(gen, frame)
 	}
-	if kicked() || fire == nil {
+	if kicked() || !armed() {
 		t.Fatal("a CAN frame called the plugin at once")
 	}
 	fire() // the gathering time is over
@@ -296,8 +318,8 @@ func TestInboxGathersCAN(t *testing.T) {
 	// Another kind of event takes the held frames along at once.
 	b.push(gen, frame)
 	b.push(gen, queued{kind: abi.EvTimer, timer: 1, payload: abi.AppendTimer(nil, 1)})
-	if !kicked() || stopped != 1 {
-		t.Fatalf("timer event: kicked no, gathering stopped %d times", stopped)
+	if !kicked() || timer.stopped != 1 || armed() {
+		t.Fatalf("timer event: kicked no, gathering stopped %d times", timer.stopped)
 	}
 	if evs, _ := b.take(); len(evs) != 2 || evs[0].kind != abi.EvCAN {
 		t.Fatalf("batch %+v", evs)
