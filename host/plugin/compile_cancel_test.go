@@ -45,12 +45,13 @@ func TestShutdownAndStopDoNotWaitForACompilation(t *testing.T) {
 			}
 			close(release)
 			// The abandoned compilation ends and closes what it made: the engine keeps
-			// nothing, and the compiling lock is free for the next start.
+			// nothing, and the compiling lock is free for the next start (taking it waits
+			// for the compiling goroutine to let it go).
 			h.m.eng.compiling.Lock()
-			h.m.eng.compiling.Unlock()
 			h.m.eng.mu.Lock()
 			kept := len(h.m.eng.compiled)
 			h.m.eng.mu.Unlock()
+			h.m.eng.compiling.Unlock()
 			if kept != 0 {
 				t.Fatalf("%d compiled modules kept after an abandoned compilation", kept)
 			}
