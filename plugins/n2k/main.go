@@ -324,11 +324,12 @@ func (p *plugin) publish(d *skmap.Delta) {
 		}
 	}
 	values := d.Updates[0].Values
+	src := sourceOf(&d.Updates[0].Source)
 	if d.Context != "" {
 		// An AIS target's values are about another vessel, an aid to navigation or a base
 		// station: they go to the server under that context, as n2k-signalk sends them. The
 		// own vessel's path overrides, meta and rate limit leave them as they are.
-		p.publishTarget(d.Context, values)
+		p.publishTarget(d.Context, src, values)
 		values = nil
 	}
 	if p.overrides.Len() > 0 {
@@ -339,10 +340,10 @@ func (p *plugin) publish(d *skmap.Delta) {
 	}
 	for _, v := range values {
 		p.declareMeta(v.Path)
-		if p.limiter.Interval > 0 && !p.limiter.Offer(v.Path, v.Value, p.uptime) {
+		if p.limiter.Interval > 0 && !p.limiter.Offer(v.Path, held{src, v.Value}, p.uptime) {
 			continue // held: the rate timer sends the latest
 		}
-		p.publishValue(v.Path, v.Value)
+		p.publishIn("", src, v.Path, v.Value)
 	}
 	if p.deltas {
 		p.one = d.AppendJSON(p.one[:0])
@@ -471,7 +472,7 @@ func (p *plugin) timer(id uint32) {
 	case timerRate:
 		p.readClock()
 		for _, h := range p.limiter.Due(p.uptime) {
-			p.publishValue(h.Path, h.Value)
+			p.publishHeld(h)
 		}
 	default:
 		p.tick()
