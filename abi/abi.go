@@ -18,8 +18,9 @@ const Version = 1
 // possession (prov.pop) and the provisioning button (button). Minor 3 added sk_publish_ctx:
 // values for another vessel, aid to navigation, base station, aircraft or SAR transponder.
 // Minor 4 added dormant: a plugin whose work is off asks to be closed until a Wake condition
-// holds, so that it costs (almost) nothing at rest.
-const Minor = 4
+// holds, so that it costs (almost) nothing at rest. Minor 5 added sk_publish_src: values
+// with a source of their own (an NMEA 2000 sender's address and PGN), for a gateway.
+const Minor = 5
 
 // CheckVersion reports whether a plugin built for ABI major.minor runs on this host.
 func CheckVersion(major, minor int) error {
@@ -89,6 +90,7 @@ const (
 	FnButtonWatch     = "button_watch"      // minor 2
 	FnSKPublishCtx    = "sk_publish_ctx"    // minor 3
 	FnDormant         = "dormant"           // minor 4
+	FnSKPublishSrc    = "sk_publish_src"    // minor 5
 )
 
 // Capability is a permission a manifest asks for and an operator grants at install.
@@ -97,7 +99,7 @@ type Capability string
 // Capabilities.
 const (
 	CapConfig       Capability = "config"            // ns_register, config_get, config events
-	CapSKPublish    Capability = "signalk.publish"   // sk_publish, sk_meta, sk_publish_ctx (minor 3)
+	CapSKPublish    Capability = "signalk.publish"   // sk_publish, sk_meta, sk_publish_ctx (minor 3), sk_publish_src (minor 5)
 	CapSKSubscribe  Capability = "signalk.subscribe" // sk_subscribe, sk_unsubscribe, delta events
 	CapSKPut        Capability = "signalk.put"       // sk_put_handle, sk_put_reply, put events
 	CapSKPutSend    Capability = "signalk.put.send"  // sk_put_send, put answer events
@@ -149,6 +151,7 @@ var FunctionCapability = map[string]Capability{
 	FnSKPublish:       CapSKPublish,
 	FnSKMeta:          CapSKPublish,
 	FnSKPublishCtx:    CapSKPublish,
+	FnSKPublishSrc:    CapSKPublish,
 	FnSKSubscribe:     CapSKSubscribe,
 	FnSKUnsub:         CapSKSubscribe,
 	FnSKPutHandle:     CapSKPut,
@@ -310,6 +313,7 @@ var Signatures = map[string]Signature{
 	FnPortalServe: sigIn, FnPortalReply: sigIn, FnWiFiProvision: sigIn, FnWiFiStatus: sigIn,
 	FnWiFiWatch: sigOne, FnWiFiScan: sigIn, FnPortalHold: sigOne, FnProvPoP: sigIn,
 	FnButtonWatch: sigOne, FnSKPublishCtx: sigIn, FnDormant: sigIn,
+	FnSKPublishSrc: sigIn,
 }
 
 // ParamNames names every host function's parameters as the table of ABI.md section 8 does:
@@ -333,6 +337,7 @@ var ParamNames = map[string][]string{
 	FnWiFiScan: {"ptr", "cap"}, FnPortalHold: {"on"}, FnProvPoP: {"ptr", "cap"}, FnButtonWatch: {"on"},
 	FnSKPublishCtx: {"ptr", "len"},
 	FnDormant:      {"ptr", "len"},
+	FnSKPublishSrc: {"ptr", "len"},
 }
 
 // ExportSignature is the type of dev_init and dev_event: no parameters, one i32.

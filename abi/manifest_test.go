@@ -167,7 +167,7 @@ func TestCapabilityTables(t *testing.T) {
 			t.Errorf("%s needs unknown capability %q", fn, c)
 		}
 	}
-	if len(FunctionCapability) != 45 {
+	if len(FunctionCapability) != 46 {
 		t.Fatalf("%d host functions in the table", len(FunctionCapability))
 	}
 }

@@ -18,11 +18,21 @@ import (
 // a new one while MaxContexts are live fails with ErrLimit.
 const MaxContexts = abi.MaxContexts
 
-// ctxQueue is the queued values of one context.
+// ctxQueue is the queued values of one context, or of one context ("": vessels.self) and
+// source (PublishToFrom).
 type ctxQueue struct {
 	context string
-	buf     []byte // the sk_publish_ctx message: the context, then value records
+	src     Source // the zero Source: the device's own (sk_publish_ctx)
+	buf     []byte // the sk_publish_ctx or sk_publish_src message: the head, then value records
 	n       int
+}
+
+// head appends the head of q's message.
+func (q *ctxQueue) head(b []byte) []byte {
+	if q.src == (Source{}) {
+		return abi.AppendContextValues(b, q.context)
+	}
+	return abi.AppendSourceValues(b, q.src, q.context)
 }
 
 // ValidContext reports why context is not one PublishTo takes (nil when it is):
@@ -45,17 +55,22 @@ func ValidContext(context string) error {
 // without the signalk.publish capability; the device's refusal (ErrLimit past MaxContexts
 // live contexts) comes from Flush. Needs ABI 1.3 (manifest abi_minor 3).
 func PublishTo(context, path string, v any) error {
-	q := contextQueue(context)
+	q := contextQueue(context, Source{})
 	if q == nil {
 		if err := ValidContext(context); err != nil {
 			return err
 		}
 	}
+	return queueIn(q, context, Source{}, path, v)
+}
+
+// queueIn queues a value in q, a new queue of context and src when nil (both checked).
+func queueIn(q *ctxQueue, context string, src Source, path string, v any) error {
 	val, err := queuedValue(v)
 	if err != nil {
 		return fmt.Errorf("%w: %w", err, ErrInvalid)
 	}
-	if path == "" {
+	if path == "" && context != "" {
 		if val.Kind != abi.KindJSON || !isObject(val.Str) {
 			return fmt.Errorf("sdk: publish to %s: the root takes a JSON object: %w", context, ErrInvalid)
 		}
@@ -66,8 +81,9 @@ func PublishTo(context, path string, v any) error {
 		return errNoPublish()
 	}
 	if q == nil {
-		rt.ctxPub = append(rt.ctxPub, ctxQueue{context: context, buf: abi.AppendContextValues(nil, context)})
+		rt.ctxPub = append(rt.ctxPub, ctxQueue{context: context, src: src})
 		q = &rt.ctxPub[len(rt.ctxPub)-1]
+		q.buf = q.head(nil)
 	}
 	q.buf = abi.AppendValue(q.buf, path, val)
 	q.n++
@@ -91,15 +107,15 @@ func isObject(text string) bool {
 	return false
 }
 
-// contextQueue answers the queue of a context (checked when it was made), nil for a context
-// not queued in this batch; the last one used first: a plugin usually publishes several
-// values of one target in a row.
-func contextQueue(context string) *ctxQueue {
-	if n := len(rt.ctxPub); n > 0 && rt.ctxPub[n-1].context == context {
+// contextQueue answers the queue of a context and source (checked when it was made), nil for
+// one not queued in this batch; the last one used first: a plugin usually publishes several
+// values of one target, or one message, in a row.
+func contextQueue(context string, src Source) *ctxQueue {
+	if n := len(rt.ctxPub); n > 0 && rt.ctxPub[n-1].context == context && rt.ctxPub[n-1].src == src {
 		return &rt.ctxPub[n-1]
 	}
 	for i := range rt.ctxPub {
-		if rt.ctxPub[i].context == context {
+		if rt.ctxPub[i].context == context && rt.ctxPub[i].src == src {
 			return &rt.ctxPub[i]
 		}
 	}
@@ -111,10 +127,14 @@ func flushContext(q *ctxQueue) error {
 	if q.n == 0 {
 		return nil
 	}
-	rc := callIn(abi.FnSKPublishCtx, q.buf)
-	q.buf, q.n = abi.AppendContextValues(q.buf[:0], q.context), 0
+	fn := abi.FnSKPublishCtx
+	if q.src != (Source{}) {
+		fn = abi.FnSKPublishSrc
+	}
+	rc := callIn(fn, q.buf)
+	q.buf, q.n = q.head(q.buf[:0]), 0
 	if rc < 0 {
-		return fmt.Errorf("sdk: publish to %s: %w", q.context, abi.Errno(rc))
+		return fmt.Errorf("sdk: publish to %q from %s: %w", q.context, q.src.Src, abi.Errno(rc))
 	}
 	return nil
 }

@@ -45,8 +45,11 @@ type FakeHost struct {
 	// Clock is what clock_now answers; Advance moves it.
 	Clock abi.Clock
 
-	Published   []PathValue            // every value published, in order
-	Contexts    map[string][]PathValue // every value published to another context (PublishTo), by context, in order
+	Published []PathValue            // every value published, in order
+	Contexts  map[string][]PathValue // every value published to another context (PublishTo), by context, in order
+	// Sourced is every value published with its own source (PublishFrom, PublishToFrom), in
+	// order; each is also in Published (vessels.self) or Contexts.
+	Sourced     []SourcedValue
 	Meta        map[string]string      // declared meta by path (JSON text)
 	Logs        []string               // "LEVEL message", in order
 	Health      map[string]FakeHealth  // by key <id>.<name>
@@ -73,6 +76,7 @@ type FakeHost struct {
 
 	values     map[string]any   // stored configuration values by key
 	ctxLast    map[string]int64 // live contexts: the uptime (ms) of their last publication
+	srcLast    map[Source]int64 // live sources (PGN 0): the uptime (ms) of their last publication
 	keys       []Key
 	registered bool // ns_register called by this instance
 	batch      []byte
@@ -137,7 +141,7 @@ func (h *FakeHost) Start(p *Plugin) error {
 	h.Meta, h.Health, h.Denied, h.Timers = map[string]string{}, map[string]FakeHealth{}, map[string]int{}, map[uint32]FakeTimer{}
 	h.openPuts, h.httpReply = map[uint32]bool{}, map[uint32]*abi.HTTPResponse{}
 	h.Sockets = map[uint32]*FakeSocket{}
-	h.Contexts, h.ctxLast = map[string][]PathValue{}, map[string]int64{}
+	h.Contexts, h.ctxLast, h.srcLast = map[string][]PathValue{}, map[string]int64{}, map[Source]int64{}
 	h.gattReply, h.portalReply = map[uint32]*abi.GATTReply{}, map[uint32]*abi.PortalResponse{}
 	if h.values == nil {
 		h.values = map[string]any{}
@@ -256,6 +260,8 @@ func (h *FakeHost) in(fn string, b []byte) int32 {
 		h.Published = append(h.Published, vs...)
 	case abi.FnSKPublishCtx:
 		return h.publishContext(b)
+	case abi.FnSKPublishSrc:
+		return h.publishSource(b)
 	case abi.FnSKMeta:
 		ms, err := abi.DecodeMeta(b)
 		if err != nil {
@@ -770,19 +776,58 @@ func (h *FakeHost) publishContext(b []byte) int32 {
 	if err != nil {
 		return int32(abi.ErrInvalid)
 	}
-	now := h.Clock.UptimeMs
-	if _, live := h.ctxLast[c]; !live && len(h.ctxLast) >= abi.MaxContexts {
-		for k, at := range h.ctxLast {
+	if !admitLive(h.ctxLast, c, h.Clock.UptimeMs) {
+		return int32(abi.ErrLimit)
+	}
+	h.Contexts[c] = append(h.Contexts[c], vs...)
+	return 0
+}
+
+// admitLive records a publication to k at now in a table of the live keys (contexts,
+// sources), and reports false when k is new while abi.MaxContexts others published within
+// abi.ContextIdleMs.
+func admitLive[K comparable](last map[K]int64, k K, now int64) bool {
+	if _, live := last[k]; !live && len(last) >= abi.MaxContexts {
+		for k, at := range last {
 			if now-at >= abi.ContextIdleMs {
-				delete(h.ctxLast, k)
+				delete(last, k)
 			}
 		}
-		if len(h.ctxLast) >= abi.MaxContexts {
-			return int32(abi.ErrLimit)
+		if len(last) >= abi.MaxContexts {
+			return false
 		}
 	}
-	h.ctxLast[c] = now
-	h.Contexts[c] = append(h.Contexts[c], vs...)
+	last[k] = now
+	return true
+}
+
+// SourcedValue is a value published with its own source, for Context ("": vessels.self).
+type SourcedValue struct {
+	Source  Source
+	Context string
+	PathValue
+}
+
+// publishSource plays sk_publish_src: the device's caps of abi.MaxContexts live sources (a
+// source's PGN does not count) and live contexts.
+func (h *FakeHost) publishSource(b []byte) int32 {
+	src, c, vs, err := abi.DecodeSourceValues(b, 0)
+	if err != nil {
+		return int32(abi.ErrInvalid)
+	}
+	now := h.Clock.UptimeMs
+	if !admitLive(h.srcLast, Source{Type: src.Type, Src: src.Src, Instance: src.Instance}, now) ||
+		c != "" && !admitLive(h.ctxLast, c, now) {
+		return int32(abi.ErrLimit)
+	}
+	for _, v := range vs {
+		h.Sourced = append(h.Sourced, SourcedValue{src, c, v})
+	}
+	if c == "" {
+		h.Published = append(h.Published, vs...)
+	} else {
+		h.Contexts[c] = append(h.Contexts[c], vs...)
+	}
 	return 0
 }
 

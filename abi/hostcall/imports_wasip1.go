@@ -108,6 +108,9 @@ func SKPublish(ptr unsafe.Pointer, n uint32) int32
 //go:wasmimport extism:host/user sk_publish_ctx
 func SKPublishCtx(ptr unsafe.Pointer, n uint32) int32
 
+//go:wasmimport extism:host/user sk_publish_src
+func SKPublishSrc(ptr unsafe.Pointer, n uint32) int32
+
 //go:wasmimport extism:host/user sk_put_handle
 func SKPutHandle(ptr unsafe.Pointer, n uint32) int32
 
@@ -216,6 +219,8 @@ func Call(name string, ptr unsafe.Pointer, n uint32, args ...int64) int32 {
 		return SKPublish(ptr, n)
 	case "sk_publish_ctx":
 		return SKPublishCtx(ptr, n)
+	case "sk_publish_src":
+		return SKPublishSrc(ptr, n)
 	case "sk_put_handle":
 		return SKPutHandle(ptr, n)
 	case "sk_put_reply":

@@ -426,6 +426,7 @@ type discardSK struct{}
 
 func (discardSK) Publish(...sk.Value) error                             { return nil }
 func (discardSK) PublishContext(string, ...sk.Value) error              { return nil }
+func (discardSK) PublishSource(sk.Source, string, ...sk.Value) error    { return nil }
 func (discardSK) DeclareMeta(string, json.RawMessage) error             { return nil }
 func (discardSK) Put(string, json.RawMessage, func(sk.PutAnswer)) error { return nil }
 func (discardSK) Subscribe(string, func(sk.Delta)) (func(), error) {

@@ -1,8 +1,6 @@
 package main_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -237,26 +235,17 @@ func n2kDecodedValues(ctx context.Context, t *testing.T, wasm, log string) map[s
 // of every delta, in order, with the delta's context ("" for the own vessel).
 func n2kDecode(ctx context.Context, t *testing.T, wasm, log string, fn func(context, path string, v json.RawMessage)) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, devctl, "n2k", "decode", "--module", wasm, log)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("n2k decode: %v\n%s", err, stderr.Bytes())
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	for sc.Scan() {
-		delta, err := skstream.ParseFrame(sc.Bytes())
+	n2kDecodeLines(ctx, t, wasm, log, func(line []byte) {
+		delta, err := skstream.ParseFrame(line)
 		if err != nil {
-			t.Fatalf("decode line %q: %v", sc.Text(), err)
+			t.Fatalf("decode line %q: %v", line, err)
 		}
 		for _, u := range delta.Updates {
 			for _, v := range u.Values {
 				fn(delta.Context, v.Path, v.Value)
 			}
 		}
-	}
+	})
 }
 
 // n2kSameJSON compares two JSON values, numbers within 1e-6 relative.

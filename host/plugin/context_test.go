@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"crypto/rsa"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -21,24 +20,8 @@ import (
 func TestSKPublishCtx(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
 	fsk := newFakeSK()
-	m, err := New(Options{Dir: t.TempDir(), TrustedKeys: []*rsa.PublicKey{&loadKey(t, "publisher").PublicKey},
-		SignalK: fsk, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := m.newPlugin(record{ID: "ais", Wanted: WantRunning})
-	p.man = manifest("ais", abi.CapSKPublish)
-	buf := make([]byte, 4096)
-	s := newSession(p, &instance{alloc: &allocator{}, memory: &linearMem{buf: buf}}, p.inbox.open(), []string{string(abi.CapSKPublish)})
-	defer func() {
-		s.end()
-		p.inbox.close()
-	}()
-	call := func(msg []byte) int32 {
-		t.Helper()
-		copy(buf, msg)
-		return s.invoke(abi.CapSKPublish, fnSKPublishCtx, []uint64{0, uint64(len(msg))})
-	}
+	s, invoke := publishSession(t, clk, fsk)
+	call := func(msg []byte) int32 { return invoke(fnSKPublishCtx, msg) }
 	mmsi := func(i int) string { return fmt.Sprintf("vessels.urn:mrn:imo:mmsi:%09d", 230000000+i) }
 	msg := func(ctx string, vs ...abi.PathValue) []byte {
 		return abi.AppendValues(abi.AppendContextValues(nil, ctx), vs)

@@ -105,6 +105,10 @@ type SignalK interface {
 	// by the caller): another vessel, an aid to navigation, a base station...; a value with
 	// the empty path carries a JSON object of members of the context's root.
 	PublishContext(context string, values ...sk.Value) error
+	// PublishSource is PublishContext (context "": vessels.self, as Publish) with the
+	// values' own source (abi.Source.Validate's rules, checked by the caller): the device's
+	// label and the source's type, src, pgn and instance (ABI 1.5).
+	PublishSource(src sk.Source, context string, values ...sk.Value) error
 	// DeclareMeta declares the metadata of a non-standard path.
 	DeclareMeta(path string, meta json.RawMessage) error
 	// Subscribe delivers deltas for an exact path or a family (`prefix.*`, `prefix*`, `*`).

@@ -483,11 +483,36 @@ func decode[T any](t testing.TB, b []byte) T {
 	return v
 }
 
+// publishSession is a session of a plugin granted signalk.publish, with its memory to call
+// host functions through; the returned call copies msg there and invokes fn.
+func publishSession(t *testing.T, clk clockwork.Clock, fsk *fakeSK) (*session, func(fn hostFunc, msg []byte) int32) {
+	t.Helper()
+	m, err := New(Options{Dir: t.TempDir(), TrustedKeys: []*rsa.PublicKey{&loadKey(t, "publisher").PublicKey},
+		SignalK: fsk, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.newPlugin(record{ID: "gw", Wanted: WantRunning})
+	p.man = manifest("gw", abi.CapSKPublish)
+	buf := make([]byte, 4096)
+	s := newSession(p, &instance{alloc: &allocator{}, memory: &linearMem{buf: buf}}, p.inbox.open(), []string{string(abi.CapSKPublish)})
+	t.Cleanup(func() {
+		s.end()
+		p.inbox.close()
+	})
+	return s, func(fn hostFunc, msg []byte) int32 {
+		t.Helper()
+		copy(buf, msg)
+		return s.invoke(abi.CapSKPublish, fn, []uint64{0, uint64(len(msg))})
+	}
+}
+
 // fakeSK records what plugins do with Signal K.
 type fakeSK struct {
 	mu        sync.Mutex
 	values    []sk.Value
 	ctxValues map[string][]sk.Value
+	srcValues []sourced
 	metas     map[string]string
 	subs      map[string]func(sk.Delta)
 	puts      map[string]sk.PutHandler
@@ -515,6 +540,20 @@ func (f *fakeSK) PublishContext(context string, vs ...sk.Value) error {
 	}
 	f.ctxValues[context] = append(f.ctxValues[context], vs...)
 	return nil
+}
+
+func (f *fakeSK) PublishSource(src sk.Source, context string, vs ...sk.Value) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.srcValues = append(f.srcValues, sourced{src, context, append([]sk.Value(nil), vs...)})
+	return nil
+}
+
+// sourced is one PublishSource call.
+type sourced struct {
+	src     sk.Source
+	context string
+	values  []sk.Value
 }
 
 func (f *fakeSK) DeclareMeta(path string, meta json.RawMessage) error {

@@ -39,6 +39,7 @@ func hostFunctions() []hostFn {
 		{abi.FnSKPublish, fnSKPublish},
 		{abi.FnSKMeta, fnSKMeta},
 		{abi.FnSKPublishCtx, fnSKPublishCtx},
+		{abi.FnSKPublishSrc, fnSKPublishSrc},
 		{abi.FnSKSubscribe, fnSKSubscribe},
 		{abi.FnSKUnsub, fnSKUnsubscribe},
 		{abi.FnSKPutHandle, fnSKPutHandle},

@@ -55,20 +55,24 @@ func (p *publisher) release() { clear(p.out) }
 // contextTable is the flood cap of sk_publish_ctx: the contexts one instance published to
 // within abi.ContextIdleMs, at most abi.MaxContexts of them. Like publisher it lives on the
 // plugin's worker goroutine.
-type contextTable struct {
-	last map[string]time.Time // context → its last publication
+type contextTable = liveTable[string]
+
+// liveTable is a flood cap: the keys (contexts, sources) one instance published to within
+// abi.ContextIdleMs, at most abi.MaxContexts of them.
+type liveTable[K comparable] struct {
+	last map[K]time.Time // key → its last publication
 }
 
 // admit records a publication to context at now, and reports false when context is new
 // while abi.MaxContexts others are live. The table is swept only when it is full, so a
 // plugin publishing to its usual few targets pays one map update per call.
-func (t *contextTable) admit(context string, now time.Time) bool {
+func (t *liveTable[K]) admit(context K, now time.Time) bool {
 	if _, ok := t.last[context]; ok {
 		t.last[context] = now
 		return true
 	}
 	if t.last == nil {
-		t.last = make(map[string]time.Time)
+		t.last = make(map[K]time.Time)
 	}
 	if len(t.last) >= abi.MaxContexts {
 		idle := now.Add(-abi.ContextIdleMs * time.Millisecond)

@@ -35,9 +35,10 @@ type session struct {
 	// errLine is the last line the plugin logged at error level in the call in progress or
 	// the last one: its own words for why it answered non-zero.
 	errLine string
-	pub     publisher    // sk_publish's decoding state
-	ctxs    contextTable // sk_publish_ctx's live contexts
-	meter   *callMeter   // of the call in progress, nil between calls
+	pub     publisher            // sk_publish's decoding state
+	ctxs    contextTable         // sk_publish_ctx's live contexts
+	srcs    liveTable[sourceKey] // sk_publish_src's live sources
+	meter   *callMeter           // of the call in progress, nil between calls
 
 	// lastRequest is when a request (HTTP, portal, GATT) was last delivered: a dormant
 	// request waits requestLinger after it (worker goroutine only).

@@ -64,6 +64,10 @@ func (a streamAdapter) PublishContext(context string, values ...sk.Value) error 
 	return mapStreamErr(a.s.PublishContext(context, values...))
 }
 
+func (a streamAdapter) PublishSource(src sk.Source, context string, values ...sk.Value) error {
+	return mapStreamErr(a.s.PublishSource(src, context, values...))
+}
+
 func (a streamAdapter) DeclareMeta(path string, meta json.RawMessage, period time.Duration) error {
 	return mapStreamErr(a.s.DeclareMeta(path, meta, period))
 }

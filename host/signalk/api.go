@@ -43,8 +43,16 @@ func (c *Client) PublishContext(context string, values ...sk.Value) error {
 	if err := abi.ValidContext(context); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
+	if err := checkContextValues(context, values); err != nil {
+		return err
+	}
+	return c.stream.PublishContext(context, values...)
+}
+
+// checkContextValues checks values for context ("": vessels.self, whose root takes none).
+func checkContextValues(context string, values []sk.Value) error {
 	for _, v := range values {
-		if v.Path == "" {
+		if v.Path == "" && context != "" {
 			if raw, ok := v.Value.(json.RawMessage); ok && isObject(raw) {
 				continue
 			}
@@ -54,7 +62,7 @@ func (c *Client) PublishContext(context string, values ...sk.Value) error {
 			return err
 		}
 	}
-	return c.stream.PublishContext(context, values...)
+	return nil
 }
 
 // isObject reports whether raw is one JSON object.

@@ -70,6 +70,7 @@ type fakeStream struct {
 	targets   []Target
 	published []sk.Value
 	contexts  []string
+	sources   []sk.Source
 	subs      map[string]func(sk.Delta)
 	connected bool
 	putErr    error
@@ -118,6 +119,13 @@ func (s *fakeStream) PublishContext(context string, values ...sk.Value) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.contexts = append(s.contexts, context)
+	s.published = append(s.published, values...)
+	return nil
+}
+func (s *fakeStream) PublishSource(src sk.Source, context string, values ...sk.Value) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sources = append(s.sources, src)
 	s.published = append(s.published, values...)
 	return nil
 }

@@ -124,6 +124,10 @@ type Stream interface {
 	// PublishContext is Publish for another context than vessels.self, one message per
 	// context per batch (checked by the caller: abi.ValidContext).
 	PublishContext(context string, values ...sk.Value) error
+	// PublishSource is PublishContext (context "": vessels.self) with the values' own
+	// source, one message per context and source per batch (checked by the caller:
+	// abi.Source.Validate).
+	PublishSource(src sk.Source, context string, values ...sk.Value) error
 	// DeclareMeta declares a path's metadata; a period above zero adds `timeout` = 2.5 × period.
 	DeclareMeta(path string, meta json.RawMessage, period time.Duration) error
 	Subscribe(pattern string, fn func(sk.Delta)) (cancel func(), err error)

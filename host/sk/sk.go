@@ -20,6 +20,17 @@ type Value struct {
 	Value any
 }
 
+// Source is where values published with their own source come from (ABI 1.5,
+// sk_publish_src): the update's source is `{label: <the device's label>, type, src, pgn,
+// instance}`, named `<label>.<src>` by the server. The zero Source is the device's own. Its
+// members are abi.Source's, in the same order, so one converts to the other.
+type Source struct {
+	Type     string // NMEA2000, NMEA0183, Plugin...
+	Src      string // the sender: for NMEA2000 its bus address in decimal
+	PGN      uint32 // the NMEA 2000 PGN, 0 for none
+	Instance string // "" for none
+}
+
 // Delta is one value received for a subscription, or one meta entry when Meta is set (the
 // stream delivers those; the client drops them before its subscribers).
 type Delta struct {

@@ -17,16 +17,17 @@ import (
 // message when the batch time runs out or its message is full. Guarded by Stream.mu.
 type batcher struct {
 	self          group
-	others        []*group          // other contexts, in the order they joined the batch
-	otherIdx      map[string]*group // others by context
-	spareGroups   []*group          // emptied groups kept for the next batch's contexts
+	others        []*group            // other contexts and sources, in the order they joined the batch
+	otherIdx      map[groupKey]*group // others by context and source
+	spareGroups   []*group            // emptied groups kept for the next batch's contexts
 	batchTimer    clockwork.Timer
 	batchDeadline time.Time
 }
 
 // group is one context's part of the open batch.
 type group struct {
-	context  string // "" for vessels.self
+	context  string    // "" for vessels.self
+	src      sk.Source // the zero Source for the device's own (SourceSrc)
 	entries  []entry
 	idx      map[string]int
 	bytes    int
@@ -84,18 +85,24 @@ func (s *Stream) PublishValues(items ...sk.Value) error {
 // Signal K grammar. Besides paths, a value may have the empty path with a JSON object: the
 // members set at the context's root; such values are all kept, never replaced.
 func (s *Stream) PublishContext(context string, items ...sk.Value) error {
-	if context != "" {
-		if err := checkPath(context); err != nil {
+	return s.publishGroup(groupKey{context: context}, items)
+}
+
+// publishGroup publishes values into the open batch's group of k, all of them or none.
+func (s *Stream) publishGroup(k groupKey, items []sk.Value) error {
+	if k.context != "" {
+		if err := checkPath(k.context); err != nil {
 			return fmt.Errorf("context: %w", err)
 		}
 	}
+	overhead := k.overhead()
 	es := make([]entry, len(items))
 	for i, it := range items {
 		e, err := toEntry(it.Path, it.Value)
 		if err != nil {
 			return err
 		}
-		if err := s.checkEntry(context, &e); err != nil {
+		if err := s.checkEntry(k.context, overhead, &e); err != nil {
 			return err
 		}
 		es[i] = e
@@ -106,7 +113,7 @@ func (s *Stream) PublishContext(context string, items ...sk.Value) error {
 	if !s.started || s.closed {
 		return ErrInvalidState
 	}
-	g := s.groupLocked(context)
+	g := s.groupLocked(k)
 	if total := batchSize(es); total+g.overhead > MaxMessageBytes-g.bytes {
 		s.fullLocked(g)
 	}
@@ -117,17 +124,17 @@ func (s *Stream) PublishContext(context string, items ...sk.Value) error {
 	return nil
 }
 
-// groupLocked answers the open batch's group of a context, adding it (and closing a batch
-// that holds MaxBatchContexts others already).
-func (s *Stream) groupLocked(context string) *group {
-	if context == "" {
+// groupLocked answers the open batch's group of a context and source, adding it (and
+// closing a batch that holds MaxBatchContexts others already).
+func (s *Stream) groupLocked(k groupKey) *group {
+	if k == (groupKey{}) {
 		if s.self.idx == nil {
 			s.self.idx = make(map[string]int)
 			s.self.overhead = deltaOverhead + len(s.label)
 		}
 		return &s.self
 	}
-	if g := s.otherIdx[context]; g != nil {
+	if g := s.otherIdx[k]; g != nil {
 		return g
 	}
 	if len(s.others) >= MaxBatchContexts {
@@ -139,11 +146,11 @@ func (s *Stream) groupLocked(context string) *group {
 	} else {
 		g = &group{idx: make(map[string]int)}
 	}
-	g.context, g.overhead = context, contextOverhead(context)+len(s.label)
+	g.context, g.src, g.overhead = k.context, k.src, k.overhead()+len(s.label)
 	if s.otherIdx == nil {
-		s.otherIdx = make(map[string]*group)
+		s.otherIdx = make(map[groupKey]*group)
 	}
-	s.otherIdx[context] = g
+	s.otherIdx[k] = g
 	s.others = append(s.others, g)
 	return g
 }
@@ -192,11 +199,9 @@ func toEntry(path string, v any) (entry, error) {
 	return entry{path: path, kind: kindJSON, raw: b}, nil
 }
 
-func (s *Stream) checkEntry(context string, e *entry) error {
-	overhead := deltaOverhead
-	if context != "" {
-		overhead = contextOverhead(context)
-	}
+// checkEntry checks a value for a group of context whose messages have overhead bytes
+// besides the values and the label.
+func (s *Stream) checkEntry(context string, overhead int, e *entry) error {
 	switch {
 	case context != "" && e.path == "":
 		if e.kind != kindJSON || e.raw[0] != '{' {
@@ -214,7 +219,7 @@ func (s *Stream) checkEntry(context string, e *entry) error {
 }
 
 func (s *Stream) publish(e entry) error {
-	if err := s.checkEntry("", &e); err != nil {
+	if err := s.checkEntry("", deltaOverhead, &e); err != nil {
 		return err
 	}
 	ts := s.stamp()
@@ -223,7 +228,7 @@ func (s *Stream) publish(e entry) error {
 	if !s.started || s.closed {
 		return ErrInvalidState
 	}
-	s.addLocked(s.groupLocked(""), e, ts)
+	s.addLocked(s.groupLocked(groupKey{}), e, ts)
 	s.armLocked()
 	return nil
 }
@@ -289,8 +294,8 @@ func (s *Stream) closeBatchLocked() {
 	}
 	for i, g := range s.others {
 		s.emitLocked(g)
-		delete(s.otherIdx, g.context)
-		g.context = ""
+		delete(s.otherIdx, groupKey{g.context, g.src})
+		g.context, g.src = "", sk.Source{}
 		s.spareGroups = append(s.spareGroups, g)
 		s.others[i] = nil
 	}
@@ -313,7 +318,7 @@ func (s *Stream) emitLocked(g *group) {
 	if len(g.entries) == 0 {
 		return
 	}
-	b := appendDelta(s.bufferLocked(g.bytes+g.overhead), g.context, s.label, g.ts, g.entries)
+	b := appendDeltaFrom(s.bufferLocked(g.bytes+g.overhead), g.context, s.label, &g.src, g.ts, g.entries)
 	clear(g.entries)
 	g.entries = g.entries[:0]
 	clear(g.idx)

@@ -20,6 +20,9 @@
 //     closes (the own vessel's first), under the same ring, drain and size rules. A window
 //     holds at most MaxBatchContexts other contexts; one more closes it early. A group that
 //     fills its message goes out by itself while the window stays open for the others.
+//   - Values with a source of their own (PublishSource: an NMEA 2000 sender's address and
+//     PGN, source.go) are grouped the same way by context and source: one update each, with
+//     the device's label and that source, counted among the MaxBatchContexts others.
 //   - A message is at most 16 KiB: a batch that would grow past it closes early, and a single
 //     value that cannot fit is refused with ErrInvalidArgument. NaN and infinities are sent as
 //     null. Paths are 1..256 bytes of letters, digits and `._-:` without empty segments.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"devhost/host/sk"
 )
 
 // FrameKind classifies an inbound frame.
@@ -247,8 +249,15 @@ const deltaOverhead = len(`{"context":"vessels.self","updates":[{"timestamp":"20
 // names a source `<label>.<src>` ($source), and without a src it fills in "XX".
 const SourceSrc = "devhost"
 
-// appendDelta encodes one delta message with one update; context "" is vessels.self.
+// appendDelta encodes one delta message with one update from the device's own source;
+// context "" is vessels.self.
 func appendDelta(b []byte, context, label string, ts time.Time, entries []entry) []byte {
+	return appendDeltaFrom(b, context, label, &sk.Source{}, ts, entries)
+}
+
+// appendDeltaFrom is appendDelta with the update's source: the zero Source is the device's
+// own.
+func appendDeltaFrom(b []byte, context, label string, src *sk.Source, ts time.Time, entries []entry) []byte {
 	if context == "" {
 		b = append(b, `{"context":"vessels.self","updates":[{`...)
 	} else {
@@ -264,7 +273,8 @@ func appendDelta(b []byte, context, label string, ts time.Time, entries []entry)
 	}
 	b = append(b, `"source":{"label":`...)
 	b = appendJSONString(b, label)
-	b = append(b, `,"src":"`+SourceSrc+`"},"values":[`...)
+	b = appendSourceTail(b, src)
+	b = append(b, `},"values":[`...)
 	for i := range entries {
 		e := &entries[i]
 		if i > 0 {

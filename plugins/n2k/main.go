@@ -338,19 +338,20 @@ func (p *plugin) publish(d *skmap.Delta) {
 	if p.deltas {
 		p.one, p.spans = d.AppendJSONSpans(p.one[:0], p.spans)
 	}
+	src := sourceOf(&d.Updates[0].Source)
 	if d.Context != "" {
 		// An AIS target's values are about another vessel, an aid to navigation or a base
 		// station: they go to the server under that context, as n2k-signalk sends them. The
 		// own vessel's path overrides, meta and rate limit leave them as they are.
-		p.publishTarget(d.Context, values)
+		p.publishTarget(d.Context, src, values)
 		values = nil
 	}
 	for i, v := range values {
 		p.declareMeta(v.Path)
-		if p.limiter.Interval > 0 && !p.limiter.Offer(v.Path, v.Value, p.uptime) {
+		if p.limiter.Interval > 0 && !p.limiter.Offer(v.Path, held{src, v.Value}, p.uptime) {
 			continue // held: the rate timer sends the latest
 		}
-		p.publishIn("", v.Path, v.Value, p.valueText(i))
+		p.publishIn("", src, v.Path, v.Value, p.valueText(i))
 	}
 	if p.deltas {
 		if len(p.pending)+len(p.one)+2 > maxDeltaEvent {
@@ -478,7 +479,7 @@ func (p *plugin) timer(id uint32) {
 	case timerRate:
 		p.readClock()
 		for _, h := range p.limiter.Due(p.uptime) {
-			p.publishValue(h.Path, h.Value)
+			p.publishHeld(h)
 		}
 	default:
 		p.tick()

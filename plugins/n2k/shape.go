@@ -71,7 +71,7 @@ func (p *plugin) shape(cfg sdk.Config) {
 	}
 	p.readClock()
 	for _, h := range p.limiter.Due(p.uptime + p.limiter.Interval) { // what was held goes out now
-		p.publishValue(h.Path, h.Value)
+		p.publishHeld(h)
 	}
 	p.limiter = outflow.Limiter{Interval: interval}
 	var err error
@@ -85,9 +85,6 @@ func (p *plugin) shape(cfg sdk.Config) {
 	}
 }
 
-// publishValue sends one value of the own vessel to Signal K.
-func (p *plugin) publishValue(path string, v any) { p.publishIn("", path, v, nil) }
-
 // valueText answers the JSON of the delta's value i as written in the delta event, nil
 // when the delta was not written (delta events off).
 func (p *plugin) valueText(i int) []byte {
@@ -97,34 +94,68 @@ func (p *plugin) valueText(i int) []byte {
 	return p.one[p.spans[2*i]:p.spans[2*i+1]]
 }
 
+// held is a rate-limited value with the source of the message it came in, as the limiter
+// keeps it.
+type held struct {
+	src sdk.Source
+	v   any
+}
+
+// publishHeld sends a value the rate limiter held, with its source.
+func (p *plugin) publishHeld(h outflow.Held) {
+	if x, ok := h.Value.(held); ok {
+		p.publishIn("", x.src, h.Path, x.v, nil)
+		return
+	}
+	p.publishIn("", sdk.Source{}, h.Path, h.Value, nil)
+}
+
+// sourceOf is the source a message's values are published with: the sender's address and
+// the PGN, with the instance n2k-signalk gives the source when it is one the device takes
+// (letters, digits, _ and -). A source the device would refuse leaves the values the
+// device's own source (the zero Source).
+func sourceOf(s *skmap.Source) sdk.Source {
+	src := sdk.Source{Type: s.Type, Src: s.Src, PGN: s.PGN}
+	if s.Instance != nil {
+		src.Instance = *s.Instance
+		if sdk.ValidSource(src) != nil {
+			src.Instance = ""
+		}
+	}
+	if sdk.ValidSource(src) != nil {
+		return sdk.Source{}
+	}
+	return src
+}
+
 // publishTarget sends an AIS target's values to Signal K under its context; a context the
 // device does not take (vessels.unknown, a report without an MMSI) is left out.
-func (p *plugin) publishTarget(context string, values []skmap.Value) {
+func (p *plugin) publishTarget(context string, src sdk.Source, values []skmap.Value) {
 	if sdk.ValidContext(context) != nil {
 		return
 	}
 	for i, v := range values {
-		p.publishIn(context, v.Path, v.Value, p.valueText(i))
+		p.publishIn(context, src, v.Path, v.Value, p.valueText(i))
 	}
 }
 
-// publishIn sends one value to Signal K, for the own vessel (context "") or another; a
-// number that is not finite goes as null. text, when not nil, is v's JSON, written
-// already.
-func (p *plugin) publishIn(context, path string, v any, text []byte) {
+// publishIn sends one value to Signal K, for the own vessel (context "") or another, with
+// its message's source (the zero Source: the device's own); a number that is not finite goes
+// as null. text, when not nil, is v's JSON, written already.
+func (p *plugin) publishIn(context string, src sdk.Source, path string, v any, text []byte) {
 	var err error
 	switch x := v.(type) {
 	case float64:
 		switch {
 		case math.IsNaN(x) || math.IsInf(x, 0):
-			err = publish(context, path, nil)
-		case context == "":
+			err = publish(context, src, path, nil)
+		case context == "" && src == sdk.Source{}:
 			err = sdk.PublishNumber(path, x)
 		default:
-			err = sdk.PublishTo(context, path, x)
+			err = publish(context, src, path, x)
 		}
 	case string, bool, nil:
-		err = publish(context, path, x)
+		err = publish(context, src, path, x)
 	default:
 		// A composite (position, attitude...): written by hand, as reflection is slow
 		// inside the sandbox.
@@ -132,10 +163,10 @@ func (p *plugin) publishIn(context, path string, v any, text []byte) {
 			p.val = skmap.AppendValue(p.val[:0], x)
 			text = p.val
 		}
-		if context == "" {
+		if context == "" && src == (sdk.Source{}) {
 			err = sdk.PublishJSON(path, text)
 		} else {
-			err = sdk.PublishTo(context, path, json.RawMessage(text))
+			err = publish(context, src, path, json.RawMessage(text))
 		}
 	}
 	if err != nil {
@@ -143,8 +174,11 @@ func (p *plugin) publishIn(context, path string, v any, text []byte) {
 	}
 }
 
-func publish(context, path string, v any) error {
-	if context == "" {
+func publish(context string, src sdk.Source, path string, v any) error {
+	switch {
+	case src != sdk.Source{}:
+		return sdk.PublishToFrom(context, src, path, v)
+	case context == "":
 		return sdk.Publish(path, v)
 	}
 	return sdk.PublishTo(context, path, v)

@@ -74,7 +74,12 @@ func errno(err error) error {
 }
 
 func (a *adapter) Publish(values ...sk.Value) error {
-	vs := values
+	return a.publishKept(values, a.c.Publish)
+}
+
+// publishKept publishes the own vessel's values through publish, keeping the state of those
+// under a plugin's PUT pattern.
+func (a *adapter) publishKept(vs []sk.Value, publish func(...sk.Value) error) error {
 	a.mu.Lock()
 	var covered []int // the values under a plugin's PUT pattern, whose state is kept
 	if len(a.pats) > 0 {
@@ -86,11 +91,11 @@ func (a *adapter) Publish(values ...sk.Value) error {
 	}
 	if len(covered) == 0 {
 		a.mu.Unlock()
-		return errno(a.c.Publish(vs...))
+		return errno(publish(vs...))
 	}
 	// Published and recorded under one lock, so a reconnect reading the state in between
 	// cannot send an older value after this one.
-	err := a.c.Publish(vs...)
+	err := publish(vs...)
 	var fresh []string
 	if err == nil {
 		for _, i := range covered {
@@ -122,6 +127,15 @@ func (a *adapter) Publish(values ...sk.Value) error {
 // vessel's only.
 func (a *adapter) PublishContext(context string, values ...sk.Value) error {
 	return errno(a.c.PublishContext(context, values...))
+}
+
+// PublishSource passes values with their own source on; the own vessel's keep their PUT
+// state as Publish's do, whatever their source.
+func (a *adapter) PublishSource(src sk.Source, context string, values ...sk.Value) error {
+	if context != "" {
+		return errno(a.c.PublishSource(src, context, values...))
+	}
+	return a.publishKept(values, func(vs ...sk.Value) error { return a.c.PublishSource(src, "", vs...) })
 }
 
 // registerPath registers an exact path with the client, with its kept state as the current

@@ -1,0 +1,148 @@
+package abi
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Values with their own source (minor 5). A gateway plugin relays what other devices
+// measured: an NMEA 2000 bus with two GPS receivers carries two positions, and Signal K tells
+// them apart by the update's source. sk_publish_src carries a Source record before the
+// values; the device sends them in an update whose source is
+// `{label: <the device's label>, type, src, pgn, instance}`, which the server names
+// `<label>.<src>` ($source, `<label>.<src>.<instance>` with an instance) and lists under
+// /signalk/v1/api/sources, as it does for its own NMEA 2000 connections. sk_publish and
+// sk_publish_ctx keep the device's own source.
+
+// Limits of a source record.
+const (
+	// MaxSourceType bounds a source's type ("NMEA2000", "NMEA0183", "Plugin"...).
+	MaxSourceType = 32
+	// MaxSourceSrc bounds a source's src and instance.
+	MaxSourceSrc = 32
+	// MaxPGN is the largest NMEA 2000 parameter group number (18 bits: data page and PDU
+	// format and specific).
+	MaxPGN = 0x3FFFF
+)
+
+// SourceTypeN2K is the type of an NMEA 2000 source: its src is the sender's bus address and
+// its pgn the message's parameter group number, as @signalk/n2k-signalk sets them.
+const SourceTypeN2K = "NMEA2000"
+
+// DeviceSrc is the src of the device's own updates (sk_publish, sk_publish_ctx); a plugin's
+// source may not take it.
+const DeviceSrc = "devhost"
+
+// Source is where published values come from.
+type Source struct {
+	// Type is 1..32 letters and digits, the first a letter: "NMEA2000" (SourceTypeN2K),
+	// "NMEA0183", "Plugin"...
+	Type string
+	// Src is the sender within the device: 1..32 letters, digits, '_' and '-', not
+	// DeviceSrc. An NMEA2000 source's src is the sender's address in decimal, 0..253.
+	Src string
+	// PGN is the NMEA 2000 parameter group number, 0 for none; an NMEA2000 source needs one.
+	PGN uint32
+	// Instance is empty, or 1..32 letters, digits, '_' and '-': the server then names the
+	// source <label>.<src>.<instance>.
+	Instance string
+}
+
+// Validate reports why s is not a source sk_publish_src accepts, nil when it is.
+func (s Source) Validate() error {
+	if !sourceWord(s.Type, MaxSourceType, false) || (s.Type[0] >= '0' && s.Type[0] <= '9') {
+		return fmt.Errorf("abi: source type %q: want 1 to %d letters and digits, the first a letter", s.Type, MaxSourceType)
+	}
+	if !sourceWord(s.Src, MaxSourceSrc, true) {
+		return fmt.Errorf("abi: source src %q: want 1 to %d letters, digits, _ and -", s.Src, MaxSourceSrc)
+	}
+	if s.Src == DeviceSrc {
+		return fmt.Errorf("abi: source src %q is the device's own", s.Src)
+	}
+	if s.Instance != "" && !sourceWord(s.Instance, MaxSourceSrc, true) {
+		return fmt.Errorf("abi: source instance %q: want 1 to %d letters, digits, _ and -", s.Instance, MaxSourceSrc)
+	}
+	if s.PGN > MaxPGN {
+		return fmt.Errorf("abi: source pgn %d: at most %d", s.PGN, MaxPGN)
+	}
+	if s.Type == SourceTypeN2K {
+		if a, err := strconv.ParseUint(s.Src, 10, 8); err != nil || a > 253 || strconv.FormatUint(a, 10) != s.Src {
+			return fmt.Errorf("abi: NMEA2000 source src %q: want a bus address 0 to 253 in decimal", s.Src)
+		}
+		if s.PGN == 0 {
+			return errors.New("abi: NMEA2000 source without a pgn")
+		}
+	}
+	return nil
+}
+
+// sourceWord reports whether w is 1..max letters and digits, and '_' and '-' when punct.
+func sourceWord(w string, max int, punct bool) bool {
+	if len(w) == 0 || len(w) > max {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case punct && (c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// AppendSourceValues appends the head of an sk_publish_src message: the source record, then
+// the context ("" for vessels.self); the value records follow (AppendValue, AppendNumber...).
+func AppendSourceValues(b []byte, src Source, context string) []byte {
+	b = appendStr(b, src.Type)
+	b = appendStr(b, src.Src)
+	b = appendU32(b, src.PGN)
+	b = appendStr(b, src.Instance)
+	return appendStr(b, context)
+}
+
+// DecodeSourceValues decodes an sk_publish_src message: the source record (str type, str src,
+// u32 pgn, str instance; Source.Validate), str context ("" for vessels.self, else
+// ValidContext), then 1 to max value records (0: MaxValuesPerCall). With a context, a record
+// may have the empty path with a JSON object, as in sk_publish_ctx.
+func DecodeSourceValues(b []byte, max int) (Source, string, []PathValue, error) {
+	return appendDecodedSourceValues(nil, reader{b: b}, max)
+}
+
+// AppendDecodedSourceValues is DecodeSourceValues reading paths through t and appending to
+// dst.
+func (t *PathTable) AppendDecodedSourceValues(dst []PathValue, b []byte, max int) (Source, string, []PathValue, error) {
+	return appendDecodedSourceValues(dst, reader{b: b, paths: t}, max)
+}
+
+func appendDecodedSourceValues(dst []PathValue, r reader, max int) (Source, string, []PathValue, error) {
+	var src Source
+	src.Type = r.str(MaxSourceType, "source type")
+	src.Src = r.str(MaxSourceSrc, "source src")
+	src.PGN = r.u32()
+	src.Instance = r.str(MaxSourceSrc, "source instance")
+	c := r.str(MaxContext, "context")
+	if r.err != nil {
+		return Source{}, "", dst, r.err
+	}
+	if err := src.Validate(); err != nil {
+		return Source{}, "", dst, err
+	}
+	if c != "" {
+		if err := ValidContext(c); err != nil {
+			return Source{}, "", dst, err
+		}
+		r.root = true
+	}
+	if len(r.b) == 0 {
+		return Source{}, "", dst, errors.New("abi: no values")
+	}
+	out, err := appendDecodedValues(dst, r, max)
+	if err != nil {
+		return Source{}, "", dst, err
+	}
+	return src, c, out, nil
+}

@@ -1,0 +1,102 @@
+package skstream
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"devhost/host/sk"
+)
+
+// gpsPGN is the PGN of a GNSS receiver's rapid position update.
+const gpsPGN = 129025
+
+// One batch window sends one update per (context, source): the device's own values first,
+// then the others in the order they joined; the same path from two sources keeps both, and
+// within one source the last value of a path wins. The label stays the device's.
+func TestPublishSourceOneMessagePerSource(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect()
+	gps1 := sk.Source{Type: "NMEA2000", Src: "35", PGN: gpsPGN}
+	gps2 := sk.Source{Type: "NMEA2000", Src: "36", PGN: gpsPGN, Instance: "1"}
+	pos := func(lat float64) sk.Value {
+		v, _ := json.Marshal(map[string]float64{"latitude": lat, "longitude": 24.9})
+		return sk.Value{Path: "navigation.position", Value: json.RawMessage(v)}
+	}
+	must(t, f.s.PublishSource(gps1, "", pos(60.1)))
+	must(t, f.s.PublishNumber("environment.inside.temperature", 293))
+	must(t, f.s.PublishSource(gps2, "", pos(60.2)))
+	must(t, f.s.PublishSource(gps1, "", pos(60.3)))
+	must(t, f.s.PublishSource(gps1, ctxA, sk.Value{Path: "navigation.speedOverGround", Value: 2.5}))
+	f.advance(1, 100*time.Millisecond)
+	for _, want := range []struct {
+		ctx    string
+		source string
+		values []string
+	}{
+		{"vessels.self", `{"label":"dev.probe-1","src":"devhost"}`, []string{"environment.inside.temperature=293"}},
+		{"vessels.self", `{"label":"dev.probe-1","type":"NMEA2000","src":"35","pgn":129025}`, []string{`navigation.position={"latitude":60.3,"longitude":24.9}`}},
+		{"vessels.self", `{"label":"dev.probe-1","type":"NMEA2000","src":"36","pgn":129025,"instance":"1"}`, []string{`navigation.position={"latitude":60.2,"longitude":24.9}`}},
+		{ctxA, `{"label":"dev.probe-1","type":"NMEA2000","src":"35","pgn":129025}`, []string{"navigation.speedOverGround=2.5"}},
+	} {
+		b := c.Next(t)
+		var d wireDelta
+		var raw struct {
+			Updates []struct{ Source json.RawMessage }
+		}
+		if err := json.Unmarshal(b, &d); err != nil || json.Unmarshal(b, &raw) != nil || len(raw.Updates) != 1 {
+			t.Fatalf("not a delta with one update: %s (%v)", b, err)
+		}
+		if d.Context != want.ctx || string(raw.Updates[0].Source) != want.source || !slices.Equal(d.values(), want.values) {
+			t.Fatalf("delta %s %s %v, want %s %s %v", d.Context, raw.Updates[0].Source, d.values(), want.ctx, want.source, want.values)
+		}
+	}
+	c.ExpectNone(t)
+}
+
+// Sources count against the batch's cap of other groups: the 65th closes the batch early,
+// and every value still arrives.
+func TestPublishSourceBatchCap(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect()
+	for i := range MaxBatchContexts + 1 {
+		src := sk.Source{Type: "NMEA2000", Src: fmt.Sprint(i), PGN: 127250}
+		must(t, f.s.PublishSource(src, "", sk.Value{Path: "navigation.headingMagnetic", Value: float64(i)}))
+	}
+	for i := range MaxBatchContexts + 1 {
+		if i == MaxBatchContexts {
+			c.ExpectNone(t)
+			f.advance(1, 100*time.Millisecond)
+		}
+		if d := nextDelta(t, c); !slices.Equal(d.values(), []string{fmt.Sprint("navigation.headingMagnetic=", i)}) {
+			t.Fatalf("message %d: %v", i, d.values())
+		}
+	}
+}
+
+// A source the stream cannot copy into a message as is, or the device's own src, is refused
+// and nothing is queued.
+func TestPublishSourceRefuses(t *testing.T) {
+	f := newFixture(t)
+	v := sk.Value{Path: "p.n", Value: 1.0}
+	for _, src := range []sk.Source{
+		{Type: "NMEA2000", Src: "a.b", PGN: 1},
+		{Type: "NMEA2000", Src: "", PGN: 1},
+		{Type: "", Src: "1"},
+		{Type: "Plugin", Src: "x", Instance: `"`},
+		{Type: "Plugin", Src: SourceSrc},
+	} {
+		if err := f.s.PublishSource(src, "", v); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%+v: %v", src, err)
+		}
+	}
+	if err := f.s.PublishSource(sk.Source{Type: "Plugin", Src: "x"}, "", sk.Value{Path: "", Value: json.RawMessage(`{}`)}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("the root of vessels.self: %v", err)
+	}
+	if st := f.s.Status(); st.Buffered != 0 {
+		t.Fatalf("status %+v", st)
+	}
+}
