@@ -3,7 +3,6 @@ package abi
 import (
 	"errors"
 	"fmt"
-	"strconv"
 )
 
 // Values with their own source (minor 5). A gateway plugin relays what other devices
@@ -67,7 +66,7 @@ func (s Source) Validate() error {
 		return fmt.Errorf("abi: source pgn %d: at most %d", s.PGN, MaxPGN)
 	}
 	if s.Type == SourceTypeN2K {
-		if a, err := strconv.ParseUint(s.Src, 10, 8); err != nil || a > 253 || strconv.FormatUint(a, 10) != s.Src {
+		if !busAddress(s.Src) {
 			return fmt.Errorf("abi: NMEA2000 source src %q: want a bus address 0 to 253 in decimal", s.Src)
 		}
 		if s.PGN == 0 {
@@ -75,6 +74,23 @@ func (s Source) Validate() error {
 		}
 	}
 	return nil
+}
+
+// busAddress reports whether w is an NMEA 2000 bus address in decimal: 0 to 253, no leading
+// zero. Written out rather than parsed and formatted again: a gateway checks a source per
+// message it relays.
+func busAddress(w string) bool {
+	if len(w) == 0 || len(w) > 3 || (len(w) > 1 && w[0] == '0') {
+		return false
+	}
+	a := 0
+	for i := 0; i < len(w); i++ {
+		if w[i] < '0' || w[i] > '9' {
+			return false
+		}
+		a = a*10 + int(w[i]-'0')
+	}
+	return a <= 253
 }
 
 // sourceWord reports whether w is 1..max letters and digits, and '_' and '-' when punct.

@@ -704,6 +704,8 @@ func TestSourceValidate(t *testing.T) {
 		{Source{Type: "Plugin", Src: "a", PGN: MaxPGN + 1}, "pgn"},
 		{Source{Type: "NMEA2000", Src: "254", PGN: 1}, "address"},
 		{Source{Type: "NMEA2000", Src: "035", PGN: 1}, "address"},
+		{Source{Type: "NMEA2000", Src: "1000", PGN: 1}, "address"},
+		{Source{Type: "NMEA2000", Src: "2x", PGN: 1}, "address"},
 		{Source{Type: "NMEA2000", Src: "gps", PGN: 1}, "address"},
 		{Source{Type: "NMEA2000", Src: "35"}, "without a pgn"},
 	} {

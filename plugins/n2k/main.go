@@ -129,6 +129,7 @@ var descriptor = sdk.Namespace{
 }
 
 type plugin struct {
+	sources    sourceCache // the sources of the messages relayed, checked once each
 	gw         *gateway.Gateway
 	enabled    bool
 	deltas     bool
@@ -338,7 +339,7 @@ func (p *plugin) publish(d *skmap.Delta) {
 	if p.deltas {
 		p.one, p.spans = d.AppendJSONSpans(p.one[:0], p.spans)
 	}
-	src := sourceOf(&d.Updates[0].Source)
+	src := p.sources.of(&d.Updates[0].Source)
 	if d.Context != "" {
 		// An AIS target's values are about another vessel, an aid to navigation or a base
 		// station: they go to the server under that context, as n2k-signalk sends them. The

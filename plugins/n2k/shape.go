@@ -128,6 +128,36 @@ func sourceOf(s *skmap.Source) sdk.Source {
 	return src
 }
 
+// sourceCache keeps sourceOf's answers: a bus has a few dozen (sender, PGN, instance)
+// combinations, and each message would check its source again. Bounded: it starts afresh
+// past maxSources entries.
+type sourceCache map[sourceKey]sdk.Source
+
+type sourceKey struct {
+	typ, src, instance string
+	pgn                uint32
+	hasInstance        bool
+}
+
+const maxSources = 1024
+
+// of answers sourceOf(s), checked once per combination.
+func (c *sourceCache) of(s *skmap.Source) sdk.Source {
+	k := sourceKey{typ: s.Type, src: s.Src, pgn: s.PGN}
+	if s.Instance != nil {
+		k.instance, k.hasInstance = *s.Instance, true
+	}
+	if src, ok := (*c)[k]; ok {
+		return src
+	}
+	if *c == nil || len(*c) >= maxSources {
+		*c = sourceCache{}
+	}
+	src := sourceOf(s)
+	(*c)[k] = src
+	return src
+}
+
 // publishTarget sends an AIS target's values to Signal K under its context; a context the
 // device does not take (vessels.unknown, a report without an MMSI) is left out.
 func (p *plugin) publishTarget(context string, src sdk.Source, values []skmap.Value) {
@@ -152,7 +182,7 @@ func (p *plugin) publishIn(context string, src sdk.Source, path string, v any, t
 		case context == "" && src == sdk.Source{}:
 			err = sdk.PublishNumber(path, x)
 		default:
-			err = publish(context, src, path, x)
+			err = publish(context, src, path, v) // v, already boxed: x would be boxed again
 		}
 	case string, bool, nil:
 		err = publish(context, src, path, x)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"devhost/plugins/n2k/decode"
+	"devhost/plugins/n2k/skmap"
 )
 
 // pgnHeading is Vessel Heading's PGN.
@@ -76,5 +77,32 @@ func TestValuesPublishedWithTheirSource(t *testing.T) {
 	}
 	if held != 2 {
 		t.Errorf("%d headings of sender 9 published, want the first and the held one", held)
+	}
+}
+
+// The source cache answers what sourceOf answers, for valid and refused sources alike, and
+// stays bounded.
+func TestSourceCache(t *testing.T) {
+	inst, bad := "2", "a.b"
+	cases := []skmap.Source{
+		{Type: "NMEA2000", Src: "35", PGN: 129025},
+		{Type: "NMEA2000", Src: "35", PGN: 129029},
+		{Type: "NMEA2000", Src: "36", PGN: 127250, Instance: &inst},
+		{Type: "NMEA2000", Src: "36", PGN: 127250, Instance: &bad}, // instance dropped
+		{Type: "NMEA2000", Src: "254", PGN: 127250},                // refused: not a bus address
+	}
+	var c sourceCache
+	for round := 0; round < 2; round++ {
+		for _, s := range cases {
+			if got, want := c.of(&s), sourceOf(&s); got != want {
+				t.Errorf("round %d: %+v: %+v, want %+v", round, s, got, want)
+			}
+		}
+	}
+	for i := 0; i < 3*maxSources; i++ {
+		c.of(&skmap.Source{Type: "NMEA2000", Src: "1", PGN: uint32(60000 + i)})
+		if len(c) > maxSources {
+			t.Fatalf("%d entries, bound %d", len(c), maxSources)
+		}
 	}
 }
