@@ -110,55 +110,92 @@ func sourceWord(w string, max int, punct bool) bool {
 	return true
 }
 
-// AppendSourceValues appends the head of an sk_publish_src message: the source record, then
-// the context ("" for vessels.self); the value records follow (AppendValue, AppendNumber...).
-func AppendSourceValues(b []byte, src Source, context string) []byte {
+// AppendSourceGroup appends the head of one group of an sk_publish_src message: the source
+// record, the context ("" for vessels.self) and n, the count of the value records that follow
+// it (AppendValue, AppendNumber...). A message is one group or more, so that a gateway sends
+// the values of all its senders in one call.
+func AppendSourceGroup(b []byte, src Source, context string, n int) []byte {
 	b = appendStr(b, src.Type)
 	b = appendStr(b, src.Src)
 	b = appendU32(b, src.PGN)
 	b = appendStr(b, src.Instance)
-	return appendStr(b, context)
+	b = appendStr(b, context)
+	return appendU32(b, uint32(n))
 }
 
-// DecodeSourceValues decodes an sk_publish_src message: the source record (str type, str src,
-// u32 pgn, str instance; Source.Validate), str context ("" for vessels.self, else
-// ValidContext), then 1 to max value records (0: MaxValuesPerCall). With a context, a record
-// may have the empty path with a JSON object, as in sk_publish_ctx.
-func DecodeSourceValues(b []byte, max int) (Source, string, []PathValue, error) {
-	return appendDecodedSourceValues(nil, reader{b: b}, max)
+// SourceGroup is one group of an sk_publish_src message: values with their source, for a
+// context ("" for vessels.self).
+type SourceGroup struct {
+	Source  Source
+	Context string
+	Values  []PathValue
 }
 
-// AppendDecodedSourceValues is DecodeSourceValues reading paths through t and appending to
-// dst.
-func (t *PathTable) AppendDecodedSourceValues(dst []PathValue, b []byte, max int) (Source, string, []PathValue, error) {
-	return appendDecodedSourceValues(dst, reader{b: b, paths: t}, max)
+// DecodeSourceGroups decodes an sk_publish_src message: one group or more, each the source
+// record (str type, str src, u32 pgn, str instance; Source.Validate), str context ("" for
+// vessels.self, else ValidContext), u32 n (at least 1), then n value records; at most max
+// value records in all (0: MaxValuesPerCall). With a context, a record may have the empty
+// path with a JSON object, as in sk_publish_ctx.
+func DecodeSourceGroups(b []byte, max int) ([]SourceGroup, error) {
+	_, groups, err := appendDecodedSourceGroups(nil, nil, reader{b: b}, max)
+	return groups, err
 }
 
-func appendDecodedSourceValues(dst []PathValue, r reader, max int) (Source, string, []PathValue, error) {
-	var src Source
-	src.Type = r.str(MaxSourceType, "source type")
-	src.Src = r.str(MaxSourceSrc, "source src")
-	src.PGN = r.u32()
-	src.Instance = r.str(MaxSourceSrc, "source instance")
-	c := r.str(MaxContext, "context")
-	if r.err != nil {
-		return Source{}, "", dst, r.err
+// AppendDecodedSourceGroups is DecodeSourceGroups reading paths through t, appending the
+// values to vals and the groups (whose Values are within vals) to groups.
+func (t *PathTable) AppendDecodedSourceGroups(vals []PathValue, groups []SourceGroup, b []byte, max int) ([]PathValue, []SourceGroup, error) {
+	return appendDecodedSourceGroups(vals, groups, reader{b: b, paths: t}, max)
+}
+
+func appendDecodedSourceGroups(vals []PathValue, groups []SourceGroup, r reader, max int) ([]PathValue, []SourceGroup, error) {
+	if max <= 0 {
+		max = MaxValuesPerCall
 	}
-	if err := src.Validate(); err != nil {
-		return Source{}, "", dst, err
-	}
-	if c != "" {
-		if err := ValidContext(c); err != nil {
-			return Source{}, "", dst, err
-		}
-		r.root = true
-	}
+	v0, g0 := len(vals), len(groups)
+	fail := func(err error) ([]PathValue, []SourceGroup, error) { return vals[:v0], groups[:g0], err }
 	if len(r.b) == 0 {
-		return Source{}, "", dst, errors.New("abi: no values")
+		return fail(errors.New("abi: no values"))
 	}
-	out, err := appendDecodedValues(dst, r, max)
-	if err != nil {
-		return Source{}, "", dst, err
+	var ends []int // where each group's values end in vals: vals may move as it grows
+	for len(r.b) > 0 {
+		var g SourceGroup
+		g.Source.Type = r.str(MaxSourceType, "source type")
+		g.Source.Src = r.str(MaxSourceSrc, "source src")
+		g.Source.PGN = r.u32()
+		g.Source.Instance = r.str(MaxSourceSrc, "source instance")
+		g.Context = r.str(MaxContext, "context")
+		n := int(r.u32())
+		if r.err != nil {
+			return fail(r.err)
+		}
+		if err := g.Source.Validate(); err != nil {
+			return fail(err)
+		}
+		if g.Context != "" {
+			if err := ValidContext(g.Context); err != nil {
+				return fail(err)
+			}
+		}
+		switch {
+		case n == 0:
+			return fail(errors.New("abi: a source group without values"))
+		case n > max-(len(vals)-v0):
+			return fail(fmt.Errorf("abi: more than %d values", max))
+		}
+		r.root = g.Context != ""
+		for range n {
+			vals = append(vals, r.value())
+			if r.err != nil {
+				return fail(r.err)
+			}
+		}
+		groups = append(groups, g)
+		ends = append(ends, len(vals))
 	}
-	return src, c, out, nil
+	start := v0
+	for i, end := range ends {
+		groups[g0+i].Values = vals[start:end:end]
+		start = end
+	}
+	return vals, groups, nil
 }

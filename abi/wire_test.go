@@ -715,80 +715,104 @@ func TestSourceValidate(t *testing.T) {
 	}
 }
 
-func TestSourceValuesRoundTrip(t *testing.T) {
+// appendGroups encodes groups as an sk_publish_src message.
+func appendGroups(b []byte, groups ...SourceGroup) []byte {
+	for _, g := range groups {
+		b = AppendValues(AppendSourceGroup(b, g.Source, g.Context, len(g.Values)), g.Values)
+	}
+	return b
+}
+
+func TestSourceGroupsRoundTrip(t *testing.T) {
 	gps := Source{Type: SourceTypeN2K, Src: "35", PGN: 129025, Instance: "1"}
-	for _, ctx := range []string{"", "vessels.urn:mrn:imo:mmsi:230123456"} {
-		in := []PathValue{
+	compass := Source{Type: SourceTypeN2K, Src: "36", PGN: 127250}
+	target := "vessels.urn:mrn:imo:mmsi:230123456"
+	in := []SourceGroup{
+		{gps, "", []PathValue{
 			{"navigation.position", JSON([]byte(`{"latitude":60.1,"longitude":24.9}`))},
 			{"navigation.speedOverGround", Number(3.2)},
-		}
-		if ctx != "" {
-			in = append(in, PathValue{"", JSON([]byte(`{"mmsi":"230123456"}`))})
-		}
-		b := AppendValues(AppendSourceValues(nil, gps, ctx), in)
-		src, c, out, err := DecodeSourceValues(b, 0)
-		if err != nil || src != gps || c != ctx || !reflect.DeepEqual(in, out) {
-			t.Fatalf("context %q: %+v %q %v\n%+v", ctx, src, c, err, out)
+		}},
+		{compass, "", []PathValue{{"navigation.headingMagnetic", Number(1.5)}}},
+		{gps, target, []PathValue{
+			{"navigation.speedOverGround", Number(4)},
+			{"", JSON([]byte(`{"mmsi":"230123456"}`))},
+		}},
+	}
+	for n := 1; n <= len(in); n++ {
+		b := appendGroups(nil, in[:n]...)
+		out, err := DecodeSourceGroups(b, 0)
+		if err != nil || !reflect.DeepEqual(in[:n], out) {
+			t.Fatalf("%d groups: %v\n%+v", n, err, out)
 		}
 		var table PathTable
 		for round := range 2 {
-			src, c, out, err := table.AppendDecodedSourceValues(nil, b, 0)
-			if err != nil || src != gps || c != ctx || !reflect.DeepEqual(in, out) {
-				t.Fatalf("context %q, round %d through a PathTable: %+v %q %v", ctx, round, src, c, err)
+			vals, groups, err := table.AppendDecodedSourceGroups([]PathValue{{Path: "kept"}}, nil, b, 0)
+			if err != nil || !reflect.DeepEqual(in[:n], groups) || vals[0].Path != "kept" {
+				t.Fatalf("%d groups, round %d through a PathTable: %v %+v", n, round, err, groups)
 			}
 		}
 	}
 }
 
-func TestDecodeSourceValuesRefuses(t *testing.T) {
+func TestDecodeSourceGroupsRefuses(t *testing.T) {
 	gps := Source{Type: SourceTypeN2K, Src: "35", PGN: 129025}
-	self := AppendSourceValues(nil, gps, "")
 	one := AppendValue(nil, "navigation.speedOverGround", Number(1))
-	with := func(head []byte, recs ...[]byte) []byte {
-		b := append([]byte(nil), head...)
-		for _, r := range recs {
-			b = append(b, r...)
+	head := func(src Source, ctx string, n int) []byte { return AppendSourceGroup(nil, src, ctx, n) }
+	with := func(parts ...[]byte) []byte {
+		var b []byte
+		for _, p := range parts {
+			b = append(b, p...)
 		}
 		return b
 	}
+	self := head(gps, "", 1)
 	for name, b := range map[string][]byte{
-		"nothing":       nil,
-		"no values":     self,
-		"half a head":   self[:10],
-		"bad source":    with(AppendSourceValues(nil, Source{Type: "NMEA2000", Src: "300", PGN: 1}, ""), one),
-		"device src":    with(AppendSourceValues(nil, Source{Type: "Plugin", Src: DeviceSrc}, ""), one),
-		"long type":     with(AppendSourceValues(nil, Source{Type: strings.Repeat("T", 40), Src: "1"}, ""), one),
-		"self context":  with(AppendSourceValues(nil, gps, "vessels.self"), one),
-		"bad context":   with(AppendSourceValues(nil, gps, "vessels.x y"), one),
-		"root for self": with(self, AppendValue(nil, "", JSON([]byte(`{"name":"x"}`)))),
-		"bad path":      with(self, AppendValue(nil, "a..b", Number(1))),
-		"truncated":     with(self, one[:len(one)-1]),
-		"too many":      with(self, one, one, one),
+		"nothing":           nil,
+		"no values":         self,
+		"no count":          head(gps, "", 1)[:len(self)-4],
+		"zero count":        with(head(gps, "", 0), one),
+		"count over":        with(head(gps, "", 2), one),
+		"count under":       with(head(gps, "", 1), one, one),
+		"half a head":       self[:10],
+		"bad source":        with(head(Source{Type: "NMEA2000", Src: "300", PGN: 1}, "", 1), one),
+		"device src":        with(head(Source{Type: "Plugin", Src: DeviceSrc}, "", 1), one),
+		"long type":         with(head(Source{Type: strings.Repeat("T", 40), Src: "1"}, "", 1), one),
+		"self context":      with(head(gps, "vessels.self", 1), one),
+		"bad context":       with(head(gps, "vessels.x y", 1), one),
+		"root for self":     with(self, AppendValue(nil, "", JSON([]byte(`{"name":"x"}`)))),
+		"bad path":          with(self, AppendValue(nil, "a..b", Number(1))),
+		"truncated":         with(self, one[:len(one)-1]),
+		"too many":          with(head(gps, "", 3), one, one, one),
+		"too many in all":   with(head(gps, "", 2), one, one, self, one),
+		"bad second group":  with(self, one, head(Source{Type: "NMEA2000", Src: "x", PGN: 1}, "", 1), one),
+		"half second group": with(self, one, self[:7]),
 	} {
-		if _, _, _, err := DecodeSourceValues(b, 2); err == nil {
+		if _, err := DecodeSourceGroups(b, 2); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
 		var table PathTable
-		if _, _, out, err := table.AppendDecodedSourceValues([]PathValue{{Path: "kept"}}, b, 2); err == nil || len(out) != 1 {
-			t.Errorf("%s: decoded through a PathTable, or dst changed: %v", name, out)
+		if out, groups, err := table.AppendDecodedSourceGroups([]PathValue{{Path: "kept"}}, nil, b, 2); err == nil || len(out) != 1 || len(groups) != 0 {
+			t.Errorf("%s: decoded through a PathTable, or dst changed: %v %v", name, out, groups)
 		}
 	}
 }
 
-// FuzzSourceValues: any bytes decode to an error or to a message that encodes back the same.
-func FuzzSourceValues(f *testing.F) {
-	f.Add(AppendNumber(AppendSourceValues(nil, Source{Type: SourceTypeN2K, Src: "35", PGN: 127250}, ""), "navigation.headingMagnetic", 1))
-	f.Add(AppendValue(AppendSourceValues(nil, Source{Type: "Plugin", Src: "a", Instance: "b"}, "atons.urn:mrn:imo:mmsi:992351000"), "", JSON([]byte(`{"name":"x"}`))))
+// FuzzSourceGroups: any bytes decode to an error or to a message that encodes back the same.
+func FuzzSourceGroups(f *testing.F) {
+	f.Add(AppendNumber(AppendSourceGroup(nil, Source{Type: SourceTypeN2K, Src: "35", PGN: 127250}, "", 1), "navigation.headingMagnetic", 1))
+	f.Add(AppendValue(AppendSourceGroup(nil, Source{Type: "Plugin", Src: "a", Instance: "b"}, "atons.urn:mrn:imo:mmsi:992351000", 1), "", JSON([]byte(`{"name":"x"}`))))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		src, c, vs, err := DecodeSourceValues(b, 0)
+		groups, err := DecodeSourceGroups(b, 0)
 		if err != nil {
 			return
 		}
-		if src.Validate() != nil || len(vs) == 0 {
-			t.Fatalf("decoded %+v with %d values", src, len(vs))
+		for _, g := range groups {
+			if g.Source.Validate() != nil || len(g.Values) == 0 {
+				t.Fatalf("decoded %+v", g)
+			}
 		}
-		src2, c2, vs2, err := DecodeSourceValues(AppendValues(AppendSourceValues(nil, src, c), vs), 0)
-		if err != nil || src2 != src || c2 != c || !reflect.DeepEqual(vs, vs2) {
+		again, err := DecodeSourceGroups(appendGroups(nil, groups...), 0)
+		if err != nil || !reflect.DeepEqual(groups, again) {
 			t.Fatalf("re-encoded: %v", err)
 		}
 	})

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -23,16 +24,18 @@ const MaxContexts = abi.MaxContexts
 type ctxQueue struct {
 	context string
 	src     Source // the zero Source: the device's own (sk_publish_ctx)
-	buf     []byte // the sk_publish_ctx or sk_publish_src message: the head, then value records
-	n       int
+	// buf is the sk_publish_ctx message, or the sk_publish_src group: the head, then value
+	// records. A group's head ends with its count of values, written when it is sent.
+	buf []byte
+	n   int
 }
 
-// head appends the head of q's message.
+// head appends the head of q's message or group.
 func (q *ctxQueue) head(b []byte) []byte {
 	if q.src == (Source{}) {
 		return abi.AppendContextValues(b, q.context)
 	}
-	return abi.AppendSourceValues(b, q.src, q.context)
+	return abi.AppendSourceGroup(b, q.src, q.context, 0)
 }
 
 // ValidContext reports why context is not one PublishTo takes (nil when it is):
@@ -122,21 +125,57 @@ func contextQueue(context string, src Source) *ctxQueue {
 	return nil
 }
 
-// flushContext sends one context's queued values.
+// flushContext sends one context's queued values; a source's go with every other source's
+// (flushSources).
 func flushContext(q *ctxQueue) error {
+	if q.src != (Source{}) {
+		return flushSources()
+	}
 	if q.n == 0 {
 		return nil
 	}
-	fn := abi.FnSKPublishCtx
-	if q.src != (Source{}) {
-		fn = abi.FnSKPublishSrc
-	}
-	rc := callIn(fn, q.buf)
+	rc := callIn(abi.FnSKPublishCtx, q.buf)
 	q.buf, q.n = q.head(q.buf[:0]), 0
 	if rc < 0 {
-		return fmt.Errorf("sdk: publish to %q from %s: %w", q.context, q.src.Src, abi.Errno(rc))
+		return fmt.Errorf("sdk: publish to %q: %w", q.context, abi.Errno(rc))
 	}
 	return nil
+}
+
+// flushSources sends the values queued with a source of their own, every source's group in
+// one sk_publish_src call (more when they pass the limits of one call): a gateway relays the
+// messages of dozens of senders in a batch, and a host call per sender would cost more than
+// the values.
+func flushSources() error {
+	var errs []error
+	msg, n := rt.srcMsg[:0], 0
+	send := func() {
+		if n == 0 {
+			return
+		}
+		if rc := callIn(abi.FnSKPublishSrc, msg); rc < 0 {
+			errs = append(errs, fmt.Errorf("sdk: publish with sources: %w", abi.Errno(rc)))
+		}
+		msg, n = msg[:0], 0
+	}
+	for i := range rt.ctxPub {
+		q := &rt.ctxPub[i]
+		if q.src == (Source{}) || q.n == 0 {
+			continue
+		}
+		if n+q.n > abi.MaxValuesPerCall || len(msg)+len(q.buf) > abi.MaxMessage {
+			send()
+		}
+		// The group's count: the last field of its head.
+		head := len(q.head(nil))
+		binary.LittleEndian.PutUint32(q.buf[head-4:head], uint32(q.n))
+		msg = append(msg, q.buf...)
+		n += q.n
+		q.buf, q.n = q.head(q.buf[:0]), 0
+	}
+	send()
+	rt.srcMsg = msg[:0]
+	return errors.Join(errs...)
 }
 
 // flushContexts sends every context's queued values and forgets the contexts: the next
@@ -144,9 +183,14 @@ func flushContext(q *ctxQueue) error {
 func flushContexts() error {
 	var errs []error
 	for i := range rt.ctxPub {
-		if err := flushContext(&rt.ctxPub[i]); err != nil {
-			errs = append(errs, err)
+		if q := &rt.ctxPub[i]; q.src == (Source{}) {
+			if err := flushContext(q); err != nil {
+				errs = append(errs, err)
+			}
 		}
+	}
+	if err := flushSources(); err != nil {
+		errs = append(errs, err)
 	}
 	clear(rt.ctxPub)
 	rt.ctxPub = rt.ctxPub[:0]

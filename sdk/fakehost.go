@@ -49,7 +49,10 @@ type FakeHost struct {
 	Contexts  map[string][]PathValue // every value published to another context (PublishTo), by context, in order
 	// Sourced is every value published with its own source (PublishFrom, PublishToFrom), in
 	// order; each is also in Published (vessels.self) or Contexts.
-	Sourced     []SourcedValue
+	Sourced []SourcedValue
+	// SourceCalls counts the sk_publish_src calls: the SDK sends the values of every source
+	// queued in a batch in one call.
+	SourceCalls int
 	Meta        map[string]string      // declared meta by path (JSON text)
 	Logs        []string               // "LEVEL message", in order
 	Health      map[string]FakeHealth  // by key <id>.<name>
@@ -808,25 +811,30 @@ type SourcedValue struct {
 	PathValue
 }
 
-// publishSource plays sk_publish_src: the device's caps of abi.MaxContexts live sources (a
-// source's PGN does not count) and live contexts.
+// publishSource plays sk_publish_src: one group or more, each with its source and context,
+// within the device's caps of abi.MaxContexts live sources (a source's PGN does not count)
+// and live contexts; a group past a cap ends the call (-4), the groups before it kept.
 func (h *FakeHost) publishSource(b []byte) int32 {
-	src, c, vs, err := abi.DecodeSourceValues(b, 0)
+	groups, err := abi.DecodeSourceGroups(b, 0)
 	if err != nil {
 		return int32(abi.ErrInvalid)
 	}
+	h.SourceCalls++
 	now := h.Clock.UptimeMs
-	if !admitLive(h.srcLast, Source{Type: src.Type, Src: src.Src, Instance: src.Instance}, now) ||
-		c != "" && !admitLive(h.ctxLast, c, now) {
-		return int32(abi.ErrLimit)
-	}
-	for _, v := range vs {
-		h.Sourced = append(h.Sourced, SourcedValue{src, c, v})
-	}
-	if c == "" {
-		h.Published = append(h.Published, vs...)
-	} else {
-		h.Contexts[c] = append(h.Contexts[c], vs...)
+	for _, g := range groups {
+		src, c, vs := g.Source, g.Context, g.Values
+		if !admitLive(h.srcLast, Source{Type: src.Type, Src: src.Src, Instance: src.Instance}, now) ||
+			c != "" && !admitLive(h.ctxLast, c, now) {
+			return int32(abi.ErrLimit)
+		}
+		for _, v := range vs {
+			h.Sourced = append(h.Sourced, SourcedValue{src, c, v})
+		}
+		if c == "" {
+			h.Published = append(h.Published, vs...)
+		} else {
+			h.Contexts[c] = append(h.Contexts[c], vs...)
+		}
 	}
 	return 0
 }

@@ -101,6 +101,7 @@ var rt struct {
 	pub     []byte // buffered value records
 	pubN    int
 	ctxPub  []ctxQueue     // values queued for other contexts (PublishTo)
+	srcMsg  []byte         // the sk_publish_src message being put together (flushSources)
 	replies []abi.PutReply // PUT replies sent after the batch's values
 	// canPublish caches the signalk.publish grant: Publish checks it for every value.
 	canPublish bool

@@ -28,8 +28,8 @@ func ValidSource(src Source) error {
 }
 
 // PublishFrom queues a Signal K value for vessels.self with its own source; it goes to the
-// device when the running handler returns (or at Flush), one host call per source, after the
-// values published with Publish. It fails at once on a malformed source, path or value and
+// device when the running handler returns (or at Flush), after the values published with
+// Publish, the values of every source in one host call. It fails at once on a malformed source, path or value and
 // without the signalk.publish capability; the device's refusal comes from Flush. Needs ABI
 // 1.5 (manifest abi_minor 5).
 func PublishFrom(src Source, path string, v any) error { return PublishToFrom("", src, path, v) }

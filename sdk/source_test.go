@@ -13,9 +13,10 @@ import (
 // compass is the source of a heading sender at address 35.
 var compass = Source{Type: "NMEA2000", Src: "35", PGN: 127250}
 
-// PublishFrom queues each (context, source)'s values in a call of its own, after the own
-// vessel's device-sourced values; the fake host records them with their sources.
-func TestPublishFromOneCallPerSource(t *testing.T) {
+// PublishFrom queues the values of each (context, source) as a group of their own; the groups
+// of a batch go in one sk_publish_src call, after the own vessel's device-sourced values; the
+// fake host records them with their sources.
+func TestPublishFromOneCallForAllSources(t *testing.T) {
 	gps := Source{Type: "NMEA2000", Src: "36", PGN: 129026}
 	h := start(t, &Plugin{OnTimer: func(id uint32) {
 		for _, err := range []error{
@@ -33,7 +34,7 @@ func TestPublishFromOneCallPerSource(t *testing.T) {
 	if err := h.Deliver(abi.Event{Kind: abi.EvTimer, Data: abi.AppendTimer(nil, 1)}); err != nil {
 		t.Fatal(err)
 	}
-	if n, m := count(h.Calls, abi.FnSKPublish), count(h.Calls, abi.FnSKPublishSrc); n != 1 || m != 3 {
+	if n, m := count(h.Calls, abi.FnSKPublish), count(h.Calls, abi.FnSKPublishSrc); n != 1 || m != 1 || h.SourceCalls != 1 {
 		t.Fatalf("%d sk_publish and %d sk_publish_src calls", n, m)
 	}
 	got := fmt.Sprint(h.Sourced)
@@ -45,6 +46,28 @@ func TestPublishFromOneCallPerSource(t *testing.T) {
 	})
 	if got != want || len(h.Published) != 4 || len(h.Contexts[target]) != 1 {
 		t.Fatalf("sourced %s\nwant %s\nown vessel %+v", got, want, h.Published)
+	}
+}
+
+// More values with sources than one call carries go in as many calls as they need, each
+// within abi.MaxValuesPerCall (the fake host refuses a call past it), none lost.
+func TestPublishFromSplitsLargeBatches(t *testing.T) {
+	const senders, each = 5, 300 // 1,500 values: two calls
+	h := start(t, &Plugin{OnTimer: func(uint32) {
+		for i := range each {
+			for s := range senders {
+				src := Source{Type: "NMEA2000", Src: fmt.Sprint(10 + s), PGN: 127250}
+				if err := PublishFrom(src, "navigation.headingMagnetic", float64(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}}, abi.CapSKPublish)
+	if err := h.Deliver(abi.Event{Kind: abi.EvTimer, Data: abi.AppendTimer(nil, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Sourced) != senders*each || h.SourceCalls < 2 {
+		t.Fatalf("%d values in %d calls, want %d in at least 2", len(h.Sourced), h.SourceCalls, senders*each)
 	}
 }
 

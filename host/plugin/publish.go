@@ -13,9 +13,10 @@ import (
 // few paths over and over paid more for making the paths and the slices anew than for
 // decoding the values (BenchmarkPublishDecode).
 type publisher struct {
-	paths abi.PathTable
-	vals  []abi.PathValue
-	out   []sktypes.Value
+	paths  abi.PathTable
+	vals   []abi.PathValue
+	out    []sktypes.Value
+	groups []abi.SourceGroup // sk_publish_src's, over vals
 }
 
 // decode decodes an sk_publish message and converts it for the Signal K client. b may alias
@@ -51,6 +52,25 @@ func (p *publisher) decodeContext(b []byte) (string, []sktypes.Value, error) {
 
 // release drops what the last batch referred to, once the client has taken it.
 func (p *publisher) release() { clear(p.out) }
+
+// convertOut converts one group of decoded values for the client, into out (valid until the
+// next convertOut), leaving vals to the caller.
+func (p *publisher) convertOut(vals []abi.PathValue) []sktypes.Value {
+	out := p.out[:0]
+	for _, v := range vals {
+		out = append(out, sktypes.Value{Path: v.Path, Value: valueToSK(v.Value)})
+	}
+	p.out = out
+	return out
+}
+
+// releaseGroups drops what the last sk_publish_src message referred to.
+func (p *publisher) releaseGroups() {
+	clear(p.vals)
+	clear(p.groups)
+	p.vals, p.groups = p.vals[:0], p.groups[:0]
+	p.release()
+}
 
 // contextTable is the flood cap of sk_publish_ctx: the contexts one instance published to
 // within abi.ContextIdleMs, at most abi.MaxContexts of them. Like publisher it lives on the

@@ -14,46 +14,50 @@ import (
 // one sender and does not make another source.
 type sourceKey struct{ typ, src, instance string }
 
-// decodeSource decodes an sk_publish_src message as decode does an sk_publish one, with its
-// source and context.
-func (p *publisher) decodeSource(b []byte) (abi.Source, string, []sktypes.Value, error) {
-	src, c, vals, err := p.paths.AppendDecodedSourceValues(p.vals[:0], b, abi.MaxValuesPerCall)
+// decodeSource decodes an sk_publish_src message, one group or more, as decode does an
+// sk_publish one. The groups' values are valid until the next decode (release).
+func (p *publisher) decodeSource(b []byte) ([]abi.SourceGroup, error) {
+	vals, groups, err := p.paths.AppendDecodedSourceGroups(p.vals[:0], p.groups[:0], b, abi.MaxValuesPerCall)
+	p.groups = groups
 	if err != nil {
-		return abi.Source{}, "", nil, err
+		return nil, err
 	}
-	return src, c, p.convert(vals), nil
+	p.vals = vals
+	return groups, nil
 }
 
 // fnSKPublishSrc publishes values with their source, for the own vessel (empty context) or
-// another context, within the instance's caps on live contexts and live sources.
+// another context, within the instance's caps on live contexts and live sources. A message
+// carries the groups of several sources; a group refused by a cap ends the call there (the
+// groups before it are published) with -4.
 func fnSKPublishSrc(s *session, st []uint64) int32 {
-	var (
-		src abi.Source
-		c   string
-		out []sktypes.Value
-		err error
-	)
-	if b, e := s.view(p32(st, 0), p32(st, 1)); e != 0 {
+	b, e := s.view(p32(st, 0), p32(st, 1))
+	if e != 0 {
 		return int32(e)
-	} else if src, c, out, err = s.pub.decodeSource(b); err != nil {
+	}
+	groups, err := s.pub.decodeSource(b)
+	if err != nil {
 		s.p.m.log.Debug("sk_publish_src refused", "plugin", s.p.id, "err", err)
 		return int32(abi.ErrInvalid)
 	}
-	defer s.pub.release()
+	defer s.pub.releaseGroups()
 	if s.p.m.opts.SignalK == nil {
 		return int32(abi.ErrState)
 	}
 	now := s.p.m.clk.Now()
-	switch {
-	case !s.srcs.admit(sourceKey{src.Type, src.Src, src.Instance}, now):
-		s.p.m.log.Warn("sk_publish_src: too many sources", "plugin", s.p.id, "src", src.Src, "live", abi.MaxContexts)
-		return int32(abi.ErrLimit)
-	case c != "" && !s.ctxs.admit(c, now):
-		s.p.m.log.Warn("sk_publish_src: too many contexts", "plugin", s.p.id, "context", c, "live", abi.MaxContexts)
-		return int32(abi.ErrLimit)
-	}
-	if err := s.p.m.opts.SignalK.PublishSource(sktypes.Source(src), c, out...); err != nil {
-		return int32(errno(err, abi.ErrState))
+	for _, g := range groups {
+		src, c := g.Source, g.Context
+		switch {
+		case !s.srcs.admit(sourceKey{src.Type, src.Src, src.Instance}, now):
+			s.p.m.log.Warn("sk_publish_src: too many sources", "plugin", s.p.id, "src", src.Src, "live", abi.MaxContexts)
+			return int32(abi.ErrLimit)
+		case c != "" && !s.ctxs.admit(c, now):
+			s.p.m.log.Warn("sk_publish_src: too many contexts", "plugin", s.p.id, "context", c, "live", abi.MaxContexts)
+			return int32(abi.ErrLimit)
+		}
+		if err := s.p.m.opts.SignalK.PublishSource(sktypes.Source(src), c, s.pub.convertOut(g.Values)...); err != nil {
+			return int32(errno(err, abi.ErrState))
+		}
 	}
 	return 0
 }

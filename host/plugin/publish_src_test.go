@@ -26,7 +26,7 @@ func TestSKPublishSrc(t *testing.T) {
 		return abi.Source{Type: abi.SourceTypeN2K, Src: fmt.Sprint(addr), PGN: pgn}
 	}
 	msg := func(src abi.Source, ctx string, vs ...abi.PathValue) []byte {
-		return abi.AppendValues(abi.AppendSourceValues(nil, src, ctx), vs)
+		return abi.AppendValues(abi.AppendSourceGroup(nil, src, ctx, len(vs)), vs)
 	}
 	hdg := abi.PathValue{Path: "navigation.headingMagnetic", Value: abi.Number(1.25)}
 	const target = "vessels.urn:mrn:imo:mmsi:230123456"
@@ -49,9 +49,10 @@ func TestSKPublishSrc(t *testing.T) {
 		"address 254":    msg(gps(254, hdgPGN), "", hdg),
 		"no pgn":         msg(gps(35, 0), "", hdg),
 		"vessels.self":   msg(gps(35, hdgPGN), "vessels.self", hdg),
-		"no values":      abi.AppendSourceValues(nil, gps(35, hdgPGN), ""),
+		"no values":      abi.AppendSourceGroup(nil, gps(35, hdgPGN), "", 0),
+		"bad 2nd group":  append(msg(gps(35, hdgPGN), "", hdg), msg(gps(35, 0), "", hdg)...),
 		"root of self":   msg(gps(35, hdgPGN), "", abi.PathValue{Value: abi.JSON([]byte(`{"name":"x"}`))}),
-		"truncated head": abi.AppendSourceValues(nil, gps(35, hdgPGN), "")[:9],
+		"truncated head": abi.AppendSourceGroup(nil, gps(35, hdgPGN), "", 1)[:9],
 	} {
 		if rc := call(b); rc != int32(abi.ErrInvalid) {
 			t.Errorf("%s: %d, want %d", name, rc, abi.ErrInvalid)
@@ -61,11 +62,24 @@ func TestSKPublishSrc(t *testing.T) {
 		t.Fatalf("refused calls published: %+v", fsk.srcValues[2:])
 	}
 
+	// One call carries the groups of several sources: each is published with its own.
+	cog := abi.PathValue{Path: "navigation.courseOverGroundTrue", Value: abi.Number(0.5)}
+	if rc := call(append(msg(gps(35, hdgPGN), "", hdg), msg(gps(36, 129026), "", cog)...)); rc != 0 {
+		t.Fatalf("two groups: %d", rc)
+	}
+	want = append(want,
+		sourced{sktypes.Source{Type: "NMEA2000", Src: "35", PGN: hdgPGN}, "", []sktypes.Value{{Path: "navigation.headingMagnetic", Value: 1.25}}},
+		sourced{sktypes.Source{Type: "NMEA2000", Src: "36", PGN: 129026}, "", []sktypes.Value{{Path: "navigation.courseOverGroundTrue", Value: 0.5}}})
+	if fmt.Sprint(fsk.srcValues) != fmt.Sprint(want) {
+		t.Fatalf("two groups published %+v", fsk.srcValues[2:])
+	}
+	fsk.srcValues = fsk.srcValues[:2]
+
 	// Another PGN of a live sender is the same source; new senders fill the cap.
 	if rc := call(msg(gps(35, 129025), "", hdg)); rc != 0 {
 		t.Fatalf("a live source's other PGN: %d", rc)
 	}
-	for i := 2; i < abi.MaxContexts; i++ {
+	for i := 3; i < abi.MaxContexts; i++ { // 35, 36 and 43 are live
 		if rc := call(msg(abi.Source{Type: "Plugin", Src: fmt.Sprint("s", i)}, "", hdg)); rc != 0 {
 			t.Fatalf("source %d: %d", i, rc)
 		}
