@@ -86,7 +86,7 @@ func queueIn(q *ctxQueue, context string, src Source, path string, v any) error 
 	if q == nil {
 		rt.ctxPub = append(rt.ctxPub, ctxQueue{context: context, src: src})
 		q = &rt.ctxPub[len(rt.ctxPub)-1]
-		q.buf = q.head(nil)
+		q.buf = q.head(spareBuf())
 	}
 	q.buf = abi.AppendValue(q.buf, path, val)
 	q.n++
@@ -192,7 +192,37 @@ func flushContexts() error {
 	if err := flushSources(); err != nil {
 		errs = append(errs, err)
 	}
+	for i := range rt.ctxPub {
+		keepBuf(rt.ctxPub[i].buf)
+	}
 	clear(rt.ctxPub)
 	rt.ctxPub = rt.ctxPub[:0]
 	return errors.Join(errs...)
+}
+
+// The queues' buffers outlive their batch: a gateway queues the values of the same few dozen
+// senders batch after batch, and a new buffer grown afresh for each of them each time was
+// most of what publishing with sources cost inside the sandbox, where every allocation is
+// fresh memory. At most maxSpare are kept, none larger than spareCap.
+const (
+	maxSpare = 64
+	spareCap = 16 << 10
+)
+
+// spareBuf answers an empty buffer, a kept one when there is one.
+func spareBuf() []byte {
+	if n := len(rt.spare); n > 0 {
+		b := rt.spare[n-1]
+		rt.spare[n-1] = nil
+		rt.spare = rt.spare[:n-1]
+		return b
+	}
+	return nil
+}
+
+// keepBuf keeps a queue's buffer for a later queue.
+func keepBuf(b []byte) {
+	if cap(b) > 0 && cap(b) <= spareCap && len(rt.spare) < maxSpare {
+		rt.spare = append(rt.spare, b[:0])
+	}
 }

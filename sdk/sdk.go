@@ -102,6 +102,7 @@ var rt struct {
 	pubN    int
 	ctxPub  []ctxQueue     // values queued for other contexts (PublishTo)
 	srcMsg  []byte         // the sk_publish_src message being put together (flushSources)
+	spare   [][]byte       // the buffers of earlier batches' queues (spareBuf)
 	replies []abi.PutReply // PUT replies sent after the batch's values
 	// canPublish caches the signalk.publish grant: Publish checks it for every value.
 	canPublish bool
