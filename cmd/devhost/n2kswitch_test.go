@@ -46,7 +46,15 @@ func TestN2KSwitchBankThroughSignalKServer(t *testing.T) {
 		t.Fatalf("bank status off on the server: %v", err)
 	}
 
-	code, body, err := s.Do(ctx, "PUT", rest, s.AdminToken, json.RawMessage(`{"value":true}`))
+	// The PUT names the bank's source: a path the server has from more than one source
+	// answers 400 to a PUT without one, and the device relays every value with its sender's.
+	var cur struct {
+		Source string `json:"$source"`
+	}
+	if _, b, err := s.Do(ctx, "GET", rest, s.AdminToken, nil); err != nil || json.Unmarshal(b, &cur) != nil || cur.Source == "" {
+		t.Fatalf("GET %s: %s (%v)", rest, b, err)
+	}
+	code, body, err := s.Do(ctx, "PUT", rest, s.AdminToken, json.RawMessage(`{"value":true,"source":"`+cur.Source+`"}`))
 	if err != nil || (code != 200 && code != 202) {
 		t.Fatalf("PUT %s through the server: %d %s (%v)", rest, code, body, err)
 	}
