@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"devhost/host/board"
@@ -46,15 +47,19 @@ func TestN2KSwitchBankThroughSignalKServer(t *testing.T) {
 		t.Fatalf("bank status off on the server: %v", err)
 	}
 
-	// The PUT names the bank's source: a path the server has from more than one source
-	// answers 400 to a PUT without one, and the device relays every value with its sender's.
+	// The state is the bank's, under its source alone: a second, device-sourced copy would
+	// make the server refuse a PUT that names no source (400, multiple sources).
 	var cur struct {
-		Source string `json:"$source"`
+		Source string                     `json:"$source"`
+		Values map[string]json.RawMessage `json:"values"`
 	}
-	if _, b, err := s.Do(ctx, "GET", rest, s.AdminToken, nil); err != nil || json.Unmarshal(b, &cur) != nil || cur.Source == "" {
+	if _, b, err := s.Do(ctx, "GET", rest, s.AdminToken, nil); err != nil || json.Unmarshal(b, &cur) != nil {
 		t.Fatalf("GET %s: %s (%v)", rest, b, err)
 	}
-	code, body, err := s.Do(ctx, "PUT", rest, s.AdminToken, json.RawMessage(`{"value":true,"source":"`+cur.Source+`"}`))
+	if want := fmt.Sprintf(".%d", bankSrc); !strings.HasSuffix(cur.Source, want) || len(cur.Values) > 1 {
+		t.Fatalf("%s: $source %q, values from %d sources; want the bank's (…%s) alone", path, cur.Source, len(cur.Values), want)
+	}
+	code, body, err := s.Do(ctx, "PUT", rest, s.AdminToken, json.RawMessage(`{"value":true}`))
 	if err != nil || (code != 200 && code != 202) {
 		t.Fatalf("PUT %s through the server: %d %s (%v)", rest, code, body, err)
 	}

@@ -152,15 +152,24 @@ func (c *Client) HandlePut(pattern string, h sk.PutHandler, current func() (valu
 }
 
 // stateGetter adapts a caller's state reader to the stream's, which skips a nil answer: JSON
-// null is sent as raw JSON, an unknown or unpublishable state not at all.
+// null is sent as raw JSON, an unknown or unpublishable state not at all. A state with a
+// source of its own (sk.Sourced) keeps it.
 func stateGetter(path string, current func() (any, bool)) func() any {
 	return func() any {
 		v, ok := current()
+		sv, sourced := v.(sk.Sourced)
+		if sourced {
+			v = sv.Value
+		}
 		if !ok || checkValue(sk.Value{Path: path, Value: v}) != nil {
 			return nil
 		}
 		if v == nil {
-			return json.RawMessage("null")
+			v = json.RawMessage("null")
+		}
+		if sourced {
+			sv.Value = v
+			return sv
 		}
 		return v
 	}

@@ -31,6 +31,15 @@ type Source struct {
 	Instance string // "" for none
 }
 
+// Sourced is a PUT-able path's state that came with a source of its own (a relayed switch
+// bank's status): a PUT handler's current state answers it so that the state is published again
+// under that source, not under the device's own. signalk-server routes a PUT by the sources a
+// path has; a second, device-sourced copy of a relayed state would make it ask for a source.
+type Sourced struct {
+	Source Source
+	Value  any
+}
+
 // Delta is one value received for a subscription, or one meta entry when Meta is set (the
 // stream delivers those; the client drops them before its subscribers).
 type Delta struct {

@@ -231,7 +231,7 @@ func (s *Stream) publishState(path string, current func() any) {
 		if v == nil {
 			return
 		}
-		if err := s.Publish(path, v); err != nil {
+		if err := s.publishStateValue(path, v); err != nil {
 			if !errors.Is(err, ErrInvalidState) {
 				s.log.Warn("signal k stream: cannot publish PUT-able state", "path", path, "err", err)
 			}
@@ -243,6 +243,18 @@ func (s *Stream) publishState(path string, current func() any) {
 		}
 		v = now
 	}
+}
+
+// publishStateValue publishes a PUT-able path's state, under its own source when it has one
+// (sk.Sourced).
+func (s *Stream) publishStateValue(path string, v any) error {
+	if sv, ok := v.(sk.Sourced); ok {
+		if sv.Source != (sk.Source{}) {
+			return s.PublishSource(sv.Source, "", sk.Value{Path: path, Value: sv.Value})
+		}
+		v = sv.Value
+	}
+	return s.Publish(path, v)
 }
 
 func safeCurrent(fn func() any) (v any) {

@@ -26,7 +26,24 @@ func (k groupKey) overhead() int {
 		n = contextOverhead(k.context)
 	}
 	if k.src != (sk.Source{}) {
-		n += len(appendSourceTail(nil, &k.src)) - len(appendSourceTail(nil, &sk.Source{}))
+		n += sourceTailLen(&k.src) - sourceTailLen(&sk.Source{})
+	}
+	return n
+}
+
+// sourceTailLen is len(appendSourceTail(nil, src)), counted without writing it: every
+// publication of a group asks.
+func sourceTailLen(src *sk.Source) int {
+	if src.Src == "" {
+		return len(`,"src":"` + SourceSrc + `"`)
+	}
+	n := len(`,"type":"`) + len(src.Type) + len(`","src":"`) + len(src.Src) + len(`"`)
+	if src.PGN != 0 {
+		var digits [10]byte
+		n += len(`,"pgn":`) + len(strconv.AppendUint(digits[:0], uint64(src.PGN), 10))
+	}
+	if src.Instance != "" {
+		n += len(`,"instance":"`) + len(src.Instance) + len(`"`)
 	}
 	return n
 }

@@ -100,3 +100,52 @@ func TestPublishSourceRefuses(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 }
+
+// A PUT-able path's state that came with a source of its own (sk.Sourced, a relayed switch
+// bank's status) is published again under that source, at registration and on connect, never
+// under the device's own: the server would otherwise hold the path from two sources and ask a
+// PUT which one.
+func TestPutableStateKeepsItsSource(t *testing.T) {
+	f := newFixture(t, withSettings(func(s *Settings) { s.BatchMS = 0 }))
+	bank := sk.Source{Type: "NMEA2000", Src: "48", PGN: 127501}
+	_, err := f.s.HandlePut(PutPath{
+		Path:    "electrical.switches.bank.2.3.state",
+		Handle:  func(_ sk.PutRequest, reply func(sk.PutResult, string)) { reply(sk.PutSuccess, "") },
+		Current: func() any { return sk.Sourced{Source: bank, Value: 1.0} },
+	})
+	must(t, err)
+	c := f.connect()
+	b := c.Next(t)
+	var raw struct {
+		Updates []struct {
+			Source json.RawMessage
+			Values []struct {
+				Path  string
+				Value float64
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &raw); err != nil || len(raw.Updates) != 1 || len(raw.Updates[0].Values) != 1 {
+		t.Fatalf("not a delta with one value: %s (%v)", b, err)
+	}
+	u := raw.Updates[0]
+	if string(u.Source) != `{"label":"dev.probe-1","type":"NMEA2000","src":"48","pgn":127501}` ||
+		u.Values[0].Path != "electrical.switches.bank.2.3.state" || u.Values[0].Value != 1 {
+		t.Fatalf("state published as %s", b)
+	}
+	c.ExpectNone(t)
+}
+
+// sourceTailLen counts what appendSourceTail writes.
+func TestSourceTailLen(t *testing.T) {
+	for _, src := range []sk.Source{
+		{},
+		{Type: "NMEA2000", Src: "35", PGN: gpsPGN},
+		{Type: "NMEA2000", Src: "0", PGN: 1, Instance: "port-1"},
+		{Type: "Plugin", Src: "a"},
+	} {
+		if got, want := sourceTailLen(&src), len(appendSourceTail(nil, &src)); got != want {
+			t.Errorf("%+v: %d, want %d", src, got, want)
+		}
+	}
+}

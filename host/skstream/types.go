@@ -150,7 +150,7 @@ type Options struct {
 type PutPath struct {
 	Path    string
 	Handle  sk.PutHandler
-	Current func() any
+	Current func() any // an sk.Sourced publishes the state under its source
 }
 
 // MetaStatus counts declared and reconciled metadata.

@@ -55,6 +55,7 @@ type patReg struct {
 
 type pathState struct {
 	value  any
+	src    sk.Source // the source the value came with; the zero Source: the device's own
 	known  bool
 	remove func()
 }
@@ -74,12 +75,12 @@ func errno(err error) error {
 }
 
 func (a *adapter) Publish(values ...sk.Value) error {
-	return a.publishKept(values, a.c.Publish)
+	return a.publishKept(values, sk.Source{}, a.c.Publish)
 }
 
 // publishKept publishes the own vessel's values through publish, keeping the state of those
-// under a plugin's PUT pattern.
-func (a *adapter) publishKept(vs []sk.Value, publish func(...sk.Value) error) error {
+// under a plugin's PUT pattern with src, the source they are published with.
+func (a *adapter) publishKept(vs []sk.Value, src sk.Source, publish func(...sk.Value) error) error {
 	a.mu.Lock()
 	var covered []int // the values under a plugin's PUT pattern, whose state is kept
 	if len(a.pats) > 0 {
@@ -109,7 +110,7 @@ func (a *adapter) publishKept(vs []sk.Value, publish func(...sk.Value) error) er
 				a.paths[v.Path] = st
 				fresh = append(fresh, v.Path)
 			}
-			st.value, st.known = v.Value, true
+			st.value, st.src, st.known = v.Value, src, true
 		}
 	}
 	a.mu.Unlock()
@@ -135,7 +136,7 @@ func (a *adapter) PublishSource(src sk.Source, context string, values ...sk.Valu
 	if context != "" {
 		return errno(a.c.PublishSource(src, context, values...))
 	}
-	return a.publishKept(values, func(vs ...sk.Value) error { return a.c.PublishSource(src, "", vs...) })
+	return a.publishKept(values, src, func(vs ...sk.Value) error { return a.c.PublishSource(src, "", vs...) })
 }
 
 // registerPath registers an exact path with the client, with its kept state as the current
@@ -169,6 +170,9 @@ func (a *adapter) current(path string) func() (any, bool) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		if st := a.paths[path]; st != nil && st.known {
+			if st.src != (sk.Source{}) {
+				return sk.Sourced{Source: st.src, Value: st.value}, true
+			}
 			return st.value, true
 		}
 		return nil, false
