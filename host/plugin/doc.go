@@ -194,7 +194,7 @@
 // Manager.mu and a plugin's mu are never held together: the manager copies its plugin list
 // under its own lock, releases it, then takes each plugin's. A plugin's mu is released before
 // it calls the manager (setState → changed) or a session (abort). The session's callMu and
-// putMu, the engine's (compiling → mu), the uploads', the memory allocator's and
+// putMu, the engine's (its compiling slot → mu), the uploads', the memory allocator's and
 // procLender's locks are held only around their own fields and take no other lock. The
 // session's socket table lock may be held while taking a socket's mu (endNet), never the
 // reverse; a socket's goroutines push to the inbox holding neither.

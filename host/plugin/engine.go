@@ -44,10 +44,12 @@ type engine struct {
 	// set it, for a comparison.
 	unbounded bool
 	// compiling serialises compilations: they are CPU-bound and the host must keep answering.
-	// It is held by the goroutine that compiles (see acquire), until the compilation ends.
-	compiling sync.Mutex
-	// compileHook, when set by a test, runs on the compiling goroutine before it compiles.
-	compileHook func()
+	// A one-slot semaphore, so that waiting for it gives way to a cancelled context; the
+	// goroutine that compiles holds it (see acquire) until the compilation ends.
+	compiling chan struct{}
+	// compileHook and abandonHook, when set by a test, run on the compiling goroutine before
+	// it compiles and after it closed what an abandoned compilation made.
+	compileHook, abandonHook func()
 	// reclaim hands the heap back to the OS after each compilation, beside the start.
 	reclaim reclaimer
 
@@ -115,7 +117,7 @@ func newEngine(cacheDir string, capPages, stack uint32, funcs []hostFn) (*engine
 	r.SetNamespace(abi.Module)
 	hf = append(hf, r)
 	return &engine{cacheDir: code, pages: capPages - stackPages, stack: stack, funcs: hf,
-		compiled: map[string]*shared{}}, nil
+		compiling: make(chan struct{}, 1), compiled: map[string]*shared{}}, nil
 }
 
 // moduleCache is a compilation cache of one module's own over the shared directory.
@@ -210,18 +212,23 @@ func isPermanent(err error) bool {
 // seconds to tens of seconds on a small board. So the compilation runs on a goroutine of its
 // own and acquire returns as soon as ctx ends: a stop, a removal or the shutdown of the
 // device does not wait for it (the supervisor gives the app 10 s after SIGTERM before it
-// kills it). The goroutine keeps the compiling lock until its compilation ends, so an
-// abandoned compilation is never run twice at once; what it made is closed, the compiled
-// code it wrote into the cache stays for the next start.
+// kills it), nor does one waiting behind another's compilation. The goroutine keeps the
+// compiling slot until its compilation ends, so an abandoned compilation is never run twice at
+// once; what it made is closed, the compiled code it wrote into the cache stays for the next
+// start.
 func (e *engine) acquire(ctx context.Context, module []byte) (*compiled, string, error) {
 	sum := sha256.Sum256(module)
 	key := hex.EncodeToString(sum[:])
-	e.compiling.Lock()
+	select {
+	case e.compiling <- struct{}{}:
+	case <-ctx.Done(): // behind another compilation: a stop does not wait for it either
+		return nil, "", fmt.Errorf("compile: %w", ctx.Err())
+	}
 	e.mu.Lock()
 	if s := e.compiled[key]; s != nil {
 		s.refs++
 		e.mu.Unlock()
-		e.compiling.Unlock()
+		<-e.compiling
 		return s.c, key, nil
 	}
 	e.mu.Unlock()
@@ -229,44 +236,31 @@ func (e *engine) acquire(ctx context.Context, module []byte) (*compiled, string,
 		c   *compiled
 		err error
 	}
-	// handoff decides, under its lock, whether the result is delivered or closed by the
-	// goroutine: it is one or the other, whatever the order of the end of ctx and the end of
+	// done is unbuffered: the result is handed over only to an acquire still waiting, and
+	// otherwise closed by the goroutine, whatever the order of the end of ctx and the end of
 	// the compilation.
-	var handoff struct {
-		sync.Mutex
-		abandoned bool
-	}
-	done := make(chan result, 1)
+	done := make(chan result)
 	go func() {
-		defer e.compiling.Unlock()
+		defer func() { <-e.compiling }()
 		if h := e.compileHook; h != nil {
 			h()
 		}
 		c, err := e.compileNow(context.WithoutCancel(ctx), module, key)
-		handoff.Lock()
-		defer handoff.Unlock()
-		if handoff.abandoned {
+		select {
+		case done <- result{c, err}:
+		case <-ctx.Done():
 			if err == nil {
 				c.close(context.Background())
 			}
-			return
+			if h := e.abandonHook; h != nil {
+				h()
+			}
 		}
-		done <- result{c, err}
 	}()
 	select {
 	case r := <-done:
 		return e.keep(key, r.c, r.err)
 	case <-ctx.Done():
-		handoff.Lock()
-		defer handoff.Unlock()
-		select {
-		case r := <-done: // it ended just now: keep nothing of it
-			if r.err == nil {
-				r.c.close(context.Background())
-			}
-		default:
-			handoff.abandoned = true
-		}
 		return nil, "", fmt.Errorf("compile: %w", ctx.Err())
 	}
 }
