@@ -83,28 +83,31 @@ type liveTable[K comparable] struct {
 	last map[K]time.Time // key → its last publication
 }
 
-// admit records a publication to context at now, and reports false when context is new
+// admit records a publication to key at now, and reports false when key is new
 // while abi.MaxContexts others are live. The table is swept only when it is full, so a
 // plugin publishing to its usual few targets pays one map update per call.
-func (t *liveTable[K]) admit(context K, now time.Time) bool {
-	if _, ok := t.last[context]; ok {
-		t.last[context] = now
-		return true
+func (t *liveTable[K]) admit(key K, now time.Time) bool {
+	if !t.room(key, now) {
+		return false
 	}
 	if t.last == nil {
 		t.last = make(map[K]time.Time)
 	}
-	if len(t.last) >= abi.MaxContexts {
-		idle := now.Add(-abi.ContextIdleMs * time.Millisecond)
-		for c, at := range t.last {
-			if !at.After(idle) {
-				delete(t.last, c)
-			}
-		}
-		if len(t.last) >= abi.MaxContexts {
-			return false
+	t.last[key] = now
+	return true
+}
+
+// room reports whether admit would take key at now, recording nothing; it sweeps the table
+// when it is full.
+func (t *liveTable[K]) room(key K, now time.Time) bool {
+	if _, ok := t.last[key]; ok || len(t.last) < abi.MaxContexts {
+		return true
+	}
+	idle := now.Add(-abi.ContextIdleMs * time.Millisecond)
+	for k, at := range t.last {
+		if !at.After(idle) {
+			delete(t.last, k)
 		}
 	}
-	t.last[context] = now
-	return true
+	return len(t.last) < abi.MaxContexts
 }

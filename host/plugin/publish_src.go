@@ -47,13 +47,20 @@ func fnSKPublishSrc(s *session, st []uint64) int32 {
 	now := s.p.m.clk.Now()
 	for _, g := range groups {
 		src, c := g.Source, g.Context
+		key := sourceKey{src.Type, src.Src, src.Instance}
+		// Both caps are checked before either records: a group refused for its context
+		// leaves its source as it was, and the reverse.
 		switch {
-		case !s.srcs.admit(sourceKey{src.Type, src.Src, src.Instance}, now):
+		case !s.srcs.room(key, now):
 			s.p.m.log.Warn("sk_publish_src: too many sources", "plugin", s.p.id, "src", src.Src, "live", abi.MaxContexts)
 			return int32(abi.ErrLimit)
-		case c != "" && !s.ctxs.admit(c, now):
+		case c != "" && !s.ctxs.room(c, now):
 			s.p.m.log.Warn("sk_publish_src: too many contexts", "plugin", s.p.id, "context", c, "live", abi.MaxContexts)
 			return int32(abi.ErrLimit)
+		}
+		s.srcs.admit(key, now)
+		if c != "" {
+			s.ctxs.admit(c, now)
 		}
 		if err := s.p.m.opts.SignalK.PublishSource(sktypes.Source(src), c, s.pub.convertOut(g.Values)...); err != nil {
 			return int32(errno(err, abi.ErrState))

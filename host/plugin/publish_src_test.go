@@ -95,3 +95,31 @@ func TestSKPublishSrc(t *testing.T) {
 		t.Fatalf("%d live sources, want 1", len(s.srcs.last))
 	}
 }
+
+// A group refused by a cap ends the call with -4 after the groups before it were published,
+// and leaves nothing of itself recorded: its source stays unknown when its context was refused.
+func TestSKPublishSrcCapMidCall(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(time.Date(2026, 11, 28, 2, 0, 0, 0, time.UTC))
+	fsk := newFakeSK()
+	s, invoke := publishSession(t, clk, fsk)
+	group := func(src, ctx string) []byte {
+		v := abi.PathValue{Path: "navigation.speedOverGround", Value: abi.Number(1)}
+		return abi.AppendValues(abi.AppendSourceGroup(nil, abi.Source{Type: "Plugin", Src: src}, ctx, 1), []abi.PathValue{v})
+	}
+	for i := range abi.MaxContexts {
+		if rc := invoke(fnSKPublishSrc, group("a", fmt.Sprintf("vessels.urn:mrn:imo:mmsi:%09d", i))); rc != 0 {
+			t.Fatalf("context %d: %d", i, rc)
+		}
+	}
+	n := len(fsk.srcValues)
+	msg := append(group("b", ""), group("c", "vessels.urn:mrn:imo:mmsi:999999999")...)
+	if rc := invoke(fnSKPublishSrc, msg); rc != int32(abi.ErrLimit) {
+		t.Fatalf("a new context past the cap: %d", rc)
+	}
+	if len(fsk.srcValues) != n+1 || fsk.srcValues[n].src.Src != "b" {
+		t.Fatalf("published %+v, want the first group alone", fsk.srcValues[n:])
+	}
+	if _, ok := s.srcs.last[sourceKey{"Plugin", "c", ""}]; ok {
+		t.Fatal("the refused group's source was recorded live")
+	}
+}
