@@ -39,7 +39,7 @@ type gpio struct {
 	mu       sync.Mutex
 	high     [GPIOPins]bool
 	fault    [GPIOPins]bool
-	watchers [GPIOPins]callbacks[func(int, bool)]
+	watchers [GPIOPins]Callbacks[func(int, bool)]
 }
 
 func checkPin(pin int) error {
@@ -79,7 +79,7 @@ func (s *Sim) GPIOWatch(pin int, fn func(pin int, high bool)) (cancel func(), er
 	if err := checkPin(pin); err != nil {
 		return nil, err
 	}
-	return subscribe(&s.gpio.mu, &s.gpio.watchers[pin], fn), nil
+	return Subscribe(&s.gpio.mu, &s.gpio.watchers[pin], fn), nil
 }
 
 // SetPin applies an update from the control channel.
@@ -94,7 +94,7 @@ func (s *Sim) SetPin(u PinUpdate) (PinState, error) {
 	}
 	if u.High != nil && *u.High != s.gpio.high[u.Pin] {
 		s.gpio.high[u.Pin] = *u.High
-		notify = s.gpio.watchers[u.Pin].list()
+		notify = s.gpio.watchers[u.Pin].List()
 	}
 	st := PinState{Pin: u.Pin, High: s.gpio.high[u.Pin], Fault: s.gpio.fault[u.Pin]}
 	s.gpio.mu.Unlock()

@@ -47,10 +47,10 @@ type radios struct {
 	mu       sync.Mutex
 	sent     []CANFrame
 	received int
-	canRx    callbacks[func(CANFrame)]
+	canRx    Callbacks[func(CANFrame)]
 	advert   []byte
 	scanRsp  []byte
-	scanners callbacks[func(BLEAdvert)]
+	scanners Callbacks[func(BLEAdvert)]
 }
 
 func checkFrame(f CANFrame) error {
@@ -86,17 +86,21 @@ func (s *Sim) CANSend(f CANFrame) error {
 
 // CANReceive calls fn with every frame the bus delivers until cancel.
 func (s *Sim) CANReceive(fn func(CANFrame)) (cancel func(), err error) {
-	return subscribe(&s.radio.mu, &s.radio.canRx, fn), nil
+	return Subscribe(&s.radio.mu, &s.radio.canRx, fn), nil
 }
 
 // InjectCAN delivers a frame from the bus to every receiver.
 func (s *Sim) InjectCAN(f CANFrame) error {
+	if s.canIface != "" {
+		// The plugins' bus is the real interface: a frame put here would reach nobody.
+		return api.Errorf(http.StatusConflict, api.CodeConflict, "the CAN bus is the interface %s: put frames on it (cansend, canplayer)", s.canIface)
+	}
 	if err := checkFrame(f); err != nil {
 		return api.Errorf(http.StatusBadRequest, api.CodeValidation, "%v", err)
 	}
 	s.radio.mu.Lock()
 	s.radio.received++
-	fns := s.radio.canRx.list()
+	fns := s.radio.canRx.List()
 	s.radio.mu.Unlock()
 	for _, fn := range fns {
 		fn(CANFrame{ID: f.ID, Extended: f.Extended, Remote: f.Remote, Data: slices.Clone(f.Data)})
@@ -139,7 +143,7 @@ func (s *Sim) BLEStopAdvertising() error {
 
 // BLEScan calls fn with every advertisement heard until cancel.
 func (s *Sim) BLEScan(fn func(BLEAdvert)) (cancel func(), err error) {
-	return subscribe(&s.radio.mu, &s.radio.scanners, fn), nil
+	return Subscribe(&s.radio.mu, &s.radio.scanners, fn), nil
 }
 
 // InjectAdvert makes the radio hear an advertisement.
@@ -148,7 +152,7 @@ func (s *Sim) InjectAdvert(a BLEAdvert) error {
 		return api.Errorf(http.StatusBadRequest, api.CodeValidation, "an advert needs addr and at most 31 data bytes")
 	}
 	s.radio.mu.Lock()
-	fns := s.radio.scanners.list()
+	fns := s.radio.scanners.List()
 	s.radio.mu.Unlock()
 	for _, fn := range fns {
 		fn(BLEAdvert{Address: a.Address, RSSI: a.RSSI, Data: slices.Clone(a.Data)})

@@ -2,7 +2,10 @@ package board
 
 import (
 	"errors"
+	"net/http"
 	"testing"
+
+	"devhost/host/api"
 )
 
 func TestCANBus(t *testing.T) {
@@ -94,5 +97,20 @@ func TestBLERadio(t *testing.T) {
 	_ = s.InjectAdvert(BLEAdvert{Address: "aa:bb:cc:dd:ee:01"})
 	if len(heard) != 1 || heard[0].RSSI != -70 {
 		t.Fatalf("heard %v", heard)
+	}
+}
+
+// With the CAN bus on a real interface, the control channel's injection refuses (409): the
+// frame would reach no plugin.
+func TestInjectCANRefusedOnARealBus(t *testing.T) {
+	f := DefaultFile()
+	f.CANIface = "vcan0"
+	s, err := NewSim(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var apiErr *api.Error
+	if err := s.InjectCAN(CANFrame{ID: 0x123, Data: []byte{1}}); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
+		t.Fatalf("inject with can_iface set: %v", err)
 	}
 }

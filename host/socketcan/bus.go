@@ -61,7 +61,19 @@ var ErrClosed = errors.New("socketcan: the bus is not open")
 type Dialer func(ctx context.Context, iface string) (net.Conn, error)
 
 // DialRaw opens a CAN_RAW socket bound to the interface.
+//
+// An interface that is down is refused here: the kernel binds a raw CAN socket to it and
+// leaves an error pending that the first read returns, so the bus would count an open and a
+// failure four times a second until its owner brings it up; refused at the dial, it waits out
+// the doubling backoff like a missing interface.
 func DialRaw(ctx context.Context, iface string) (net.Conn, error) {
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return nil, err
+	}
+	if ifi.Flags&net.FlagUp == 0 {
+		return nil, fmt.Errorf("interface %s is down", iface)
+	}
 	return socketcan.DialContext(ctx, "can", iface)
 }
 
@@ -92,7 +104,7 @@ type Bus struct {
 	mu    sync.Mutex
 	conn  net.Conn
 	tx    *socketcan.Transmitter
-	rx    map[*func(board.CANFrame)]struct{}
+	rx    board.Callbacks[func(board.CANFrame)]
 	stats Stats
 }
 
@@ -107,7 +119,7 @@ func New(opts Options) *Bus {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Bus{opts: opts, rx: map[*func(board.CANFrame)]struct{}{}}
+	return &Bus{opts: opts}
 }
 
 // Stats answers the counters.
@@ -133,7 +145,9 @@ func (b *Bus) Run(ctx context.Context) error {
 		err = fmt.Errorf("can %s: %w", b.opts.Iface, err)
 		b.fail(err)
 		b.opts.Logger.Warn("CAN interface down; reopening", "iface", b.opts.Iface, "err", err, "in", backoff)
-		b.report(health.Warn, fmt.Sprintf("%v; opening it again in %v", err, backoff))
+		// The delay stays out of the condition: it changes at every retry, and each change
+		// would be a health event.
+		b.report(health.Warn, err.Error()+"; opening it again")
 		wait := b.opts.Clock.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -186,10 +200,7 @@ func (b *Bus) serve(ctx context.Context, conn net.Conn) error {
 func (b *Bus) deliver(f board.CANFrame) {
 	b.mu.Lock()
 	b.stats.FramesIn++
-	fns := make([]func(board.CANFrame), 0, len(b.rx))
-	for fn := range b.rx {
-		fns = append(fns, *fn)
-	}
+	fns := b.rx.List()
 	b.mu.Unlock()
 	for _, fn := range fns {
 		fn(board.CANFrame{ID: f.ID, Extended: f.Extended, Remote: f.Remote, Data: slices.Clone(f.Data)})
@@ -246,21 +257,7 @@ func (b *Bus) CANSend(f board.CANFrame) error {
 
 // CANReceive calls fn with every frame read from the bus until cancel is called.
 func (b *Bus) CANReceive(fn func(board.CANFrame)) (cancel func(), err error) {
-	key := &fn
-	b.receiver(key, true)
-	return func() { b.receiver(key, false) }, nil
-}
-
-// receiver adds or removes a receiver; its own copy of the function is its key, so one
-// function subscribed twice is two receivers, each cancelled alone.
-func (b *Bus) receiver(key *func(board.CANFrame), on bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if on {
-		b.rx[key] = struct{}{}
-	} else {
-		delete(b.rx, key)
-	}
+	return board.Subscribe(&b.mu, &b.rx, fn), nil
 }
 
 // toCAN converts a frame to the library's, refusing what the bus cannot carry.
@@ -278,9 +275,10 @@ func fromCAN(cf can.Frame) (board.CANFrame, error) {
 	if cf.Length > can.MaxDataLength {
 		return board.CANFrame{}, fmt.Errorf("%w: id %#x with length %d", board.ErrFrame, cf.ID, cf.Length)
 	}
+	// cf is a copy already, and deliver gives every receiver a copy of its own.
 	f := board.CANFrame{ID: cf.ID, Extended: cf.IsExtended, Remote: cf.IsRemote, Data: []byte{}}
 	if !cf.IsRemote {
-		f.Data = slices.Clone(cf.Data[:cf.Length])
+		f.Data = cf.Data[:cf.Length]
 	}
 	return f, nil
 }

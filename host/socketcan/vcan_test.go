@@ -123,5 +123,7 @@ func TestNetnsVcan(t *testing.T) {
 	if r := sendUntil(can.Frame{ID: 0x42, Length: 1, Data: can.Data{7}}); r.ID != 0x42 {
 		t.Errorf("after down/up received %+v", r)
 	}
-	t.Logf("stats %+v", b.Stats())
+	if st := b.Stats(); st.Errors < 1 || st.Opens < 2 {
+		t.Errorf("stats %+v after the interface went down and up: want an error counted and a reopen", st)
+	}
 }
