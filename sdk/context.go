@@ -26,16 +26,19 @@ type ctxQueue struct {
 	src     Source // the zero Source: the device's own (sk_publish_ctx)
 	// buf is the sk_publish_ctx message, or the sk_publish_src group: the head, then value
 	// records. A group's head ends with its count of values, written when it is sent.
-	buf []byte
-	n   int
+	buf   []byte
+	heads int // the head's bytes: buf[:heads] is the queue without values
+	n     int
 }
 
-// head appends the head of q's message or group.
-func (q *ctxQueue) head(b []byte) []byte {
+// start writes q's head into b (reused).
+func (q *ctxQueue) start(b []byte) {
 	if q.src == (Source{}) {
-		return abi.AppendContextValues(b, q.context)
+		q.buf = abi.AppendContextValues(b[:0], q.context)
+	} else {
+		q.buf = abi.AppendSourceGroup(b[:0], q.src, q.context, 0)
 	}
-	return abi.AppendSourceGroup(b, q.src, q.context, 0)
+	q.heads, q.n = len(q.buf), 0
 }
 
 // ValidContext reports why context is not one PublishTo takes (nil when it is):
@@ -86,7 +89,7 @@ func queueIn(q *ctxQueue, context string, src Source, path string, v any) error 
 	if q == nil {
 		rt.ctxPub = append(rt.ctxPub, ctxQueue{context: context, src: src})
 		q = &rt.ctxPub[len(rt.ctxPub)-1]
-		q.buf = q.head(spareBuf())
+		q.start(spareBuf())
 	}
 	q.buf = abi.AppendValue(q.buf, path, val)
 	q.n++
@@ -135,7 +138,7 @@ func flushContext(q *ctxQueue) error {
 		return nil
 	}
 	rc := callIn(abi.FnSKPublishCtx, q.buf)
-	q.buf, q.n = q.head(q.buf[:0]), 0
+	q.buf, q.n = q.buf[:q.heads], 0
 	if rc < 0 {
 		return fmt.Errorf("sdk: publish to %q: %w", q.context, abi.Errno(rc))
 	}
@@ -167,11 +170,10 @@ func flushSources() error {
 			send()
 		}
 		// The group's count: the last field of its head.
-		head := len(q.head(nil))
-		binary.LittleEndian.PutUint32(q.buf[head-4:head], uint32(q.n))
+		binary.LittleEndian.PutUint32(q.buf[q.heads-4:q.heads], uint32(q.n))
 		msg = append(msg, q.buf...)
 		n += q.n
-		q.buf, q.n = q.head(q.buf[:0]), 0
+		q.buf, q.n = q.buf[:q.heads], 0
 	}
 	send()
 	rt.srcMsg = msg[:0]

@@ -450,20 +450,14 @@ func (d *Device) compactStore(ctx context.Context) {
 }
 
 func (d *Device) sntpConfig() clock.SNTPConfig {
-	if d.sntp != nil {
-		// The client in effect: its keys are restart-required, so a stored change waits for
-		// the next boot and the document must not show it before.
-		st := d.sntp.Status()
-		return clock.SNTPConfig{Enabled: st.Enabled, Running: st.Running, FromDHCP: st.FromDHCP, Servers: st.Servers}
+	// The client in effect: its keys are restart-required, so a stored change waits for the
+	// next boot and the document must not show it before. It is built (startSNTP) before the
+	// HTTP server serves GET /time.
+	if d.sntp == nil {
+		return clock.SNTPConfig{}
 	}
-	// Before the client is built (early in the boot) the stored keys are what it will run with.
-	var servers []string
-	for _, k := range []string{"server0", "server1"} {
-		if s := d.cfg.String("time", k); s != "" {
-			servers = append(servers, s)
-		}
-	}
-	return clock.SNTPConfig{Enabled: d.cfg.Bool("time", "sntp"), FromDHCP: d.cfg.Bool("time", "from_dhcp"), Servers: servers}
+	st := d.sntp.Status()
+	return clock.SNTPConfig{Enabled: st.Enabled, Running: st.Running, FromDHCP: st.FromDHCP, Servers: st.Servers}
 }
 
 // displayAddr is the URL host an operator can open: the loopback address when bound to all.

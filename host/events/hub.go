@@ -138,11 +138,19 @@ func (h *Hub) OnConnect(cb func() []Event) bool {
 	return true
 }
 
+// checkName refuses an event name a stream cannot carry.
+func checkName(name string) error {
+	if name == "" || strings.ContainsAny(name, "\r\n") {
+		return fmt.Errorf("event name %q: empty or has a line break", name)
+	}
+	return nil
+}
+
 // frame encodes one event. json.Marshal output has no raw line breaks, so the data fits one
 // `data:` line.
 func frame(name string, data any) ([]byte, error) {
-	if name == "" || strings.ContainsAny(name, "\r\n") {
-		return nil, fmt.Errorf("event name %q: empty or has a line break", name)
+	if err := checkName(name); err != nil {
+		return nil, err
 	}
 	js, err := json.Marshal(data)
 	if err != nil {
@@ -157,9 +165,13 @@ func frame(name string, data any) ([]byte, error) {
 }
 
 // Publish sends an event to every open stream without waiting for any of them. With no
-// stream open it does nothing: the data is not even marshalled (plugins publish status
-// snapshots every second whether or not anyone listens).
+// stream open the data is not even marshalled (plugins publish status snapshots every second
+// whether or not anyone listens); a bad name is logged either way.
 func (h *Hub) Publish(name string, data any) {
+	if err := checkName(name); err != nil {
+		h.log.Warn("event dropped", "err", err)
+		return
+	}
 	h.mu.Lock()
 	idle := len(h.streams) == 0
 	h.mu.Unlock()

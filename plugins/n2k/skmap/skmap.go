@@ -104,8 +104,8 @@ type srcState struct {
 	m              *Mapper            // the mapper's state shared by all sources
 	paths          map[pathKey]string // expanded templates (ctx.expand)
 	memo           map[memoKey]any    // what rules made for this source (ctx.remember)
-	engines        [2]*engineMemo     // what the engine rules made, by engine (ctx.engine)
-	engineNext     int                // the slot of engines a third engine takes
+	engines        []*engineMemo      // what the engine rules made, by engine (ctx.engine)
+	engineNext     int                // the memo an engine past maxEngines replaces
 }
 
 // Mapper keeps per-source state (address claims) between messages. Not safe for

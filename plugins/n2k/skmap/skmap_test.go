@@ -316,3 +316,23 @@ func TestACLines(t *testing.T) {
 		}
 	}
 }
+
+// Three engines reported by one source, in turn and again: each message keeps its own
+// engine's paths (the memos per engine of a source are not mixed up or lost past two).
+func TestThreeEnginesOneSource(t *testing.T) {
+	m := New()
+	names := []any{"Single Engine or Dual Engine Port", "Dual Engine Starboard", 2.0}
+	want := []string{"propulsion.port.revolutions", "propulsion.starboard.revolutions", "propulsion.2.revolutions"}
+	for round := range 2 {
+		for i, inst := range names {
+			d := m.Map(&decode.Decoded{Header: decode.Header{PGN: 127488, Src: 9},
+				ByName: map[string]any{"instance": inst, "speed": 600.0 * float64(i+1)}}, nil, "2026-01-01T00:00:00.000Z")
+			if d == nil || len(d.Updates[0].Values) == 0 || d.Updates[0].Values[0].Path != want[i] || d.Updates[0].Values[0].Value != 10.0*float64(i+1) {
+				t.Fatalf("round %d, engine %v: %+v", round, inst, d)
+			}
+		}
+	}
+	if n := len(m.state[9].engines); n != 3 {
+		t.Fatalf("%d engine memos for the source, want 3", n)
+	}
+}

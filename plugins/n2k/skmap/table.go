@@ -287,8 +287,11 @@ func newEngineSlot() int {
 	return engineSlots - 1
 }
 
-// engine answers the memo of the message's engine for its source; a source keeps two, the
-// older replaced by a third engine.
+// maxEngines bounds the engine memos of one source: a boat has one to four engines, a source
+// reporting more (bad data, or ids that change) replaces its memos in turn.
+const maxEngines = 8
+
+// engine answers the memo of the message's engine for its source.
 func (c *ctx) engine() *engineMemo {
 	if c.eng != nil {
 		return c.eng
@@ -296,14 +299,18 @@ func (c *ctx) engine() *engineMemo {
 	id := engineID(c)
 	st := c.st
 	for _, e := range st.engines {
-		if e != nil && e.id == id {
+		if e.id == id {
 			c.eng = e
 			return e
 		}
 	}
 	e := &engineMemo{id: id, strs: make([]string, engineSlots), notes: make([][2]any, engineSlots)}
-	st.engines[st.engineNext] = e
-	st.engineNext ^= 1
+	if len(st.engines) < maxEngines {
+		st.engines = append(st.engines, e)
+	} else {
+		st.engines[st.engineNext] = e
+		st.engineNext = (st.engineNext + 1) % maxEngines
+	}
 	c.eng = e
 	return e
 }
