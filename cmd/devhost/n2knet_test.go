@@ -117,11 +117,20 @@ func startReplay(t *testing.T, lines []string) *replayServer {
 						return
 					}
 				}
-				if first {
-					c.Close() // the gateway drops the device
-					return
-				}
 				buf := make([]byte, 4096)
+				if first {
+					// The gateway drops the device: a FIN, then whatever the device still
+					// sends is read until it closes too. Closing outright with the device's
+					// address claim unread would send a reset instead, and the device would
+					// rightly report "connection reset by the peer".
+					c.(*net.TCPConn).CloseWrite()
+					for {
+						if _, err := c.Read(buf); err != nil {
+							c.Close()
+							return
+						}
+					}
+				}
 				for {
 					n, err := c.Read(buf)
 					s.mu.Lock()
