@@ -374,7 +374,12 @@ func (u *Updater) Run(ctx context.Context) {
 			}
 		case <-timeoutC:
 			timeoutLive = false
-			if !confirmed {
+			// The select takes any ready case: the network may have come up, or the image
+			// been confirmed, after the read above and before the timer fired. Read again.
+			u.mu.Lock()
+			late := !u.st.Running.Confirmed && !u.netSeen
+			u.mu.Unlock()
+			if late {
 				u.log.Error("no network within the confirm timeout")
 				if err := u.rollback("no network within ota.confirm_tmo_s"); err != nil {
 					u.log.Error("rollback after the confirm timeout", "err", err)

@@ -32,8 +32,9 @@ func packImage(t *testing.T, k *rsa.PrivateKey, project, version string, exe []b
 }
 
 type fakeConfig struct {
-	mu sync.Mutex
-	m  map[string]any
+	mu     sync.Mutex
+	m      map[string]any
+	onBool func(key string) // when set, called (outside the lock) at each Bool with "ns.key"
 }
 
 func newConfig() *fakeConfig {
@@ -49,8 +50,17 @@ func (c *fakeConfig) get(ns, k string) any {
 	return c.m[ns+"."+k]
 }
 func (c *fakeConfig) String(ns, k string) string { s, _ := c.get(ns, k).(string); return s }
-func (c *fakeConfig) Bool(ns, k string) bool     { b, _ := c.get(ns, k).(bool); return b }
-func (c *fakeConfig) Int(ns, k string) int       { i, _ := c.get(ns, k).(int); return i }
+func (c *fakeConfig) Bool(ns, k string) bool {
+	c.mu.Lock()
+	hook := c.onBool
+	c.mu.Unlock()
+	if hook != nil {
+		hook(ns + "." + k)
+	}
+	b, _ := c.get(ns, k).(bool)
+	return b
+}
+func (c *fakeConfig) Int(ns, k string) int { i, _ := c.get(ns, k).(int); return i }
 
 type station struct{ configured bool }
 
@@ -360,6 +370,61 @@ func TestStationConfiguredWaitsForConnection(t *testing.T) {
 	r.u.StationConnected()
 	if st := r.waitState(StateIdle); !st.Running.Confirmed {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// The network comes up as the confirm timeout fires: the updater's loop has read "no network
+// yet" and, before it waits again, finds both its wake-up and the fired timer ready; it may
+// take either first, and an image whose network came up before the timeout is never rolled
+// back. The loop reads ota.auto_check between the two points, which is where the test holds
+// it; the next read shows that the first case taken has been handled. Rounds, since the
+// choice between ready cases is the runtime's.
+func TestNetworkUpAsTheConfirmTimeoutFires(t *testing.T) {
+	slots := [2]boot.Slot{{State: boot.SlotValid, Version: "1.0.0"}, {State: boot.SlotPending, Version: "1.1.0"}}
+	for round := range 20 {
+		r := newRig(t, 1, slots, station{configured: true})
+		if err := r.clk.BlockUntilContext(t.Context(), 2); err != nil { // confirm and timeout timers
+			t.Fatal(err)
+		}
+		held, release, next := make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
+		var once sync.Once
+		r.cfg.mu.Lock()
+		r.cfg.onBool = func(key string) {
+			if key != "ota.auto_check" {
+				return
+			}
+			first := false
+			once.Do(func() { first = true })
+			if first {
+				close(held)
+				<-release
+				return
+			}
+			select {
+			case next <- struct{}{}:
+			default:
+			}
+		}
+		r.cfg.mu.Unlock()
+		r.u.NetworkDown() // a turn of the loop (the network was never up)
+		waitChan(t, held, "the loop between its read and its wait")
+		r.u.NetworkUp()
+		r.clk.Advance(600 * time.Second) // the default ota.confirm_tmo_s
+		close(release)
+		waitChan(t, next, "the loop's next turn")
+		if n := len(r.restartsSeen()); n != 0 || r.otadata().Slots[1].State != boot.SlotPending {
+			t.Fatalf("round %d: rolled back although the network came up first: %d restarts, otadata %+v", round, n, r.otadata())
+		}
+	}
+}
+
+// waitChan waits for ch to deliver or close, failing after hangGuard.
+func waitChan(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(hangGuard):
+		t.Fatalf("%s: not reached within %v", what, hangGuard)
 	}
 }
 
