@@ -240,6 +240,27 @@ func recv(t *testing.T, ch <-chan Event) Event {
 	return Event{}
 }
 
+// recvThrough reads events up to and including the first that last accepts, failing when it
+// does not come within the guard of recv.
+func recvThrough(t *testing.T, ch <-chan Event, what string, last func(Event) bool) []Event {
+	t.Helper()
+	var got []Event
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("event channel closed before %s (got %+v)", what, got)
+			}
+			got = append(got, ev)
+			if last(ev) {
+				return got
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no %s within 5s (got %+v)", what, got)
+		}
+	}
+}
+
 func noEvent(t *testing.T, ch <-chan Event) {
 	t.Helper()
 	select {
@@ -328,31 +349,20 @@ func TestSlowSubscriberEndsWithLatestState(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the board blocked on a subscriber that does not read")
 	}
-	var got []Event
-	for {
-		select {
-		case ev := <-ch:
-			got = append(got, ev)
-			continue
-		case <-time.After(100 * time.Millisecond):
-		}
-		break
-	}
-	if len(got) == 0 || len(got) > 4 {
+	// The final state is the last event queued: read up to it, however late the subscriber's
+	// goroutine hands it over, then nothing may follow.
+	got := recvThrough(t, ch, "the latest eth state", func(ev Event) bool {
+		return ev.Iface != nil && ev.Iface.Name == "eth" && ev.Iface.Up && ev.Iface.IP == "127.0.0.77"
+	})
+	noEvent(t, ch)
+	if len(got) > 4 {
 		t.Fatalf("%d events delivered: intermediate interface states should have been dropped", len(got))
 	}
-	var last *IfState
 	presence := 0
 	for _, ev := range got {
 		if ev.Presence == 30 {
 			presence++
 		}
-		if ev.Iface != nil && ev.Iface.Name == "eth" {
-			last = ev.Iface
-		}
-	}
-	if last == nil || !last.Up || last.IP != "127.0.0.77" {
-		t.Fatalf("last eth event %+v: want the latest state", last)
 	}
 	if presence != 1 {
 		t.Fatalf("presence event delivered %d times: %+v", presence, got)
@@ -369,18 +379,14 @@ func TestPresenceQueueBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The newest press is the last event queued: read up to it, then nothing may follow.
 	var presses []int
-	for {
-		select {
-		case ev := <-ch:
-			if ev.Presence > 0 {
-				presses = append(presses, ev.Presence)
-			}
-			continue
-		case <-time.After(100 * time.Millisecond):
+	for _, ev := range recvThrough(t, ch, "the newest press", func(ev Event) bool { return ev.Presence == presenceQueue+5 }) {
+		if ev.Presence > 0 {
+			presses = append(presses, ev.Presence)
 		}
-		break
 	}
+	noEvent(t, ch)
 	// The reader goroutine may already hold one event in hand, so up to one more than the
 	// queue arrives; the newest press always does.
 	if len(presses) < presenceQueue || len(presses) > presenceQueue+1 || presses[len(presses)-1] != presenceQueue+5 {
