@@ -180,6 +180,27 @@ func (f *fixture) advance(n int, d time.Duration) {
 	f.clk.Advance(d)
 }
 
+// flush waits until the stream has written everything it holds, advancing the fake clock by
+// step while it waits: a backlog drains paced by the device's clock.
+func (f *fixture) flush(step time.Duration) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	res := make(chan error, 1)
+	go func() { res <- f.s.Flush(ctx, time.Hour) }()
+	for {
+		select {
+		case err := <-res:
+			if err != nil {
+				f.t.Fatalf("flush: %v", err)
+			}
+			return
+		case <-time.After(10 * time.Millisecond):
+			f.clk.Advance(step)
+		}
+	}
+}
+
 func (f *fixture) lastStatus() (Status, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
