@@ -141,6 +141,13 @@ func (d *dev) condition(key string) map[string]any {
 	return nil
 }
 
+// windowFresh reports whether a recovery window of full seconds, opened after since, shows
+// rs seconds left as GET /auth/status rounds them (up): no more than full, and no less than
+// full less the time that has passed since then, however slowly the machine got there.
+func windowFresh(rs float64, full int, since time.Time) bool {
+	return rs <= float64(full) && rs >= float64(full)-time.Since(since).Seconds()
+}
+
 // noNewRequest fails when the server s lists an access request from clientID: the device asked
 // for access again instead of using the token it holds. what says since when.
 func noNewRequest(ctx context.Context, t *testing.T, s *sktest.Server, what, clientID string) {
