@@ -32,8 +32,12 @@ func TestBoardDrivesMemoryNetworkAndPresence(t *testing.T) {
 	if info["free_heap"] != 200000.0 || info["min_free_heap"] != 30000.0 || info["min_internal_free"] != 15000.0 {
 		t.Fatalf("memory figures: %v %v %v", info["free_heap"], info["min_free_heap"], info["min_internal_free"])
 	}
-	// up_count counts from boot; what this test owns is the one UP edge its down/up adds.
-	upBefore := d.call("GET", "/api/v1/net/status", "").json(t)["up_count"].(float64)
+	// up_count counts from boot; what this test owns is the one UP edge its down/up adds. The
+	// boot's own edge is counted when Ethernet comes up, which need not be before the API
+	// answers: read the count once the route is up.
+	upBefore := d.waitDoc("the route up after boot", "/api/v1/net/status", hangGuard, func(st map[string]any) bool {
+		return st["up"] == true
+	})["up_count"].(float64)
 	d.boardCtl("POST", "/net/down", "")
 	netDown := func() map[string]any { return d.condition("netDown") }
 	pollUntil(t, "netDown after the link went down", hangGuard, netDown, func(c map[string]any) bool { return c != nil && c["state"] == "warn" })
