@@ -40,7 +40,7 @@ func TestOTANoNetworkRollsBack(t *testing.T) {
 	st.expect(t, "9.9.9", 1, false, false, "0.1.0-dev")
 	st.expectState(t, "pending_verify")
 	// The new image tries the configured network and never gets a route.
-	d.waitWiFi("the station tries the configured network", hangGuard, func(m map[string]any) bool {
+	d.waitWiFi("the station tries the configured network", func(m map[string]any) bool {
 		return m["state"] != "unconfigured" && m["state"] != "disabled" && m["state"] != "connected"
 	})
 	if n := d.call("GET", "/api/v1/net/status", "").json(t); n["up"] != false {

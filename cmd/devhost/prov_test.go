@@ -88,7 +88,7 @@ func TestProvisionSoftAP(t *testing.T) {
 		t.Fatalf("devctl prov output:\n%s", out)
 	}
 	t.Logf("devctl prov:\n%s", out)
-	st := d.waitWiFi("joined the provisioned network", 30*time.Second, func(st map[string]any) bool {
+	st := d.waitWiFi("joined the provisioned network", func(st map[string]any) bool {
 		return st["state"] == "connected" && st["ssid"] == "boat"
 	})
 	doc = d.call("GET", "/api/v1/prov", "").json(t)
@@ -135,7 +135,7 @@ func TestProvisionBLE(t *testing.T) {
 		t.Fatalf("devctl prov --transport ble: %v\n%s", err, out2)
 	}
 	t.Logf("devctl prov --transport ble:\n%s", out2)
-	d.waitWiFi("joined the provisioned network", 30*time.Second, func(st map[string]any) bool {
+	d.waitWiFi("joined the provisioned network", func(st map[string]any) bool {
 		return st["state"] == "connected" && st["ssid"] == "boat"
 	})
 	if doc := d.call("GET", "/api/v1/prov", "").json(t); doc["got_credentials"] != true {
@@ -194,7 +194,7 @@ func TestProvisionButton(t *testing.T) {
 		t.Fatalf("provisioning at boot with a network configured: %v", doc)
 	}
 	d.devctlBoard("button")
-	d.waitDoc("button press did not start provisioning", "/api/v1/prov", 30*time.Second, func(doc map[string]any) bool {
+	d.waitDoc("button press did not start provisioning", "/api/v1/prov", hangGuard, func(doc map[string]any) bool {
 		return doc["active"] == true && doc["got_credentials"] == false
 	})
 }
