@@ -266,8 +266,8 @@ func TestBindFailureRaisesHealth(t *testing.T) {
 	// The station manager (host/wifi) logs the portal coming up, failing and going down; the
 	// portal itself says it only through the health table and Up's error, not a second line.
 	r.p.Down()
-	if l := r.log.String(); l != "" {
-		t.Fatalf("portal log after a failed Up, Down and a clean Up and Down:\n%s", l)
+	if l := r.log.Read(-1, -1).Lines; len(l) != 0 {
+		t.Fatalf("portal log after a failed Up, Down and a clean Up and Down: %q", l)
 	}
 }
 
