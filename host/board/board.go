@@ -56,23 +56,29 @@ import (
 	"net"
 )
 
-// Hardware is the fixed description of a board (the `hardware` object of /system/info plus the
-// chip identity).
+// Hardware is the fixed description of a board: the `hardware` object of /system/info
+// (InfoHardware, whose members stand at the top level in JSON) plus the chip identity and the
+// portal address.
 type Hardware struct {
+	Chip         string `json:"chip"`
+	ChipRevision int    `json:"chip_revision"`
+	Cores        int    `json:"cores"`
+	InfoHardware
+	// PortalIP is the setup access point's address; on the simulated board a loopback address.
+	PortalIP string `json:"portal_ip"`
+	// PortalIface is the real interface carrying PortalIP; "" is the loopback portal.
+	PortalIface string `json:"portal_iface,omitempty"`
+}
+
+// InfoHardware is the `hardware` object of GET /system/info, as the board describes it.
+type InfoHardware struct {
 	MAC              string   `json:"mac"` // base MAC, aa:bb:cc:dd:ee:ff
-	Chip             string   `json:"chip"`
-	ChipRevision     int      `json:"chip_revision"`
-	Cores            int      `json:"cores"`
 	CPUMHz           int      `json:"cpu_mhz"`
 	FlashBytes       int64    `json:"flash_bytes"`
 	RAMInternalBytes int64    `json:"ram_internal_bytes"`
 	RAMPSRAMBytes    int64    `json:"ram_psram_bytes"`
 	Features         []string `json:"features"`
 	Board            string   `json:"board,omitempty"`
-	// PortalIP is the setup access point's address; on the simulated board a loopback address.
-	PortalIP string `json:"portal_ip"`
-	// PortalIface is the real interface carrying PortalIP; "" is the loopback portal.
-	PortalIface string `json:"portal_iface,omitempty"`
 }
 
 // Memory is a snapshot of the heap figures in bytes. Free values are live; the minima are

@@ -110,16 +110,18 @@ func (m FileMemory) memory() Memory {
 func DefaultFile() File {
 	return File{
 		Hardware: Hardware{
-			Board:            "devhost-sim",
-			MAC:              DefaultMAC,
-			Chip:             DefaultChip,
-			ChipRevision:     0,
-			Cores:            2,
-			CPUMHz:           240,
-			FlashBytes:       8 << 20,
-			RAMInternalBytes: 512 << 10,
-			RAMPSRAMBytes:    0,
-			Features:         []string{"wifi", "ble"},
+			Chip:         DefaultChip,
+			ChipRevision: 0,
+			Cores:        2,
+			InfoHardware: InfoHardware{
+				Board:            "devhost-sim",
+				MAC:              DefaultMAC,
+				CPUMHz:           240,
+				FlashBytes:       8 << 20,
+				RAMInternalBytes: 512 << 10,
+				RAMPSRAMBytes:    0,
+				Features:         []string{"wifi", "ble"},
+			},
 		},
 		Memory: FileMemory{FreeHeap: 262144, FreeInternal: 262144, LargestBlock: 110592},
 		Eth:    FileIface{IP: "127.0.0.1", Netmask: "255.0.0.0", Gateway: "127.0.0.1"},

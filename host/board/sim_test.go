@@ -61,7 +61,7 @@ func TestDeviceID(t *testing.T) {
 		"nonsense":          "",
 		"":                  "",
 	} {
-		if got := (Hardware{MAC: mac}).DeviceID(); got != want {
+		if got := (Hardware{InfoHardware: InfoHardware{MAC: mac}}).DeviceID(); got != want {
 			t.Errorf("DeviceID(%q) = %q, want %q", mac, got, want)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"devhost/host/auth"
 	"devhost/host/httpd"
 	"devhost/host/httpd/httpdtest"
+	"devhost/host/logs"
 )
 
 // PortalLink is the interface host/wifi drives; the portal must satisfy it.
@@ -84,6 +85,7 @@ type rig struct {
 	p       *Portal
 	a       *auth.Auth
 	h       *healthLog
+	log     *logs.Ring // the portal's log, as the device's ring keeps it
 	srv     *httpd.Server
 	ip      string
 	port    int
@@ -101,7 +103,7 @@ func (c authAdapter) WriteError(w http.ResponseWriter, err error) { c.a.WriteErr
 
 func newRig(t *testing.T, ip string) *rig {
 	t.Helper()
-	r := &rig{ip: ip, port: 8080, h: &healthLog{}}
+	r := &rig{ip: ip, port: 8080, h: &healthLog{}, log: logs.New(logs.Options{})}
 	r.a = auth.New(auth.Options{
 		Key:      func() string { r.mu.Lock(); defer r.mu.Unlock(); return r.key },
 		PortalIP: func() string { return r.p.IP() },
@@ -113,7 +115,7 @@ func newRig(t *testing.T, ip string) *rig {
 	})
 	r.srv = httpd.New(httpd.Options{Auth: authAdapter{r.a}, UI: RootProbes(func() http.Handler { return r.srv }, ui)})
 	r.p = New(Options{IP: ip, HTTPPort: func() int { return r.port }, Serve: r.srv.Serve,
-		Auth: authAdapter{r.a}, Health: r.h})
+		Auth: authAdapter{r.a}, Health: r.h, Logger: r.log.Logger("portal")})
 	if err := r.srv.HandleAll(r.p.Routes()); err != nil {
 		t.Fatal(err)
 	}

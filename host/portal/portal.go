@@ -97,8 +97,7 @@ type Portal struct {
 
 	mu      sync.Mutex
 	up      bool
-	missing int    // services (svc* bits) whose bind failed while up; the next Up retries them
-	lastErr string // the bind failures last logged, so a retry that fails alike stays quiet
+	missing int // services (svc* bits) whose bind failed while up; the next Up retries them
 	ctx     context.Context
 	cancel  context.CancelFunc
 	conns   []closer
@@ -139,9 +138,10 @@ const (
 // the services whose bind failed; the others run all the same. A second Up while up starts
 // the services that failed before (another process may have let go of the address) and
 // leaves the running ones alone; with every service running it changes nothing. The SSID and
-// passphrase are the radio's business (the network services are the same either way); the
-// SSID is logged.
-func (p *Portal) Up(ssid, _ string) error {
+// passphrase are the radio's business (the network services are the same either way). The
+// outcome goes to the health table (KeyBind) and to the caller; the station manager, which
+// decides when the portal is up, logs it, so the portal does not log it a second time.
+func (p *Portal) Up(_, _ string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.up && p.missing == 0 {
@@ -152,11 +152,10 @@ func (p *Portal) Up(ssid, _ string) error {
 		p.report("warn", err.Error())
 		return err
 	}
-	retry := p.up
 	if !p.up {
 		p.ctx, p.cancel = context.WithCancel(context.Background())
 		p.leases = newLeases(p.opts.Clock, p.ip, p.opts.LeaseTime)
-		p.missing, p.lastErr = svcAll, ""
+		p.missing = svcAll
 	}
 	var errs []error
 	for _, svc := range []struct {
@@ -176,24 +175,17 @@ func (p *Portal) Up(ssid, _ string) error {
 	s := p.ip.String()
 	p.upIP.Store(&s)
 	err := errors.Join(errs...)
-	switch {
-	case err != nil:
+	if err != nil {
 		p.report("warn", err.Error())
-		if err.Error() != p.lastErr {
-			p.lastErr = err.Error()
-			p.log.Warn("portal up without some services", "ssid", ssid, "ip", s, "err", err)
-		}
-	case retry:
+	} else {
 		p.report("normal", "")
-		p.log.Info("portal services up after a retry", "ssid", ssid, "ip", s)
-	default:
-		p.report("normal", "")
-		p.log.Info("portal up", "ssid", ssid, "ip", s)
 	}
 	return err
 }
 
-// Down takes the listener, DNS and DHCP down and forgets the leases. It is idempotent.
+// Down takes the listener, DNS and DHCP down and forgets the leases. It is idempotent. Like
+// Up it leaves the log line to the station manager; only the drop counters, when a packet was
+// dropped, go to the debug log.
 func (p *Portal) Down() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -211,8 +203,9 @@ func (p *Portal) Down() {
 	p.leases = nil
 	p.up, p.missing, p.ctx = false, 0, nil
 	p.report("normal", "")
-	st := p.Stats()
-	p.log.Info("portal down", "dns_dropped", st.DNSDropped, "dhcp_dropped", st.DHCPDropped)
+	if st := p.Stats(); st.DNSDropped+st.DHCPDropped > 0 {
+		p.log.Debug("portal packets dropped since boot", "dns_dropped", st.DNSDropped, "dhcp_dropped", st.DHCPDropped)
+	}
 }
 
 // Clients is the number of DHCP clients holding a lease while the portal is up.

@@ -263,6 +263,12 @@ func TestBindFailureRaisesHealth(t *testing.T) {
 	if st, _ := r.h.get(KeyBind); st != "normal" {
 		t.Fatalf("%s = %q after a clean Up", KeyBind, st)
 	}
+	// The station manager (host/wifi) logs the portal coming up, failing and going down; the
+	// portal itself says it only through the health table and Up's error, not a second line.
+	r.p.Down()
+	if l := r.log.Read(-1, -1).Lines; len(l) != 0 {
+		t.Fatalf("portal log after a failed Up, Down and a clean Up and Down: %q", l)
+	}
 }
 
 // A service whose bind failed is started by the next Up, without taking the running ones

@@ -125,43 +125,32 @@ func (s *System) ping(w http.ResponseWriter, _ *http.Request) {
 
 // Info is the system info document.
 type Info struct {
-	App                string   `json:"app"`
-	Version            string   `json:"version"`
-	IDFVersion         string   `json:"idf_version"`
-	Chip               string   `json:"chip"`
-	ChipRevision       int      `json:"chip_revision"`
-	Cores              int      `json:"cores"`
-	UptimeS            int64    `json:"uptime_s"`
-	FreeHeap           int64    `json:"free_heap"`
-	MinFreeHeap        int64    `json:"min_free_heap"`
-	FreeInternal       int64    `json:"free_internal"`
-	MinInternalFree    int64    `json:"min_internal_free"`
-	ResetReason        string   `json:"reset_reason"`
-	ConfigStorageReset bool     `json:"config_storage_reset"`
-	SchemaETag         string   `json:"schema_etag"`
-	UIStorage          bool     `json:"ui_storage"`
-	Hardware           hardware `json:"hardware"`
-	Time               TimeInfo `json:"time"`
-	LastReset          any      `json:"last_reset"`
-}
-
-type hardware struct {
-	MAC              string   `json:"mac"`
-	CPUMHz           int      `json:"cpu_mhz"`
-	FlashBytes       int64    `json:"flash_bytes"`
-	RAMInternalBytes int64    `json:"ram_internal_bytes"`
-	RAMPSRAMBytes    int64    `json:"ram_psram_bytes"`
-	Features         []string `json:"features"`
-	Board            string   `json:"board,omitempty"`
+	App                string             `json:"app"`
+	Version            string             `json:"version"`
+	IDFVersion         string             `json:"idf_version"`
+	Chip               string             `json:"chip"`
+	ChipRevision       int                `json:"chip_revision"`
+	Cores              int                `json:"cores"`
+	UptimeS            int64              `json:"uptime_s"`
+	FreeHeap           int64              `json:"free_heap"`
+	MinFreeHeap        int64              `json:"min_free_heap"`
+	FreeInternal       int64              `json:"free_internal"`
+	MinInternalFree    int64              `json:"min_internal_free"`
+	ResetReason        string             `json:"reset_reason"`
+	ConfigStorageReset bool               `json:"config_storage_reset"`
+	SchemaETag         string             `json:"schema_etag"`
+	UIStorage          bool               `json:"ui_storage"`
+	Hardware           board.InfoHardware `json:"hardware"`
+	Time               TimeInfo           `json:"time"`
+	LastReset          any                `json:"last_reset"`
 }
 
 // Info builds the document; takeLastReset consumes the read-once record.
 func (s *System) Info(takeLastReset bool) Info {
 	hw := s.opts.Board.Hardware()
 	mem := s.opts.Board.Memory()
-	features := hw.Features
-	if features == nil {
-		features = []string{}
+	if hw.Features == nil {
+		hw.Features = []string{}
 	}
 	info := Info{
 		App: build.App, Version: build.Version, IDFVersion: build.PlatformVersion(),
@@ -171,10 +160,7 @@ func (s *System) Info(takeLastReset bool) Info {
 		FreeInternal: mem.FreeInternal, MinInternalFree: mem.MinFreeInternal,
 		ResetReason: s.opts.ResetReason, ConfigStorageReset: s.opts.StorageReset,
 		SchemaETag: s.opts.SchemaETag(), UIStorage: s.opts.UIStorage(),
-		Hardware: hardware{MAC: hw.MAC, CPUMHz: hw.CPUMHz, FlashBytes: hw.FlashBytes,
-			RAMInternalBytes: hw.RAMInternalBytes, RAMPSRAMBytes: hw.RAMPSRAMBytes,
-			Features: features, Board: hw.Board},
-		Time: s.opts.Time(),
+		Hardware: hw.InfoHardware, Time: s.opts.Time(),
 	}
 	s.mu.Lock()
 	info.LastReset = s.lastReset

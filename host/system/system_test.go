@@ -17,8 +17,9 @@ import (
 type fakeBoard struct{ mem board.Memory }
 
 func (f *fakeBoard) Hardware() board.Hardware {
-	return board.Hardware{MAC: "02:00:00:12:ab:cd", Chip: "esp32s3", ChipRevision: 2, Cores: 2, CPUMHz: 240,
-		FlashBytes: 8 << 20, RAMInternalBytes: 512 << 10, Features: []string{"wifi", "ble"}, Board: "sim"}
+	return board.Hardware{Chip: "esp32s3", ChipRevision: 2, Cores: 2, InfoHardware: board.InfoHardware{
+		MAC: "02:00:00:12:ab:cd", CPUMHz: 240, FlashBytes: 8 << 20, RAMInternalBytes: 512 << 10,
+		Features: []string{"wifi", "ble"}, Board: "sim"}}
 }
 func (f *fakeBoard) Memory() board.Memory                             { return f.mem }
 func (f *fakeBoard) Subscribe(ctx context.Context) <-chan board.Event { return nil }

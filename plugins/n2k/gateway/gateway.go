@@ -139,23 +139,28 @@ func (g *Gateway) seen(m decode.Message) {
 	}
 }
 
+// errorKinds names the counter each decoder error bumps, the first match winning; an error
+// matching none is a bad frame.
+var errorKinds = [...]struct {
+	err  error
+	kind string
+}{
+	{decode.ErrFastPacket, KindFastPacket},
+	{decode.ErrFastLost, KindFastLost},
+	{decode.ErrTransport, KindTransport},
+	{decode.ErrTransLost, KindTransLost},
+	{decode.ErrUnknownPGN, KindUnknownPGN},
+	{decode.ErrNoMatch, KindProprietary},
+	{decode.ErrEmpty, KindBadLength},
+}
+
 func (g *Gateway) count(err error) {
 	kind := KindBadFrame
-	switch {
-	case errors.Is(err, decode.ErrFastPacket):
-		kind = KindFastPacket
-	case errors.Is(err, decode.ErrFastLost):
-		kind = KindFastLost
-	case errors.Is(err, decode.ErrTransport):
-		kind = KindTransport
-	case errors.Is(err, decode.ErrTransLost):
-		kind = KindTransLost
-	case errors.Is(err, decode.ErrUnknownPGN):
-		kind = KindUnknownPGN
-	case errors.Is(err, decode.ErrNoMatch):
-		kind = KindProprietary
-	case errors.Is(err, decode.ErrEmpty):
-		kind = KindBadLength
+	for _, k := range errorKinds {
+		if errors.Is(err, k.err) {
+			kind = k.kind
+			break
+		}
 	}
 	g.stats.Errors[kind]++
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"testing"
 
 	"devhost/plugins/n2k/decode"
@@ -60,5 +61,30 @@ func TestAllow(t *testing.T) {
 	g.Allow = nil
 	if d := g.Message(m, "t"); d == nil {
 		t.Error("allowed PGN not mapped")
+	}
+}
+
+// Each decoder error, wrapped as the decoder returns it, bumps its own counter under the status
+// document's name for it; any other error is a bad frame.
+func TestErrorKinds(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{decode.ErrBadFrame, "bad_frame"},
+		{decode.ErrFastPacket, "bad_fast_packet"},
+		{decode.ErrFastLost, "fast_packet_lost"},
+		{decode.ErrTransport, "bad_transport"},
+		{decode.ErrTransLost, "transport_lost"},
+		{decode.ErrUnknownPGN, "unknown_pgn"},
+		{decode.ErrNoMatch, "unknown_proprietary"},
+		{decode.ErrEmpty, "bad_length"},
+		{decode.ErrEncode, "bad_frame"},
+	} {
+		g := New()
+		g.count(fmt.Errorf("pgn 130306: %w", tc.err))
+		if got := g.Stats().Errors; len(got) != 1 || got[tc.want] != 1 {
+			t.Errorf("%v: errors %v, want one %s", tc.err, got, tc.want)
+		}
 	}
 }
