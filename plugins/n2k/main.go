@@ -114,8 +114,8 @@ var descriptor = sdk.Namespace{
 			Description: "Tells parallel networks (systems) apart.", Group: "NAME"},
 		{Name: "industry_group", Type: sdk.TypeInt, Default: 4, Min: sdk.Float(0), Max: sdk.Float(7), Title: "NAME industry group",
 			Description: "The ISO industry group (4: marine).", Group: "NAME"},
-		{Name: "rate_ms", Type: sdk.TypeInt, Default: 0, Min: sdk.Float(0), Max: sdk.Float(60000), Unit: "ms", Title: "Rate limit per path",
-			Description: "At most one value per Signal K path in this interval; a faster path sends its latest value when the interval ends. 0 sends every value."},
+		{Name: "rate_ms", Type: sdk.TypeInt, Default: 0, Min: sdk.Float(0), Max: sdk.Float(60000), Unit: "ms", Title: "Rate limit per path and source",
+			Description: "At most one value per Signal K path and source (each sender is its own source) in this interval; a faster one sends its latest value when the interval ends. 0 sends every value. Up to " + strconv.Itoa(outflow.MaxStreams) + " path and source pairs are limited at a time: while that many are active, a new one passes unlimited."},
 		{Name: "path_overrides", Type: sdk.TypeString, Default: "[]", MaxLength: 3999, Title: "Path overrides",
 			Description: "Rows of from (a path or its leading part, e.g. electrical.batteries.1) and to (e.g. electrical.batteries.house): values under from are published under to.",
 			X:           &sdk.Display{Format: sdk.FormatTable, Columns: []string{"from", "to"}}},
@@ -145,8 +145,7 @@ type plugin struct {
 	address    uint8
 	name       nameFields
 	overrides  outflow.Overrides
-	limiter    outflow.Limiter
-	cfgIssue   string           // the override rows left out, as last reported
+	cfgIssue   string           // the n2k.config message last reported
 	metaDone   map[string]bool  // paths whose meta was considered
 	metaSent   int              // meta declarations made
 	metaStop   bool             // no more meta declarations this run
@@ -165,6 +164,9 @@ type plugin struct {
 	stampBat   uint64 // the batch (sdk.Batch) stamp was read in; stamped: the reading worked
 	stamped    bool
 	clock      stamper // writes stamp
+
+	// limiter is kept by path and $source (the source without its PGN: limitStream).
+	limiter outflow.Limiter[sdk.Source]
 }
 
 func newPlugin() *plugin {
@@ -349,7 +351,7 @@ func (p *plugin) publish(d *skmap.Delta) {
 	}
 	for i, v := range values {
 		p.declareMeta(v.Path)
-		if p.limiter.Interval > 0 && !p.limiter.Offer(v.Path, held{src, v.Value}, p.uptime) {
+		if p.limiter.Interval > 0 && !p.limiter.Offer(limitStream(v.Path, src), held{src, v.Value}, p.uptime) {
 			continue // held: the rate timer sends the latest
 		}
 		p.publishIn("", src, v.Path, v.Value, p.valueText(i))

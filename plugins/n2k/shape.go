@@ -73,7 +73,7 @@ func (p *plugin) shape(cfg sdk.Config) {
 	for _, h := range p.limiter.Due(p.uptime + p.limiter.Interval) { // what was held goes out now
 		p.publishHeld(h)
 	}
-	p.limiter = outflow.Limiter{Interval: interval}
+	p.limiter = outflow.Limiter[sdk.Source]{Interval: interval}
 	var err error
 	if interval > 0 {
 		err = sdk.SetTimer(timerRate, max(interval, minRatePeriod), max(interval, minRatePeriod))
@@ -102,7 +102,7 @@ type held struct {
 }
 
 // publishHeld sends a value the rate limiter held, with its source.
-func (p *plugin) publishHeld(h outflow.Held) {
+func (p *plugin) publishHeld(h outflow.Held[sdk.Source]) {
 	if x, ok := h.Value.(held); ok {
 		p.publishIn("", x.src, h.Path, x.v, nil)
 		return
@@ -111,6 +111,14 @@ func (p *plugin) publishHeld(h outflow.Held) {
 }
 
 // sourceOf is the source a message's values are published with: the sender's address and
+// limitStream is the stream the rate limit counts a value of path from src in: Signal K
+// tells sources apart by $source (sender and instance), so the PGN is left out (a GPS's
+// 129025 and 129029 positions are one stream, two GPS receivers' are two).
+func limitStream(path string, src sdk.Source) outflow.Stream[sdk.Source] {
+	src.PGN = 0
+	return outflow.Stream[sdk.Source]{Path: path, Source: src}
+}
+
 // the PGN, with the instance n2k-signalk gives the source when it is one the device takes
 // (letters, digits, _ and -). A source the device would refuse leaves the values the
 // device's own source (the zero Source).
