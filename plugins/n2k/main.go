@@ -20,7 +20,9 @@
 // gateway_host and gateway_port; see netsource.go), address, the NAME fields
 // unique_number, manufacturer, device_function, device_class, device_instance,
 // system_instance and industry_group, pgn_allow and pgn_deny
-// (comma-separated PGNs; an empty allow list allows all), rate_ms (at most one value per
+// (comma-separated PGNs; an empty allow list allows all; a malformed list counts as empty
+// and is named in the warn condition n2k.config, as are gateway settings that cannot
+// work), rate_ms (at most one value per
 // Signal K path per interval, the latest sent when it ends; default 0, every value, as
 // n2k-signalk), path_overrides (a table of from/to path prefixes: electrical.batteries.1 →
 // electrical.batteries.house; bad rows are left out and named in the warn condition
@@ -46,6 +48,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"runtime/debug"
 	"slices"
@@ -119,10 +122,10 @@ var descriptor = sdk.Namespace{
 		{Name: "path_overrides", Type: sdk.TypeString, Default: "[]", MaxLength: 3999, Title: "Path overrides",
 			Description: "Rows of from (a path or its leading part, e.g. electrical.batteries.1) and to (e.g. electrical.batteries.house): values under from are published under to.",
 			X:           &sdk.Display{Format: sdk.FormatTable, Columns: []string{"from", "to"}}},
-		{Name: "pgn_allow", Type: sdk.TypeString, Default: "", MaxLength: 1000, Pattern: `^[0-9, ]*$`, Title: "PGNs allowed",
-			Description: "Comma-separated PGNs to decode; empty decodes every PGN."},
-		{Name: "pgn_deny", Type: sdk.TypeString, Default: "", MaxLength: 1000, Pattern: `^[0-9, ]*$`, Title: "PGNs denied",
-			Description: "Comma-separated PGNs never decoded."},
+		{Name: "pgn_allow", Type: sdk.TypeString, Default: "", MaxLength: 1000, Pattern: pgnListPattern, Title: "PGNs allowed",
+			Description: "Comma-separated PGNs (decimal, 0..262143) to decode; empty decodes every PGN. A malformed list decodes every PGN and is named in the warn condition n2k.config."},
+		{Name: "pgn_deny", Type: sdk.TypeString, Default: "", MaxLength: 1000, Pattern: pgnListPattern, Title: "PGNs denied",
+			Description: "Comma-separated PGNs (decimal, 0..262143) never decoded. A malformed list denies none and is named in the warn condition n2k.config."},
 		{Name: "deltas", Type: sdk.TypeBool, Default: false, Title: "Delta events",
 			Description: "Also send every delta as the SSE event n2k_delta (for tools; costs time per message)."},
 	},
@@ -228,19 +231,55 @@ func (p *plugin) readClock() {
 	}
 }
 
-// parsePGNs reads a comma-separated PGN list; malformed entries are skipped.
-func parsePGNs(s string) map[uint32]bool {
+// maxPGN is the largest PGN (18 bits).
+const maxPGN = 0x3FFFF
+
+// pgnPattern is one PGN in decimal, 0..262143, without leading zeros.
+const pgnPattern = `(?:0|[1-9][0-9]{0,4}|1[0-9]{5}|2[0-5][0-9]{4}|26[01][0-9]{3}|2620[0-9]{2}|2621[0-3][0-9]|26214[0-3])`
+
+// pgnListPattern is the descriptor's pattern of pgn_allow and pgn_deny: PGNs separated by
+// commas, spaces around them allowed, or nothing. The UI checks it; the device does not
+// check a plugin key's pattern (only its type, length and enum), so parsePGNs checks the
+// same and the plugin names a malformed list in n2k.config.
+const pgnListPattern = `^ *(?:` + pgnPattern + ` *(?:, *` + pgnPattern + ` *)*)?$`
+
+// parsePGNs reads a comma-separated PGN list (only spaces: none). An empty entry, or one
+// that is not a PGN in decimal (0..262143, no sign, no leading zero), makes the whole list
+// an error naming it.
+func parsePGNs(s string) (map[uint32]bool, error) {
 	out := map[uint32]bool{}
-	for _, f := range strings.Split(s, ",") {
-		if n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 32); err == nil {
-			out[uint32(n)] = true
-		}
+	if strings.Trim(s, " ") == "" {
+		return out, nil
 	}
-	return out
+	for i, f := range strings.Split(s, ",") {
+		f = strings.Trim(f, " ")
+		if f == "" {
+			return nil, fmt.Errorf("entry %d is empty", i+1)
+		}
+		n, err := strconv.ParseUint(f, 10, 32)
+		if err != nil || n > maxPGN || f[0] == '0' && len(f) > 1 {
+			return nil, fmt.Errorf("entry %d %s is not a PGN (0..%d)", i+1, strconv.Quote(truncate(f, 20)), maxPGN)
+		}
+		out[uint32(n)] = true
+	}
+	return out, nil
+}
+
+// pgnLists reads pgn_allow and pgn_deny; a malformed one counts as empty, its default (as
+// the device reads a stored value it cannot use), and is named in issues.
+func pgnLists(cfg sdk.Config, issues []string) (allow, deny map[uint32]bool, _ []string) {
+	var err error
+	if allow, err = parsePGNs(cfg.String("pgn_allow")); err != nil {
+		issues = append(issues, "pgn_allow: "+err.Error())
+	}
+	if deny, err = parsePGNs(cfg.String("pgn_deny")); err != nil {
+		issues = append(issues, "pgn_deny: "+err.Error())
+	}
+	return allow, deny, issues
 }
 
 func (p *plugin) configure(cfg sdk.Config) {
-	allow, deny := parsePGNs(cfg.String("pgn_allow")), parsePGNs(cfg.String("pgn_deny"))
+	allow, deny, issues := pgnLists(cfg, nil)
 	p.gw.Allow = func(pgn uint32) bool { return (len(allow) == 0 || allow[pgn]) && !deny[pgn] }
 	p.deltas = cfg.Bool("deltas")
 	source := cfg.String("source")
@@ -248,7 +287,12 @@ func (p *plugin) configure(cfg sdk.Config) {
 		source = sourceCAN
 	}
 	host, port := cfg.String("gateway_host"), int(cfg.Int("gateway_port"))
-	p.shape(cfg)
+	if isGateway(source) {
+		if msg := gatewaySettingsError(source, host, gatewayPort(source, port)); msg != "" {
+			issues = append(issues, msg)
+		}
+	}
+	p.shape(cfg, issues)
 	address, name := uint8(cfg.Int("address")), readName(cfg)
 	enabled := cfg.Bool("enabled")
 	moved := source != p.source || isGateway(source) && (host != p.gwHost || port != p.gwPort)
