@@ -16,25 +16,26 @@
 // (127501) comes back as the state path.
 //
 // Configuration (namespace f_n2k): enabled (default false: the plugin idles), source (the
-// board's CAN bus, or a network gateway: ydraw_udp, ydraw_tcp, actisense_tcp, at
-// gateway_host and gateway_port; see netsource.go), address, the NAME fields
-// unique_number, manufacturer, device_function, device_class, device_instance,
-// system_instance and industry_group, pgn_allow and pgn_deny
-// (comma-separated PGNs; an empty allow list allows all; a malformed list counts as empty
-// and is named in the warn condition n2k.config, as are gateway settings that cannot
-// work), rate_ms (at most one value per
-// Signal K path per interval, the latest sent when it ends; default 0, every value, as
-// n2k-signalk), path_overrides (a table of from/to path prefixes: electrical.batteries.1 →
-// electrical.batteries.house; bad rows are left out and named in the warn condition
-// n2k.config), deltas (also send each delta, $source and timestamp included, as the SSE
-// event n2k_delta, in arrays of up to 8000 bytes sent when full, every second and before
-// each status answer; `devctl n2k decode` reads them). Overrides apply to the values and to
-// n2k_delta; the rate limit to the values sent to Signal K only, so the delta events stay a
-// full trace of the decoder. AIS targets (other vessels, aids to navigation, base stations,
-// SAR transponders) go to Signal K under their own context (`vessels.urn:mrn:imo:mmsi:...`,
-// ABI 1.3), their name, MMSI and call sign at the context's root; overrides and the rate
-// limit are the own vessel's and leave them alone, and a report without a valid MMSI
-// context (`vessels.unknown`) stays in the delta events.
+// board's CAN bus, or a network gateway: ydraw_udp, ydraw_tcp, actisense_tcp, at gateway_host
+// and gateway_port; see netsource.go), address, the NAME fields unique_number, manufacturer,
+// device_function, device_class, device_instance, system_instance and industry_group,
+// pgn_allow and pgn_deny (comma-separated PGNs; an empty allow list allows all; a malformed
+// list counts as empty and is named in the warn condition n2k.config, as are gateway settings
+// that cannot work), rate_ms (at most one value per Signal K path and source per interval,
+// the latest sent when it ends; default 0, every value, as n2k-signalk; see
+// outflow.MaxStreams for its bound), path_overrides (a table of from/to path prefixes:
+// electrical.batteries.1 → electrical.batteries.house; bad rows are left out and named in the
+// warn condition n2k.config), deltas (also send each delta, $source and timestamp included,
+// as the SSE event n2k_delta, in arrays of up to 8000 bytes sent when full, every second and
+// before each status answer; a delta of a message from the CAN bus also carries frame, the
+// count of CAN frames taken in since the start at the message's last frame, so that `devctl
+// n2k decode`, which reads them, can stamp it with the time of that frame's log line).
+// Overrides apply to the values and to n2k_delta; the rate limit to the values sent to Signal
+// K only, so the delta events stay a full trace of the decoder. AIS targets (other vessels,
+// aids to navigation, base stations, SAR transponders) go to Signal K under their own context
+// (`vessels.urn:mrn:imo:mmsi:...`, ABI 1.3), their name, MMSI and call sign at the context's
+// root; overrides and the rate limit are the own vessel's and leave them alone, and a report
+// without a valid MMSI context (`vessels.unknown`) stays in the delta events.
 //
 // GET /api/v1/n2k/status and the SSE event n2k (retained, sent once a second while it
 // changes) carry the status: state (disabled, listening, receiving, silent; connecting,
@@ -167,6 +168,10 @@ type plugin struct {
 	stampBat   uint64 // the batch (sdk.Batch) stamp was read in; stamped: the reading worked
 	stamped    bool
 	clock      stamper // writes stamp
+
+	// canFrames counts the CAN frames taken in since the start; deltaFrame is the count at
+	// the frame whose message is being published (0: not one from the CAN bus).
+	canFrames, deltaFrame uint64
 
 	// limiter is kept by path and $source (the source without its PGN: limitStream).
 	limiter outflow.Limiter[sdk.Source]
@@ -343,6 +348,7 @@ func (p *plugin) frame(f sdk.CANFrame) {
 		return
 	}
 	p.lastFrame = p.uptime
+	p.canFrames++
 	id := f.ID
 	if !f.Extended || f.Remote {
 		id = 1 << 31 // not an NMEA 2000 frame: counted as a bad frame
@@ -351,7 +357,16 @@ func (p *plugin) frame(f sdk.CANFrame) {
 	if d == nil {
 		return
 	}
+	p.deltaFrame = p.canFrames
 	p.publish(d)
+	p.deltaFrame = 0
+}
+
+// appendFrameNumber adds the member frame (n) to the delta object that ends b.
+func appendFrameNumber(b []byte, n uint64) []byte {
+	b = append(b[:len(b)-1], `,"frame":`...)
+	b = strconv.AppendUint(b, n, 10)
+	return append(b, '}')
 }
 
 // publish sends a delta's values to Signal K, and the whole delta as an event when asked.
@@ -384,6 +399,9 @@ func (p *plugin) publish(d *skmap.Delta) {
 	p.spans = p.spans[:0]
 	if p.deltas {
 		p.one, p.spans = d.AppendJSONSpans(p.one[:0], p.spans)
+		if p.deltaFrame != 0 {
+			p.one = appendFrameNumber(p.one, p.deltaFrame)
+		}
 	}
 	src := p.sources.of(&d.Updates[0].Source)
 	if d.Context != "" {
