@@ -15,8 +15,9 @@ package main
 // line gives a date and time (candump -l/-L, canboat's analyzer text), as canboatjs passes
 // the analyzer's time on to n2k-signalk; lines with a time of day only (Yacht Devices RAW,
 // Actisense N2K ASCII) or none keep the time of decoding, as canboatjs does for them (and,
-// unable to read them, for candump -L's and the analyzer's older form). The plugin marks each delta of its n2k_delta events
-// with the number of the frame that completed it (member frame), which maps it to its line.
+// unable to read them, for candump -L's and the analyzer's older form). The plugin marks
+// each delta of its n2k_delta events with the number of the frame that completed it (member
+// frame), which maps it to its line.
 
 import (
 	"bufio"
@@ -63,9 +64,9 @@ stderr. --format auto tells the format from the first lines.
 Timestamps: a delta carries the time of the log line of its message's last frame where the
 line has a date and time (candump -l/-L "(1545078318.123456)", the analyzer's
 "2017-04-15T16:18:45.303Z,..." or "2017-04-15-16:18:45.303,..."), in UTC to the
-millisecond. A line with a time of day only
-(Yacht Devices RAW "16:29:27.082", Actisense N2K ASCII "A162927.082"), or none (plain
-candump, iKonvert), names no day: its deltas carry the time they were decoded.
+millisecond. A line with a time of day only (Yacht Devices RAW "16:29:27.082", Actisense
+N2K ASCII "A162927.082") or none (plain candump, iKonvert) names no day: its deltas carry
+the time they were decoded.
 `
 
 func (a *app) n2k(ctx context.Context, args []string) error {

@@ -174,6 +174,20 @@ func TestN2KDecodeStampsTheLastFrame(t *testing.T) {
 	}
 }
 
+// -h says which lines' times the deltas carry.
+func TestN2KDecodeHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	a := &app{stdout: &out, stderr: &errOut}
+	if code := a.run(context.Background(), []string{"n2k", "decode", "-h"}); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"devctl n2k decode [--format", "Timestamps:", "candump -l/-L", "time of day only", "the time they were decoded"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
 func TestN2KDecodeBadInput(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.log")
 	text := "garbage\n  can0  09F8027F   [9]  00 FC FF FF 00 00 FF FF 00\n  can0  09F8027F   [8]  00 FC FF FF 00 00 FF FF\n"
