@@ -409,9 +409,24 @@ func logStamped(buf, d []byte, frames []decode.Frame) ([]byte, []byte) {
 	if end < 0 {
 		return buf, buf
 	}
-	old := buf[j : j+len(key)+end+1]
-	out := bytes.ReplaceAll(buf, old, []byte(key+frames[n-1].Time+`"`))
-	return out, buf
+	stamp, old := frames[n-1].Time, buf[j:j+len(key)+end+1]
+	if end != len(stamp) {
+		out := bytes.ReplaceAll(buf, old, []byte(key+stamp+`"`))
+		return out, buf
+	}
+	// The same length (both to the millisecond, in UTC): written over in place, without a
+	// new copy of the delta.
+	var was [64]byte
+	old = append(was[:0], old...)
+	for k := j; k >= 0; {
+		copy(buf[k+len(key):], stamp)
+		next := bytes.Index(buf[k+len(old):], old)
+		if next < 0 {
+			break
+		}
+		k += len(old) + next
+	}
+	return buf, buf
 }
 
 // processCPU answers the CPU time (user and system) this process used so far.

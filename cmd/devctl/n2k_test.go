@@ -174,6 +174,32 @@ func TestN2KDecodeStampsTheLastFrame(t *testing.T) {
 	}
 }
 
+// logStamped takes the plugin's frame member off and puts the frame's log time for every
+// stamp of the decoding time (a notification's own too), whatever their lengths.
+func TestN2KLogStamped(t *testing.T) {
+	frames := []decode.Frame{{Time: "2016-02-28T19:57:02.364Z"}, {}}
+	const note = `"values":[{"path":"notifications.x","value":{"state":"alarm","timestamp":%q}}]`
+	delta := func(ts, frame string) string {
+		return `{"updates":[{"source":{"src":"7"},"timestamp":"` + ts + `",` + fmt.Sprintf(note, ts) + `}]` + frame + `}`
+	}
+	for _, c := range []struct{ in, want string }{
+		{delta("2026-11-28T05:46:39.211Z", `,"frame":1`), delta("2016-02-28T19:57:02.364Z", "")},
+		{delta("", `,"frame":1`), delta("2016-02-28T19:57:02.364Z", "")},                         // no clock: other length
+		{delta("2026-11-28T05:46:39.211Z", `,"frame":2`), delta("2026-11-28T05:46:39.211Z", "")}, // a line without a time
+		{delta("2026-11-28T05:46:39.211Z", `,"frame":3`), delta("2026-11-28T05:46:39.211Z", "")}, // past the log: left as is
+		{delta("2026-11-28T05:46:39.211Z", ""), delta("2026-11-28T05:46:39.211Z", "")},           // not marked
+	} {
+		var buf []byte
+		for range 2 { // the buffer used again
+			var got []byte
+			got, buf = logStamped(buf[:0], []byte(c.in), frames)
+			if string(got) != c.want {
+				t.Errorf("%s:\n got %s\nwant %s", c.in, got, c.want)
+			}
+		}
+	}
+}
+
 // -h says which lines' times the deltas carry.
 func TestN2KDecodeHelp(t *testing.T) {
 	var out, errOut bytes.Buffer
