@@ -10,6 +10,14 @@ package main
 // n2k_delta event it sends is printed on stdout, one Signal K delta a line, in the shape
 // n2k-signalk emits (the plugin sends them in arrays). The counts (frames, messages, deltas, errors by kind) go to stderr.
 // Without --module the plugin is built from the source tree (plugins/n2k) first.
+//
+// A delta's timestamp is the time of the log line of its message's last frame where the
+// line gives a date and time (candump -l/-L, canboat's analyzer text), as canboatjs passes
+// the analyzer's time on to n2k-signalk; lines with a time of day only (Yacht Devices RAW,
+// Actisense N2K ASCII) or none keep the time of decoding, as canboatjs does for them (and,
+// unable to read them, for candump -L's and the analyzer's older form). The plugin marks
+// each delta of its n2k_delta events with the number of the frame that completed it (member
+// frame), which maps it to its line.
 
 import (
 	"bufio"
@@ -17,6 +25,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -43,6 +53,22 @@ import (
 	"devhost/plugins/n2k/input"
 )
 
+const n2kDecodeUsage = `usage:
+  devctl n2k decode [--format auto|candump|analyzer|actisense|ydraw|ikonvert] [--module WASM] FILE
+
+Runs the n2k plugin (built from plugins/n2k, or --module) in a plugin host of its own over
+the log FILE and prints one Signal K delta a line on stdout, in the shape n2k-signalk
+emits; the counts (lines not understood, frames, messages, deltas, errors by kind) go to
+stderr. --format auto tells the format from the first lines.
+
+Timestamps: a delta carries the time of the log line of its message's last frame where the
+line has a date and time (candump -l/-L "(1545078318.123456)", the analyzer's
+"2017-04-15T16:18:45.303Z,..." or "2017-04-15-16:18:45.303,..."), in UTC to the
+millisecond. A line with a time of day only (Yacht Devices RAW "16:29:27.082", Actisense
+N2K ASCII "A162927.082") or none (plain candump, iKonvert) names no day: its deltas carry
+the time they were decoded.
+`
+
 func (a *app) n2k(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "decode" {
 		return usagef("n2k: the subcommand is decode")
@@ -51,6 +77,9 @@ func (a *app) n2k(ctx context.Context, args []string) error {
 	format := fs.String("format", "auto", "auto, candump, analyzer, actisense, ydraw or ikonvert")
 	module := fs.String("module", "", "the plugin module (default: build plugins/n2k)")
 	if err := parse(fs, args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return &helpError{n2kDecodeUsage}
+		}
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -188,6 +217,7 @@ func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writ
 	w := bufio.NewWriterSize(out, 64<<10)
 	var outMu sync.Mutex
 	var writeErr error
+	var stampBuf []byte // a delta restamped, under outMu
 	publish := func(name string, data any) {
 		if name != "n2k_delta" {
 			return
@@ -203,6 +233,7 @@ func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writ
 		outMu.Lock()
 		defer outMu.Unlock()
 		for _, d := range deltas {
+			d, stampBuf = logStamped(stampBuf[:0], d, frames)
 			_, err := w.Write(d)
 			if err == nil {
 				err = w.WriteByte('\n')
@@ -346,6 +377,56 @@ func splitArray(raw []byte) ([][]byte, bool) {
 		}
 	}
 	return out, depth == 0 && !inString
+}
+
+// frameMember is how the plugin marks a delta of its n2k_delta events with the number of
+// the CAN frame that completed its message: the object's last member.
+const frameMember = `,"frame":`
+
+// logStamped answers delta d as it is printed: without the plugin's frame member and, when
+// the frame it names came from a log line with a time, with that time for the decoding time
+// the plugin stamped (the update's timestamp and a value's own, a notification's, which is
+// the update's). buf is room for the result; the second answer is buf grown.
+func logStamped(buf, d []byte, frames []decode.Frame) ([]byte, []byte) {
+	i := bytes.LastIndex(d, []byte(frameMember))
+	if i < 0 || d[len(d)-1] != '}' {
+		return d, buf
+	}
+	n, err := strconv.ParseUint(string(d[i+len(frameMember):len(d)-1]), 10, 64)
+	if err != nil {
+		return d, buf
+	}
+	buf = append(append(buf, d[:i]...), '}')
+	if n == 0 || n > uint64(len(frames)) || frames[n-1].Time == "" {
+		return buf, buf
+	}
+	const key = `"timestamp":"`
+	j := bytes.Index(buf, []byte(key))
+	if j < 0 {
+		return buf, buf
+	}
+	end := bytes.IndexByte(buf[j+len(key):], '"')
+	if end < 0 {
+		return buf, buf
+	}
+	stamp, old := frames[n-1].Time, buf[j:j+len(key)+end+1]
+	if end != len(stamp) {
+		out := bytes.ReplaceAll(buf, old, []byte(key+stamp+`"`))
+		return out, buf
+	}
+	// The same length (both to the millisecond, in UTC): written over in place, without a
+	// new copy of the delta.
+	var was [64]byte
+	old = append(was[:0], old...)
+	for k := j; k >= 0; {
+		copy(buf[k+len(key):], stamp)
+		next := bytes.Index(buf[k+len(old):], old)
+		if next < 0 {
+			break
+		}
+		k += len(old) + next
+	}
+	return buf, buf
 }
 
 // processCPU answers the CPU time (user and system) this process used so far.

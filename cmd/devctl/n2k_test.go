@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -78,24 +79,28 @@ func decodeFile(t *testing.T, args ...string) (string, string) {
 	return out.String(), errOut.String()
 }
 
-// Each format's parser, through the plugin: the same heading in every form.
+// Each format's parser, through the plugin: the same heading in every form, stamped with
+// the line's time where the line has a date, else with the time it was decoded.
 func TestN2KDecodeFormats(t *testing.T) {
 	dir := t.TempDir()
-	logs := map[string]string{
-		"candump":   "(1502979132.106111) slcan0 09F11207#FF103BFF7FCEF5FC\n",
-		"analyzer":  "2016-02-28T19:57:02.364Z,2,127250,7,255,8,ff,10,3b,ff,7f,ce,f5,fc\n",
-		"actisense": "A000057.055 07FF2 1F112 FF103BFF7FCEF5FC\n",
-		"ydraw":     "00:29:58.617 R 09F11207 FF 10 3B FF 7F CE F5 FC\n",
-		"ikonvert":  "$PDGY,000000,4,,5,482.231,,,\n!PDGY,127250,2,7,255,481.734,/xA7/3/O9fw=\n",
+	logs := map[string]struct{ text, stamp string }{
+		"candump":   {"(1502979132.106111) slcan0 09F11207#FF103BFF7FCEF5FC\n", "2017-08-17T14:12:12.106Z"},
+		"analyzer":  {"2016-02-28T19:57:02.364Z,2,127250,7,255,8,ff,10,3b,ff,7f,ce,f5,fc\n", "2016-02-28T19:57:02.364Z"},
+		"actisense": {"A000057.055 07FF2 1F112 FF103BFF7FCEF5FC\n", ""},
+		"ydraw":     {"00:29:58.617 R 09F11207 FF 10 3B FF 7F CE F5 FC\n", ""},
+		"ikonvert":  {"$PDGY,000000,4,,5,482.231,,,\n!PDGY,127250,2,7,255,481.734,/xA7/3/O9fw=\n", ""},
 	}
-	for format, text := range logs {
+	for format, log := range logs {
+		text := log.text
 		t.Run(format, func(t *testing.T) {
 			path := filepath.Join(dir, format+".log")
 			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			for _, f := range []string{format, "auto"} {
+				before := time.Now().UTC().Truncate(time.Millisecond)
 				out, errOut := decodeFile(t, "--format", f, path)
+				after := time.Now()
 				var d deltaLine
 				if err := json.Unmarshal([]byte(out), &d); err != nil {
 					t.Fatalf("--format %s: %v: %q (%s)", f, err, out, errOut)
@@ -108,8 +113,104 @@ func TestN2KDecodeFormats(t *testing.T) {
 				if !strings.Contains(errOut, "1 deltas") {
 					t.Errorf("--format %s: stderr %q", f, errOut)
 				}
+				if strings.Contains(out, `"frame"`) {
+					t.Errorf("--format %s: the plugin's frame member printed: %s", f, out)
+				}
+				if log.stamp != "" {
+					if u.Timestamp != log.stamp {
+						t.Errorf("--format %s: timestamp %q, want the line's %s", f, u.Timestamp, log.stamp)
+					}
+				} else if ts, err := time.Parse(time.RFC3339Nano, u.Timestamp); err != nil || ts.Before(before) || ts.After(after) {
+					t.Errorf("--format %s: timestamp %q, want the time of decoding (%v..%v)", f, u.Timestamp, before, after)
+				}
 			}
 		})
+	}
+}
+
+// A message of several frames carries the time of its last frame's line, as canboatjs gives
+// it the last frame's; messages in between keep their own.
+func TestN2KDecodeStampsTheLastFrame(t *testing.T) {
+	ais, err := decode.Encode(129038, map[string]any{"messageId": 1.0, "userId": 244660001.0,
+		"longitude": 4.5, "latitude": 52.1, "sog": 5.2, "cog": 1.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := decode.Frames(decode.Message{Header: decode.Header{Prio: 4, PGN: 129038, Src: 40, Dst: 255}, Data: ais}, 0, nil)
+	if len(frames) < 3 {
+		t.Fatalf("%d frames", len(frames))
+	}
+	var log strings.Builder
+	at := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	line := func(id uint32, data []byte) {
+		fmt.Fprintf(&log, "(%d.%06d) can0 %08X#%X\n", at.Unix(), at.Nanosecond()/1000, id, data)
+		at = at.Add(15 * time.Millisecond)
+	}
+	heading := []byte{0xff, 0x10, 0x3b, 0xff, 0x7f, 0xce, 0xf5, 0xfc}
+	headingID := decode.Header{Prio: 2, PGN: 127250, Src: 7, Dst: 255}.ID()
+	for i, f := range frames {
+		line(f.ID, f.Data)
+		if i == 0 {
+			line(headingID, heading) // a heading between the AIS report's frames
+		}
+	}
+	path := filepath.Join(t.TempDir(), "fast.log")
+	if err := os.WriteFile(path, []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := decodeFile(t, path)
+	got := map[int]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var d deltaLine
+		if err := json.Unmarshal([]byte(l), &d); err != nil {
+			t.Fatalf("%v: %q", err, l)
+		}
+		got[d.Updates[0].Source.PGN] = d.Updates[0].Timestamp
+	}
+	last := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC).Add(time.Duration(len(frames)) * 15 * time.Millisecond)
+	want := map[int]string{127250: "2024-05-06T07:08:09.015Z", 129038: last.Format("2006-01-02T15:04:05.000Z")}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("timestamps %v, want %v", got, want)
+	}
+}
+
+// logStamped takes the plugin's frame member off and puts the frame's log time for every
+// stamp of the decoding time (a notification's own too), whatever their lengths.
+func TestN2KLogStamped(t *testing.T) {
+	frames := []decode.Frame{{Time: "2016-02-28T19:57:02.364Z"}, {}}
+	const note = `"values":[{"path":"notifications.x","value":{"state":"alarm","timestamp":%q}}]`
+	delta := func(ts, frame string) string {
+		return `{"updates":[{"source":{"src":"7"},"timestamp":"` + ts + `",` + fmt.Sprintf(note, ts) + `}]` + frame + `}`
+	}
+	for _, c := range []struct{ in, want string }{
+		{delta("2026-11-28T05:46:39.211Z", `,"frame":1`), delta("2016-02-28T19:57:02.364Z", "")},
+		{delta("", `,"frame":1`), delta("2016-02-28T19:57:02.364Z", "")},                         // no clock: other length
+		{delta("2026-11-28T05:46:39.211Z", `,"frame":2`), delta("2026-11-28T05:46:39.211Z", "")}, // a line without a time
+		{delta("2026-11-28T05:46:39.211Z", `,"frame":3`), delta("2026-11-28T05:46:39.211Z", "")}, // past the log: left as is
+		{delta("2026-11-28T05:46:39.211Z", ""), delta("2026-11-28T05:46:39.211Z", "")},           // not marked
+	} {
+		var buf []byte
+		for range 2 { // the buffer used again
+			var got []byte
+			got, buf = logStamped(buf[:0], []byte(c.in), frames)
+			if string(got) != c.want {
+				t.Errorf("%s:\n got %s\nwant %s", c.in, got, c.want)
+			}
+		}
+	}
+}
+
+// -h says which lines' times the deltas carry.
+func TestN2KDecodeHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	a := &app{stdout: &out, stderr: &errOut}
+	if code := a.run(context.Background(), []string{"n2k", "decode", "-h"}); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	for _, want := range []string{"devctl n2k decode [--format", "Timestamps:", "candump -l/-L", "time of day only", "the time they were decoded"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, out.String())
+		}
 	}
 }
 
@@ -219,6 +320,39 @@ func sourcesOf(t *testing.T, text string) map[string]bool {
 				t.Fatal(err)
 			}
 			out[string(b)] = true
+		}
+	}
+	return out
+}
+
+// refStamped reports whether the log at path is canboat's analyzer text, whose times the
+// reference passes on.
+func refStamped(t *testing.T, p *input.Parser, path string) bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	_, err = p.Parse(first)
+	return err == nil
+}
+
+// stampsOf answers the timestamps of the updates with values in text (one delta a line), in
+// order, by context, PGN and sender.
+func stampsOf(t *testing.T, text string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		var d deltaLine
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		for _, u := range d.Updates {
+			if len(u.Values) > 0 {
+				k := fmt.Sprintf("%s %d %s", d.Context, u.Source.PGN, u.Source.Src)
+				out[k] = append(out[k], u.Timestamp)
+			}
 		}
 	}
 	return out
@@ -354,6 +488,26 @@ func TestN2KDecodeMatchesReference(t *testing.T) {
 				seen[k.PGN] = true
 			}
 			matched, total, missing := matchReference(ref, loadDeltas(t, got))
+			// canboatjs gives n2k-signalk the analyzer line's time (of the message's last
+			// frame), and so does devctl: the times of every sender's updates agree. The
+			// other formats' deltas carry the time of decoding on both sides.
+			if in, err := input.NewParser(input.Analyzer); err == nil && refStamped(t, in, logPath) {
+				ourStamps, n := stampsOf(t, got), 0
+				for k, refs := range stampsOf(t, refOut.String()) {
+					ours, ok := ourStamps[k]
+					if !ok {
+						continue // a sender's PGN the plugin gives no value of: a listed difference
+					}
+					for _, ts := range refs {
+						n++
+						if !slices.Contains(ours, ts) {
+							t.Errorf("%s: %s: the reference's timestamp %s not among the plugin's (%d, first %s)", name, k, ts, len(ours), ours[0])
+							break
+						}
+					}
+				}
+				t.Logf("%s: %d reference timestamps found among the plugin's", name, n)
+			}
 			// The $source of every reference update (label, type, pgn, src, canName,
 			// deviceInstance, instance) is one the plugin sends too.
 			ours := sourcesOf(t, got)

@@ -16,23 +16,26 @@
 // (127501) comes back as the state path.
 //
 // Configuration (namespace f_n2k): enabled (default false: the plugin idles), source (the
-// board's CAN bus, or a network gateway: ydraw_udp, ydraw_tcp, actisense_tcp, at
-// gateway_host and gateway_port; see netsource.go), address, the NAME fields
-// unique_number, manufacturer, device_function, device_class, device_instance,
-// system_instance and industry_group, pgn_allow and pgn_deny
-// (comma-separated PGNs; an empty allow list allows all), rate_ms (at most one value per
-// Signal K path per interval, the latest sent when it ends; default 0, every value, as
-// n2k-signalk), path_overrides (a table of from/to path prefixes: electrical.batteries.1 →
-// electrical.batteries.house; bad rows are left out and named in the warn condition
-// n2k.config), deltas (also send each delta, $source and timestamp included, as the SSE
-// event n2k_delta, in arrays of up to 8000 bytes sent when full, every second and before
-// each status answer; `devctl n2k decode` reads them). Overrides apply to the values and to
-// n2k_delta; the rate limit to the values sent to Signal K only, so the delta events stay a
-// full trace of the decoder. AIS targets (other vessels, aids to navigation, base stations,
-// SAR transponders) go to Signal K under their own context (`vessels.urn:mrn:imo:mmsi:...`,
-// ABI 1.3), their name, MMSI and call sign at the context's root; overrides and the rate
-// limit are the own vessel's and leave them alone, and a report without a valid MMSI
-// context (`vessels.unknown`) stays in the delta events.
+// board's CAN bus, or a network gateway: ydraw_udp, ydraw_tcp, actisense_tcp, at gateway_host
+// and gateway_port; see netsource.go), address, the NAME fields unique_number, manufacturer,
+// device_function, device_class, device_instance, system_instance and industry_group,
+// pgn_allow and pgn_deny (comma-separated PGNs; an empty allow list allows all; a malformed
+// list counts as empty and is named in the warn condition n2k.config, as are gateway settings
+// that cannot work), rate_ms (at most one value per Signal K path and source per interval,
+// the latest sent when it ends; default 0, every value, as n2k-signalk; see
+// outflow.MaxStreams for its bound), path_overrides (a table of from/to path prefixes:
+// electrical.batteries.1 → electrical.batteries.house; bad rows are left out and named in the
+// warn condition n2k.config), deltas (also send each delta, $source and timestamp included,
+// as the SSE event n2k_delta, in arrays of up to 8000 bytes sent when full, every second and
+// before each status answer; a delta of a message from the CAN bus also carries frame, the
+// count of CAN frames taken in since the start at the message's last frame, so that `devctl
+// n2k decode`, which reads them, can stamp it with the time of that frame's log line).
+// Overrides apply to the values and to n2k_delta; the rate limit to the values sent to Signal
+// K only, so the delta events stay a full trace of the decoder. AIS targets (other vessels,
+// aids to navigation, base stations, SAR transponders) go to Signal K under their own context
+// (`vessels.urn:mrn:imo:mmsi:...`, ABI 1.3), their name, MMSI and call sign at the context's
+// root; overrides and the rate limit are the own vessel's and leave them alone, and a report
+// without a valid MMSI context (`vessels.unknown`) stays in the delta events.
 //
 // GET /api/v1/n2k/status and the SSE event n2k (retained, sent once a second while it
 // changes) carry the status: state (disabled, listening, receiving, silent; connecting,
@@ -46,6 +49,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"runtime/debug"
 	"slices"
@@ -114,15 +118,15 @@ var descriptor = sdk.Namespace{
 			Description: "Tells parallel networks (systems) apart.", Group: "NAME"},
 		{Name: "industry_group", Type: sdk.TypeInt, Default: 4, Min: sdk.Float(0), Max: sdk.Float(7), Title: "NAME industry group",
 			Description: "The ISO industry group (4: marine).", Group: "NAME"},
-		{Name: "rate_ms", Type: sdk.TypeInt, Default: 0, Min: sdk.Float(0), Max: sdk.Float(60000), Unit: "ms", Title: "Rate limit per path",
-			Description: "At most one value per Signal K path in this interval; a faster path sends its latest value when the interval ends. 0 sends every value."},
+		{Name: "rate_ms", Type: sdk.TypeInt, Default: 0, Min: sdk.Float(0), Max: sdk.Float(60000), Unit: "ms", Title: "Rate limit per path and source",
+			Description: "At most one value per Signal K path and source (each sender is its own source) in this interval; a faster one sends its latest value when the interval ends. 0 sends every value. Up to " + strconv.Itoa(outflow.MaxStreams) + " path and source pairs are limited at a time: while that many are active, a new one passes unlimited."},
 		{Name: "path_overrides", Type: sdk.TypeString, Default: "[]", MaxLength: 3999, Title: "Path overrides",
 			Description: "Rows of from (a path or its leading part, e.g. electrical.batteries.1) and to (e.g. electrical.batteries.house): values under from are published under to.",
 			X:           &sdk.Display{Format: sdk.FormatTable, Columns: []string{"from", "to"}}},
-		{Name: "pgn_allow", Type: sdk.TypeString, Default: "", MaxLength: 1000, Pattern: `^[0-9, ]*$`, Title: "PGNs allowed",
-			Description: "Comma-separated PGNs to decode; empty decodes every PGN."},
-		{Name: "pgn_deny", Type: sdk.TypeString, Default: "", MaxLength: 1000, Pattern: `^[0-9, ]*$`, Title: "PGNs denied",
-			Description: "Comma-separated PGNs never decoded."},
+		{Name: "pgn_allow", Type: sdk.TypeString, Default: "", MaxLength: 1000, Pattern: pgnListPattern, Title: "PGNs allowed",
+			Description: "Comma-separated PGNs (decimal, 0..262143) to decode; empty decodes every PGN. A malformed list decodes every PGN and is named in the warn condition n2k.config."},
+		{Name: "pgn_deny", Type: sdk.TypeString, Default: "", MaxLength: 1000, Pattern: pgnListPattern, Title: "PGNs denied",
+			Description: "Comma-separated PGNs (decimal, 0..262143) never decoded. A malformed list denies none and is named in the warn condition n2k.config."},
 		{Name: "deltas", Type: sdk.TypeBool, Default: false, Title: "Delta events",
 			Description: "Also send every delta as the SSE event n2k_delta (for tools; costs time per message)."},
 	},
@@ -145,8 +149,7 @@ type plugin struct {
 	address    uint8
 	name       nameFields
 	overrides  outflow.Overrides
-	limiter    outflow.Limiter
-	cfgIssue   string           // the override rows left out, as last reported
+	cfgIssue   string           // the n2k.config message last reported
 	metaDone   map[string]bool  // paths whose meta was considered
 	metaSent   int              // meta declarations made
 	metaStop   bool             // no more meta declarations this run
@@ -165,6 +168,13 @@ type plugin struct {
 	stampBat   uint64 // the batch (sdk.Batch) stamp was read in; stamped: the reading worked
 	stamped    bool
 	clock      stamper // writes stamp
+
+	// canFrames counts the CAN frames taken in since the start; deltaFrame is the count at
+	// the frame whose message is being published (0: not one from the CAN bus).
+	canFrames, deltaFrame uint64
+
+	// limiter is kept by path and $source (the source without its PGN: limitStream).
+	limiter outflow.Limiter[sdk.Source]
 }
 
 func newPlugin() *plugin {
@@ -226,19 +236,55 @@ func (p *plugin) readClock() {
 	}
 }
 
-// parsePGNs reads a comma-separated PGN list; malformed entries are skipped.
-func parsePGNs(s string) map[uint32]bool {
+// maxPGN is the largest PGN (18 bits).
+const maxPGN = 0x3FFFF
+
+// pgnPattern is one PGN in decimal, 0..262143, without leading zeros.
+const pgnPattern = `(?:0|[1-9][0-9]{0,4}|1[0-9]{5}|2[0-5][0-9]{4}|26[01][0-9]{3}|2620[0-9]{2}|2621[0-3][0-9]|26214[0-3])`
+
+// pgnListPattern is the descriptor's pattern of pgn_allow and pgn_deny: PGNs separated by
+// commas, spaces around them allowed, or nothing. The UI checks it; the device does not
+// check a plugin key's pattern (only its type, length and enum), so parsePGNs checks the
+// same and the plugin names a malformed list in n2k.config.
+const pgnListPattern = `^ *(?:` + pgnPattern + ` *(?:, *` + pgnPattern + ` *)*)?$`
+
+// parsePGNs reads a comma-separated PGN list (only spaces: none). An empty entry, or one
+// that is not a PGN in decimal (0..262143, no sign, no leading zero), makes the whole list
+// an error naming it.
+func parsePGNs(s string) (map[uint32]bool, error) {
 	out := map[uint32]bool{}
-	for _, f := range strings.Split(s, ",") {
-		if n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 32); err == nil {
-			out[uint32(n)] = true
-		}
+	if strings.Trim(s, " ") == "" {
+		return out, nil
 	}
-	return out
+	for i, f := range strings.Split(s, ",") {
+		f = strings.Trim(f, " ")
+		if f == "" {
+			return nil, fmt.Errorf("entry %d is empty", i+1)
+		}
+		n, err := strconv.ParseUint(f, 10, 32)
+		if err != nil || n > maxPGN || f[0] == '0' && len(f) > 1 {
+			return nil, fmt.Errorf("entry %d %s is not a PGN (0..%d)", i+1, strconv.Quote(truncate(f, 20)), maxPGN)
+		}
+		out[uint32(n)] = true
+	}
+	return out, nil
+}
+
+// pgnLists reads pgn_allow and pgn_deny; a malformed one counts as empty, its default (as
+// the device reads a stored value it cannot use), and is named in issues.
+func pgnLists(cfg sdk.Config, issues []string) (allow, deny map[uint32]bool, _ []string) {
+	var err error
+	if allow, err = parsePGNs(cfg.String("pgn_allow")); err != nil {
+		issues = append(issues, "pgn_allow: "+err.Error())
+	}
+	if deny, err = parsePGNs(cfg.String("pgn_deny")); err != nil {
+		issues = append(issues, "pgn_deny: "+err.Error())
+	}
+	return allow, deny, issues
 }
 
 func (p *plugin) configure(cfg sdk.Config) {
-	allow, deny := parsePGNs(cfg.String("pgn_allow")), parsePGNs(cfg.String("pgn_deny"))
+	allow, deny, issues := pgnLists(cfg, nil)
 	p.gw.Allow = func(pgn uint32) bool { return (len(allow) == 0 || allow[pgn]) && !deny[pgn] }
 	p.deltas = cfg.Bool("deltas")
 	source := cfg.String("source")
@@ -246,7 +292,12 @@ func (p *plugin) configure(cfg sdk.Config) {
 		source = sourceCAN
 	}
 	host, port := cfg.String("gateway_host"), int(cfg.Int("gateway_port"))
-	p.shape(cfg)
+	if isGateway(source) {
+		if msg := gatewaySettingsError(source, host, gatewayPort(source, port)); msg != "" {
+			issues = append(issues, msg)
+		}
+	}
+	p.shape(cfg, issues)
 	address, name := uint8(cfg.Int("address")), readName(cfg)
 	enabled := cfg.Bool("enabled")
 	moved := source != p.source || isGateway(source) && (host != p.gwHost || port != p.gwPort)
@@ -297,6 +348,7 @@ func (p *plugin) frame(f sdk.CANFrame) {
 		return
 	}
 	p.lastFrame = p.uptime
+	p.canFrames++
 	id := f.ID
 	if !f.Extended || f.Remote {
 		id = 1 << 31 // not an NMEA 2000 frame: counted as a bad frame
@@ -305,7 +357,16 @@ func (p *plugin) frame(f sdk.CANFrame) {
 	if d == nil {
 		return
 	}
+	p.deltaFrame = p.canFrames
 	p.publish(d)
+	p.deltaFrame = 0
+}
+
+// appendFrameNumber adds the member frame (n) to the delta object that ends b.
+func appendFrameNumber(b []byte, n uint64) []byte {
+	b = append(b[:len(b)-1], `,"frame":`...)
+	b = strconv.AppendUint(b, n, 10)
+	return append(b, '}')
 }
 
 // publish sends a delta's values to Signal K, and the whole delta as an event when asked.
@@ -338,6 +399,9 @@ func (p *plugin) publish(d *skmap.Delta) {
 	p.spans = p.spans[:0]
 	if p.deltas {
 		p.one, p.spans = d.AppendJSONSpans(p.one[:0], p.spans)
+		if p.deltaFrame != 0 {
+			p.one = appendFrameNumber(p.one, p.deltaFrame)
+		}
 	}
 	src := p.sources.of(&d.Updates[0].Source)
 	if d.Context != "" {
@@ -349,7 +413,7 @@ func (p *plugin) publish(d *skmap.Delta) {
 	}
 	for i, v := range values {
 		p.declareMeta(v.Path)
-		if p.limiter.Interval > 0 && !p.limiter.Offer(v.Path, held{src, v.Value}, p.uptime) {
+		if p.limiter.Interval > 0 && !p.limiter.Offer(limitStream(v.Path, src), held{src, v.Value}, p.uptime) {
 			continue // held: the rate timer sends the latest
 		}
 		p.publishIn("", src, v.Path, v.Value, p.valueText(i))

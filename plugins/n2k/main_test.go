@@ -466,3 +466,47 @@ func TestStatusJSON(t *testing.T) {
 		}
 	}
 }
+
+// Each delta of a message from the CAN bus names, in its event, the frame that completed it
+// (counted from the start): a tool that fed a log's frames stamps it with that line's time.
+func TestDeltaEventsNameTheirFrame(t *testing.T) {
+	h := fakeHost(t)
+	defer h.Stop()
+	if err := h.SetConfig(map[string]any{"enabled": true, "deltas": true}); err != nil {
+		t.Fatal(err)
+	}
+	ais, err := decode.Encode(129038, map[string]any{"messageId": 1.0, "userId": 244660001.0,
+		"longitude": 4.5, "latitude": 52.1, "sog": 5.2, "cog": 1.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aisFrames := decode.Frames(decode.Message{Header: decode.Header{Prio: 4, PGN: 129038, Src: 40, Dst: 255}, Data: ais}, 0, nil)
+	h.CANReceive(sdk.CANFrame{ID: 0x123, Data: []byte{1}}) // frame 1: not NMEA 2000, still counted
+	for _, f := range testFrames() {                       // frame 2
+		h.CANReceive(f)
+	}
+	fromBus(h, decode.Message{Header: decode.Header{Prio: 4, PGN: 129038, Src: 40, Dst: 255}, Data: ais})
+	getStatus(t, h)
+	var got []uint64
+	for _, e := range h.SSE {
+		if e.Event != "n2k_delta" {
+			continue
+		}
+		var ds []struct {
+			Frame   *uint64           `json:"frame"`
+			Updates []json.RawMessage `json:"updates"`
+		}
+		if err := json.Unmarshal(e.Data, &ds); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.Frame == nil || len(d.Updates) != 1 {
+				t.Fatalf("delta without its frame: %s", e.Data)
+			}
+			got = append(got, *d.Frame)
+		}
+	}
+	if want := []uint64{2, uint64(2 + len(aisFrames))}; !slices.Equal(got, want) {
+		t.Errorf("frames %v, want %v", got, want)
+	}
+}

@@ -90,17 +90,21 @@ func newGatewaySource(kind, host string, port int) *gatewaySource {
 	return &gatewaySource{kind: kind, host: host, port: gatewayPort(kind, port), state: gwConnecting, parser: parser}
 }
 
-// settingsError says what in the gateway settings cannot work ("" when they can). The
-// device checks the port's range and the host's length; the host's characters only the UI
-// checks, so the plugin does too.
-func (g *gatewaySource) settingsError() string {
+// settingsError says what in the gateway settings cannot work ("" when they can).
+func (g *gatewaySource) settingsError() string { return gatewaySettingsError(g.kind, g.host, g.port) }
+
+// gatewaySettingsError says what in the settings of a gateway source of kind at host and
+// port (the one it uses: gatewayPort) cannot work, naming the key, or "". The device checks
+// the port's range and the host's length; the host's characters only the UI checks, so the
+// plugin does too.
+func gatewaySettingsError(kind, host string, port int) string {
 	switch {
-	case g.port == 0:
-		return "gateway_port must be set for " + g.kind
-	case g.host == "" && g.kind != sourceYDUDP:
-		return "gateway_host must be set for " + g.kind
-	case strings.Trim(g.host, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.:_-") != "":
-		return "gateway_host " + strconv.Quote(truncate(g.host, 40)) + " is not an address or a name"
+	case port == 0:
+		return "gateway_port must be set for " + kind
+	case host == "" && kind != sourceYDUDP:
+		return "gateway_host must be set for " + kind
+	case strings.Trim(host, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.:_-") != "":
+		return "gateway_host " + strconv.Quote(truncate(host, 40)) + " is not an address or a name"
 	}
 	return ""
 }

@@ -37,33 +37,20 @@ func readName(cfg sdk.Config) nameFields {
 // minRatePeriod is the shortest timer period the ABI allows.
 const minRatePeriod = 10 * time.Millisecond
 
-// shape applies the path overrides and the per-path rate limit of cfg. Override rows that
-// break the rules are left out and named in the warn condition n2k.config.
-func (p *plugin) shape(cfg sdk.Config) {
+// shape applies the path overrides and the rate limit (per path and source) of cfg, and
+// reports in the warn condition n2k.config the issues of the other keys given and the
+// override rows that break the rules (left out).
+func (p *plugin) shape(cfg sdk.Config, issues []string) {
 	o, bad := outflow.ParseOverrides(cfg.String("path_overrides"))
 	p.overrides = o
-	issue := ""
 	if len(bad) > 0 {
 		msgs := make([]string, len(bad))
 		for i, e := range bad {
 			msgs[i] = e.Error()
 		}
-		issue = "path_overrides: " + strings.Join(msgs, "; ")
-		if len(issue) > abi.MaxHealthMessage {
-			issue = issue[:abi.MaxHealthMessage-3] + "..."
-		}
+		issues = append(issues, "path_overrides: "+strings.Join(msgs, "; "))
 	}
-	if issue != p.cfgIssue {
-		state := sdk.Normal
-		if issue != "" {
-			state = sdk.Warn
-		}
-		if err := sdk.ReportHealth(condConfig, state, issue); err != nil {
-			sdk.Logf(sdk.LevelWarn, "health: %v", err)
-		} else {
-			p.cfgIssue = issue
-		}
-	}
+	p.reportConfig(strings.Join(issues, "; "))
 
 	interval := time.Duration(max(cfg.Int("rate_ms"), 0)) * time.Millisecond
 	if interval == p.limiter.Interval {
@@ -73,7 +60,7 @@ func (p *plugin) shape(cfg sdk.Config) {
 	for _, h := range p.limiter.Due(p.uptime + p.limiter.Interval) { // what was held goes out now
 		p.publishHeld(h)
 	}
-	p.limiter = outflow.Limiter{Interval: interval}
+	p.limiter = outflow.Limiter[sdk.Source]{Interval: interval}
 	var err error
 	if interval > 0 {
 		err = sdk.SetTimer(timerRate, max(interval, minRatePeriod), max(interval, minRatePeriod))
@@ -82,6 +69,29 @@ func (p *plugin) shape(cfg sdk.Config) {
 	}
 	if err != nil {
 		sdk.Logf(sdk.LevelWarn, "rate timer: %v", err)
+	}
+}
+
+// reportConfig sets n2k.config: warn with issue (cut to what a condition holds), or normal
+// when there is none; only a change is reported.
+func (p *plugin) reportConfig(issue string) {
+	if len(issue) > abi.MaxHealthMessage {
+		issue = truncate(issue, abi.MaxHealthMessage-3) + "..."
+	}
+	if issue == p.cfgIssue {
+		return
+	}
+	state := sdk.Normal
+	if issue != "" {
+		state = sdk.Warn
+	}
+	if err := sdk.ReportHealth(condConfig, state, issue); err != nil {
+		sdk.Logf(sdk.LevelWarn, "health: %v", err)
+		return
+	}
+	p.cfgIssue = issue
+	if issue != "" {
+		sdk.Logf(sdk.LevelWarn, "n2k: config: %s", issue)
 	}
 }
 
@@ -101,8 +111,16 @@ type held struct {
 	v   any
 }
 
+// limitStream is the stream the rate limit counts a value of path from src in: Signal K
+// tells sources apart by $source (sender and instance), so the PGN is left out (a GPS's
+// 129025 and 129029 positions are one stream, two GPS receivers' are two).
+func limitStream(path string, src sdk.Source) outflow.Stream[sdk.Source] {
+	src.PGN = 0
+	return outflow.Stream[sdk.Source]{Path: path, Source: src}
+}
+
 // publishHeld sends a value the rate limiter held, with its source.
-func (p *plugin) publishHeld(h outflow.Held) {
+func (p *plugin) publishHeld(h outflow.Held[sdk.Source]) {
 	if x, ok := h.Value.(held); ok {
 		p.publishIn("", x.src, h.Path, x.v, nil)
 		return

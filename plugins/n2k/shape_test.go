@@ -84,12 +84,19 @@ func published(h *sdk.FakeHost, path string) []float64 {
 	return out
 }
 
-func TestRateLimitLatestWins(t *testing.T) {
+// rateLimited answers a host running the plugin enabled with a rate limit of a second.
+func rateLimited(t *testing.T) *sdk.FakeHost {
+	t.Helper()
 	h := fakeHost(t)
-	defer h.Stop()
 	if err := h.SetConfig(map[string]any{"enabled": true, "rate_ms": 1000}); err != nil {
 		t.Fatal(err)
 	}
+	return h
+}
+
+func TestRateLimitLatestWins(t *testing.T) {
+	h := rateLimited(t)
+	defer h.Stop()
 	const path = "navigation.headingMagnetic"
 	heading(t, h, 7, 1.0)
 	for i, rad := range []float64{1.1, 1.2, 1.3} {
@@ -126,6 +133,41 @@ func TestRateLimitLatestWins(t *testing.T) {
 	}
 	if _, armed := h.Timers[timerRate]; armed {
 		t.Error("the rate timer still armed with no limit")
+	}
+}
+
+// The limit is per path and source: two compasses sending one path at the same rate both
+// get through, each with its own latest value at the interval's end, whichever sends first.
+func TestRateLimitPerSource(t *testing.T) {
+	h := rateLimited(t)
+	defer h.Stop()
+	const path = "navigation.headingMagnetic"
+	bySender := func() map[string][]float64 {
+		out := map[string][]float64{}
+		for _, v := range h.Sourced {
+			if v.Path == path {
+				out[v.Source.Src] = append(out[v.Source.Src], v.Value.Num)
+			}
+		}
+		return out
+	}
+	heading(t, h, 7, 1.0)
+	heading(t, h, 8, 2.0)
+	for i := range 3 {
+		if err := h.Advance(200 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		heading(t, h, 8, 2.1+float64(i)/10)
+		heading(t, h, 7, 1.1+float64(i)/10)
+	}
+	if got := bySender(); fmt.Sprint(got) != "map[7:[1] 8:[2]]" {
+		t.Fatalf("within the interval: %v", got)
+	}
+	if err := h.Advance(500 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if got := bySender(); fmt.Sprint(got) != "map[7:[1 1.3] 8:[2 2.3]]" {
+		t.Fatalf("after the interval: %v, want each sender's first and latest", got)
 	}
 }
 
@@ -185,7 +227,7 @@ func TestPathOverrides(t *testing.T) {
 	}
 }
 
-// Overrides apply before the rate limit: the limit is per published path.
+// Overrides apply before the rate limit: the limit is per published path (and source).
 func TestOverridesThenRateLimit(t *testing.T) {
 	h := fakeHost(t)
 	defer h.Stop()

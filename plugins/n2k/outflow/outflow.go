@@ -1,8 +1,8 @@
 // Package outflow shapes the values the n2k plugin sends to Signal K after the mapping:
 // owner-set path overrides move an instance's values to a path of the owner's choice
-// (electrical.batteries.1 → electrical.batteries.house), and a per-path rate limit lets at
-// most one value per path through per interval, the latest value of an interval being sent
-// when the interval ends. Pure Go, no I/O: the caller publishes and tells it the time.
+// (electrical.batteries.1 → electrical.batteries.house), and a rate limit lets at most one
+// value per path and source through per interval, the latest value of an interval being
+// sent when the interval ends. Pure Go, no I/O: the caller publishes and tells it the time.
 package outflow
 
 import (
@@ -113,57 +113,118 @@ func (o *Overrides) Path(path string) string {
 	return out
 }
 
-// Limiter lets at most one value per path through per Interval. A value arriving sooner is
-// held, replacing any held before it (the latest wins), until Due sends it. The zero value
-// with Interval 0 lets everything through.
-type Limiter struct {
-	Interval time.Duration
-	last     map[string]time.Duration
-	held     map[string]any
+// MaxStreams bounds the streams a Limiter tracks at once. A stream is a path from one source
+// (the same path from two senders is two streams in Signal K); the device keeps at most 256
+// live sources per plugin instance, and a sender rarely sends more than a few dozen paths.
+// A stream whose last value went out an interval ago or more is forgotten when room is
+// needed: its next value would pass anyway. A new stream while all MaxStreams are active
+// within one interval is not limited (its values pass, counted by Untracked).
+const MaxStreams = 4096
+
+// Stream is what the limit is kept per: a path and the source of its values. S is the
+// caller's source identity, without what does not tell two Signal K sources apart.
+type Stream[S comparable] struct {
+	Path   string
+	Source S
 }
 
-// Offer reports whether the value of path may go out now; when it may not, it is held.
-func (l *Limiter) Offer(path string, v any, now time.Duration) bool {
+// Limiter lets at most one value per stream (path and source) through per Interval. A value
+// arriving sooner is held, replacing any held before it for that stream (the latest wins),
+// until Due sends it. The zero value with Interval 0 lets everything through.
+type Limiter[S comparable] struct {
+	Interval  time.Duration
+	last      map[Stream[S]]time.Duration // when each stream last let a value out
+	held      map[Stream[S]]heldValue
+	seq       uint64        // counts holds, for Due's order
+	swept     time.Duration // when forgotten streams were last removed
+	didSweep  bool
+	untracked uint64
+}
+
+type heldValue struct {
+	v   any
+	seq uint64
+}
+
+// Offer reports whether the value of stream s may go out now; when it may not, it is held.
+func (l *Limiter[S]) Offer(s Stream[S], v any, now time.Duration) bool {
 	if l.Interval <= 0 {
 		return true
 	}
 	if l.last == nil {
-		l.last, l.held = map[string]time.Duration{}, map[string]any{}
+		l.last, l.held = map[Stream[S]]time.Duration{}, map[Stream[S]]heldValue{}
 	}
-	if t, ok := l.last[path]; !ok || now-t >= l.Interval {
-		l.last[path] = now
-		delete(l.held, path) // a held value is superseded by this newer one
+	t, ok := l.last[s]
+	switch {
+	case ok && now-t < l.Interval:
+		l.seq++
+		l.held[s] = heldValue{v, l.seq}
+		return false
+	case !ok && len(l.last) >= MaxStreams && !l.sweep(now):
+		l.untracked++
 		return true
 	}
-	l.held[path] = v
-	return false
+	l.last[s] = now
+	delete(l.held, s) // a held value is superseded by this newer one
+	return true
 }
 
-// Held is a value the limiter let out late.
-type Held struct {
-	Path  string
+// sweep forgets the streams with nothing held whose interval has passed, at most once an
+// interval, and reports whether there is room for another stream.
+func (l *Limiter[S]) sweep(now time.Duration) bool {
+	if !l.didSweep || now-l.swept >= l.Interval {
+		l.swept, l.didSweep = now, true
+		for s, t := range l.last {
+			if _, held := l.held[s]; !held && now-t >= l.Interval {
+				delete(l.last, s)
+			}
+		}
+	}
+	return len(l.last) < MaxStreams
+}
+
+// Held is a value the limiter let out late, with its stream.
+type Held[S comparable] struct {
+	Stream[S]
 	Value any
 }
 
-// Due answers the held values whose interval has passed at now, by path, and counts them
-// as sent.
-func (l *Limiter) Due(now time.Duration) []Held {
+// Due answers the held values whose interval has passed at now, by path (the streams of
+// one path in the order their values were held), and counts them as sent.
+func (l *Limiter[S]) Due(now time.Duration) []Held[S] {
 	if len(l.held) == 0 {
 		return nil
 	}
-	var out []Held
-	for p, v := range l.held {
-		if now-l.last[p] >= l.Interval {
-			out = append(out, Held{Path: p, Value: v})
+	type due struct {
+		Held[S]
+		seq uint64
+	}
+	var ds []due
+	for s, h := range l.held {
+		if now-l.last[s] >= l.Interval {
+			ds = append(ds, due{Held[S]{Stream: s, Value: h.v}, h.seq})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	for _, h := range out {
-		l.last[h.Path] = now
-		delete(l.held, h.Path)
+	sort.Slice(ds, func(i, j int) bool {
+		if ds[i].Path != ds[j].Path {
+			return ds[i].Path < ds[j].Path
+		}
+		return ds[i].seq < ds[j].seq
+	})
+	var out []Held[S]
+	for _, d := range ds {
+		out = append(out, d.Held)
+		l.last[d.Stream] = now
+		delete(l.held, d.Stream)
 	}
 	return out
 }
 
 // Pending answers how many values are held.
-func (l *Limiter) Pending() int { return len(l.held) }
+func (l *Limiter[S]) Pending() int { return len(l.held) }
+
+// Tracked answers how many streams the limiter remembers.
+func (l *Limiter[S]) Tracked() int { return len(l.last) }
+
+// Untracked answers how many values passed unlimited because MaxStreams streams were active.
+func (l *Limiter[S]) Untracked() uint64 { return l.untracked }

@@ -70,50 +70,119 @@ func TestOverridesBadRows(t *testing.T) {
 	}
 }
 
-func TestLimiterLatestWins(t *testing.T) {
-	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	l := Limiter{Interval: ms(100)}
-	steps := []struct {
-		at     int
-		path   string
-		v      float64
-		passes bool
-	}{
-		{0, "a", 1, true},
-		{10, "b", 1, true}, // each path has its own interval
-		{30, "a", 2, false},
-		{60, "a", 3, false}, // replaces 2
-		{99, "a", 4, false}, // replaces 3
-		{100, "a", 5, true}, // its interval passed: out at once, the held 4 superseded
-		{150, "a", 6, false},
-	}
+// at is a time n milliseconds into a test.
+func at(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// on is the stream of path from source src.
+func on(path, src string) Stream[string] { return Stream[string]{Path: path, Source: src} }
+
+// step offers the value v of path from src at the time at, which passes or is held.
+type step struct {
+	at        int
+	path, src string
+	v         float64
+	passes    bool
+}
+
+// offer plays steps on l.
+func offer(t *testing.T, l *Limiter[string], steps []step) {
+	t.Helper()
 	for _, s := range steps {
-		if got := l.Offer(s.path, s.v, ms(s.at)); got != s.passes {
-			t.Fatalf("at %d ms %s=%v: passes %v, want %v", s.at, s.path, s.v, got, s.passes)
+		if got := l.Offer(on(s.path, s.src), s.v, at(s.at)); got != s.passes {
+			t.Fatalf("at %d ms %s from %s = %v: passes %v, want %v", s.at, s.path, s.src, s.v, got, s.passes)
 		}
 	}
-	if d := l.Due(ms(199)); d != nil {
+}
+
+func TestLimiterLatestWins(t *testing.T) {
+	l := Limiter[string]{Interval: at(100)}
+	offer(t, &l, []step{
+		{0, "a", "7", 1, true},
+		{10, "b", "7", 1, true}, // each path has its own interval
+		{30, "a", "7", 2, false},
+		{60, "a", "7", 3, false}, // replaces 2
+		{99, "a", "7", 4, false}, // replaces 3
+		{100, "a", "7", 5, true}, // its interval passed: out at once, the held 4 superseded
+		{150, "a", "7", 6, false},
+	})
+	if d := l.Due(at(199)); d != nil {
 		t.Fatalf("due before the interval: %v", d)
 	}
-	if d := l.Due(ms(200)); !reflect.DeepEqual(d, []Held{{"a", 6.0}}) {
+	if d := l.Due(at(200)); !reflect.DeepEqual(d, []Held[string]{{on("a", "7"), 6.0}}) {
 		t.Fatalf("due %v", d)
 	}
 	// Sent at 200: the next value waits for 300.
-	if l.Offer("a", 7.0, ms(250)) || l.Pending() != 1 {
+	if l.Offer(on("a", "7"), 7.0, at(250)) || l.Pending() != 1 {
 		t.Fatal("a value 50 ms after a late send passed")
 	}
-	if d := l.Due(ms(300)); !reflect.DeepEqual(d, []Held{{"a", 7.0}}) {
+	if d := l.Due(at(300)); !reflect.DeepEqual(d, []Held[string]{{on("a", "7"), 7.0}}) {
 		t.Fatalf("due %v", d)
 	}
-	if l.Pending() != 0 || l.Due(ms(1000)) != nil {
+	if l.Pending() != 0 || l.Due(at(1000)) != nil {
 		t.Fatal("something still held")
 	}
 }
 
+// Two senders of one path are two streams: neither holds the other back, and each one's
+// latest value goes out when its interval ends.
+func TestLimiterPerSource(t *testing.T) {
+	l := Limiter[string]{Interval: at(100)}
+	const pos = "navigation.position"
+	offer(t, &l, []step{
+		{0, pos, "35", 1, true},
+		{1, pos, "36", 10, true}, // another sender of the same path: its own interval
+		{20, pos, "35", 2, false},
+		{21, pos, "36", 11, false},
+		{40, pos, "36", 12, false}, // replaces 11, not 2
+		{60, pos, "35", 3, false},  // replaces 2
+		{101, pos, "36", 13, true}, // 36's interval passed; 35's held 3 is still due
+	})
+	want := []Held[string]{{on("navigation.position", "35"), 3.0}}
+	if d := l.Due(at(101)); !reflect.DeepEqual(d, want) {
+		t.Fatalf("due %v, want %v", d, want)
+	}
+	// Both held again: out together, a path's streams in the order their values came.
+	l.Offer(on("navigation.position", "36"), 14.0, at(150))
+	l.Offer(on("navigation.position", "35"), 4.0, at(160))
+	l.Offer(on("navigation.courseOverGroundTrue", "35"), 0.5, at(0))
+	want = []Held[string]{{on("navigation.position", "36"), 14.0}, {on("navigation.position", "35"), 4.0}}
+	if d := l.Due(at(201)); !reflect.DeepEqual(d, want) {
+		t.Fatalf("due %v, want %v", d, want)
+	}
+}
+
+// The streams remembered stay within MaxStreams: quiet ones are forgotten when room is
+// needed, and a new stream while all are active passes without a limit.
+func TestLimiterBounded(t *testing.T) {
+	l := Limiter[int]{Interval: at(100)}
+	for i := range MaxStreams {
+		if !l.Offer(Stream[int]{"p", i}, i, at(0)) {
+			t.Fatalf("stream %d held at its first value", i)
+		}
+	}
+	l.Offer(Stream[int]{"p", 0}, "held", at(50)) // one stream with a value held
+	// All active within the interval: a new stream passes, untracked.
+	if !l.Offer(Stream[int]{"p", MaxStreams}, 1, at(60)) || !l.Offer(Stream[int]{"p", MaxStreams}, 2, at(61)) ||
+		l.Tracked() != MaxStreams || l.Untracked() != 2 {
+		t.Fatalf("tracked %d, untracked %d", l.Tracked(), l.Untracked())
+	}
+	// An interval after the last look the quiet streams are forgotten; the one holding a
+	// value stays.
+	if !l.Offer(Stream[int]{"p", MaxStreams}, 3, at(160)) || l.Tracked() != 2 {
+		t.Fatalf("after the interval: tracked %d", l.Tracked())
+	}
+	if l.Offer(Stream[int]{"p", MaxStreams}, 4, at(170)) {
+		t.Error("the new stream is not limited once tracked")
+	}
+	if d := l.Due(at(260)); len(d) != 2 || d[0].Value != "held" || d[1].Value != 4 {
+		t.Errorf("due %v", d)
+	}
+}
+
 func TestLimiterOff(t *testing.T) {
-	var l Limiter
+	var l Limiter[string]
 	for i := range 5 {
-		if !l.Offer("a", i, 0) {
+		if !l.Offer(on("a", ""), i, 0) {
 			t.Fatal("a zero interval held a value")
 		}
 	}
