@@ -66,12 +66,16 @@ func AppendEvent(b []byte, kind EventKind, payload []byte) []byte {
 }
 
 // DecodeEvents splits a batch into records (Data aliases b). Payloads are decoded by kind.
-func DecodeEvents(b []byte) ([]Event, error) {
+func DecodeEvents(b []byte) ([]Event, error) { return AppendEvents(nil, b) }
+
+// AppendEvents is DecodeEvents appending the records to dst: a plugin that decodes batch
+// after batch into one slice (dst[:0]) grows it once, not record by record every batch.
+func AppendEvents(dst []Event, b []byte) ([]Event, error) {
 	if len(b) > MaxEventBatch {
 		return nil, fmt.Errorf("abi: event batch of %d bytes, at most %d", len(b), MaxEventBatch)
 	}
 	r := reader{b: b}
-	var out []Event
+	out := dst
 	for len(r.b) > 0 && r.err == nil {
 		k := EventKind(r.u8())
 		d := r.bytes(MaxEventBatch, "event")
