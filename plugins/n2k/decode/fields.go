@@ -39,7 +39,6 @@ type Decoded struct {
 	List2  []Group     // repeating field set 2
 	vals   []value     // by index in Def.Fields, the fields before the repeating sets
 	last   []any       // the values of vals as last boxed (At), by the same index
-	data   []byte      // the message's data, for the fields read lazily
 	mem    *decodeMemo // what DecodeInto keeps from message to message
 }
 
@@ -55,7 +54,6 @@ type decodeMemo struct {
 	vals [][]value
 	last [][]any
 	reps []*[2]repMemo // per definition, its repeating sets
-	data []byte        // a copy of the last message's data (its buffer is the assembler's)
 	ids  [256]idSlot   // Lookup's answers, see index
 	nums [256]numBox   // numbers boxed lately, see number
 }
@@ -144,13 +142,7 @@ func (d *Decoded) Field(id string) any {
 
 // At answers the field at index i of Def.Fields, nil when absent.
 func (d *Decoded) At(i int) any {
-	if i < 0 || i >= len(d.vals) {
-		return nil
-	}
-	if d.vals[i].kind == kindLazy {
-		d.vals[i] = d.read(i)
-	}
-	if d.vals[i].kind == kindNone {
+	if i < 0 || i >= len(d.vals) || d.vals[i].kind == kindNone {
 		return nil
 	}
 	v, last := &d.vals[i], d.last[i]
@@ -162,36 +154,6 @@ func (d *Decoded) At(i int) any {
 	}
 	d.last[i] = b
 	return b
-}
-
-// read reads the lazy field at index i where DecodeInto left it.
-func (d *Decoded) read(i int) value {
-	return readAt(&d.Def.Fields[i], d.data, d.vals[i].pos)
-}
-
-// readAt reads field f at bit pos of data: its value, or none.
-func readAt(f *pgn.Field, data []byte, pos int32) value {
-	r := bitReader{data: data, pos: int(pos)}
-	if v, ok, _ := readValue(f, &r); ok {
-		return v
-	}
-	return value{}
-}
-
-// lazy reports whether DecodeInto may leave field f unread until it is asked for: a field
-// of a fixed width that moves the reader by exactly that width (or to the end of the data)
-// whatever its value, and whose value no later field depends on. The decoder read every
-// field of a definition, though the mapping reads only some (a tenth of the decode bench).
-func lazy(f *pgn.Field) bool {
-	if f.HasMatch || f.CondProprietary || f.BitLength <= 0 || f.BitLength > 64 {
-		return false
-	}
-	switch f.Kind {
-	case pgn.KindStringLAU, pgn.KindStringLZ, pgn.KindStringFix, pgn.KindBitLookup,
-		pgn.KindVariable, pgn.KindSkip, pgn.KindPGN:
-		return false
-	}
-	return true
 }
 
 // number answers f boxed: the box made lately for the same number (its bits), by any field,
@@ -315,13 +277,7 @@ func DecodeInto(m Message, d *Decoded) error {
 			}
 			cands = next
 			if next[0] != def {
-				// Another definition leads: what was read so far moves to its slice,
-				// the fields left unread read first as the definition they were read by.
-				for j := range vals[:min(i, len(vals))] {
-					if vals[j].kind == kindLazy {
-						vals[j] = readAt(&def.Fields[j], m.Data, vals[j].pos)
-					}
-				}
+				// Another definition leads: what was read so far moves to its slice.
 				def = next[0]
 				nv, nl := mem.slot(def)
 				copy(nv, vals[:min(i, len(vals), len(nv))])
@@ -338,13 +294,6 @@ func DecodeInto(m Message, d *Decoded) error {
 			}
 			continue
 		}
-		if lazy(f) {
-			// Read when asked (At): where it starts is known now, and a field no rule
-			// reads costs nothing more than this.
-			vals[i] = value{kind: kindLazy, pos: int32(r.pos)}
-			r.skip(f.BitLength)
-			continue
-		}
 		v, ok, stop := readValue(f, r)
 		if stop {
 			break
@@ -357,8 +306,6 @@ func DecodeInto(m Message, d *Decoded) error {
 		}
 	}
 	d.Def, d.vals, d.last = def, vals, last
-	mem.data = append(mem.data[:0], m.Data...)
-	d.data = mem.data
 	d.DefN = 0
 	for i := range defs {
 		if &defs[i] == def {
@@ -749,7 +696,6 @@ func readValue(f *pgn.Field, r *bitReader) (value, bool, bool) {
 // value is a field's value before it is boxed.
 type value struct {
 	kind uint8
-	pos  int32 // kindLazy: the bit where the field starts in Decoded.data
 	num  float64
 	str  string
 	list []string
@@ -760,7 +706,6 @@ const (
 	kindNum
 	kindStr
 	kindList
-	kindLazy // not read yet (see lazy)
 )
 
 func numValue(v float64) value { return value{kind: kindNum, num: v} }
