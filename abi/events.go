@@ -66,12 +66,16 @@ func AppendEvent(b []byte, kind EventKind, payload []byte) []byte {
 }
 
 // DecodeEvents splits a batch into records (Data aliases b). Payloads are decoded by kind.
-func DecodeEvents(b []byte) ([]Event, error) {
+func DecodeEvents(b []byte) ([]Event, error) { return AppendEvents(nil, b) }
+
+// AppendEvents is DecodeEvents appending the records to dst: a plugin that decodes batch
+// after batch into one slice (dst[:0]) grows it once, not record by record every batch.
+func AppendEvents(dst []Event, b []byte) ([]Event, error) {
 	if len(b) > MaxEventBatch {
 		return nil, fmt.Errorf("abi: event batch of %d bytes, at most %d", len(b), MaxEventBatch)
 	}
 	r := reader{b: b}
-	var out []Event
+	out := dst
 	for len(r.b) > 0 && r.err == nil {
 		k := EventKind(r.u8())
 		d := r.bytes(MaxEventBatch, "event")
@@ -397,7 +401,11 @@ func AppendSSEEvent(b []byte, e SSEEvent) []byte {
 }
 
 // DecodeSSEEvent decodes an SSEEvent; the data must be well-formed JSON.
-func DecodeSSEEvent(b []byte) (SSEEvent, error) {
+func DecodeSSEEvent(b []byte) (SSEEvent, error) { return DecodeSSEEventValid(b, json.Valid) }
+
+// DecodeSSEEventValid is DecodeSSEEvent with valid telling well-formed JSON data: the host
+// checks up to 8 KiB of it per call, where encoding/json's scanner is the slow part.
+func DecodeSSEEventValid(b []byte, valid func([]byte) bool) (SSEEvent, error) {
 	r := reader{b: b}
 	e := SSEEvent{Event: r.str(32, "event name")}
 	flags := r.u8()
@@ -408,7 +416,7 @@ func DecodeSSEEvent(b []byte) (SSEEvent, error) {
 	if flags&^1 != 0 {
 		return SSEEvent{}, fmt.Errorf("abi: unknown event flags %#x", flags)
 	}
-	if !json.Valid(e.Data) {
+	if !valid(e.Data) {
 		return SSEEvent{}, errors.New("abi: event data is not well-formed JSON")
 	}
 	e.Retain = flags&1 != 0

@@ -202,6 +202,14 @@ func TestEventsRoundTrip(t *testing.T) {
 	if _, err := DecodeEvents(make([]byte, MaxEventBatch+1)); err == nil {
 		t.Error("oversized batch decoded")
 	}
+	// AppendEvents into the slice of an earlier batch reuses its array.
+	again, err := AppendEvents(evs[:0], AppendEvent(nil, EvTimer, AppendTimer(nil, 8)))
+	if err != nil || len(again) != 1 || &again[0] != &evs[0] {
+		t.Fatalf("appended %+v %v: not into the slice given", again, err)
+	}
+	if id, err := DecodeTimer(again[0].Data); err != nil || id != 8 {
+		t.Fatalf("timer %d %v", id, err)
+	}
 }
 
 func TestInit(t *testing.T) {

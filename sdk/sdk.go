@@ -97,8 +97,9 @@ var rt struct {
 	info    Info
 	started bool
 	stopped bool
-	buf     []byte // event_read buffer, reused
-	pub     []byte // buffered value records
+	buf     []byte      // event_read buffer, reused
+	evs     []abi.Event // the records of the batch in hand, over buf; the slice is reused
+	pub     []byte      // buffered value records
 	pubN    int
 	ctxPub  []ctxQueue     // values queued for other contexts (PublishTo)
 	srcMsg  []byte         // the sk_publish_src message being put together (flushSources)
@@ -175,7 +176,10 @@ func dispatch(isInit bool) int32 {
 		return 1
 	}
 	rt.batch++
-	evs, err := abi.DecodeEvents(batch)
+	evs, err := abi.AppendEvents(rt.evs[:0], batch)
+	if evs != nil {
+		rt.evs = evs
+	}
 	if err != nil {
 		logInternal("event batch: %v", err)
 		return 1

@@ -187,3 +187,26 @@ func FuzzAPIBodies(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValidJSON holds sse_publish's JSON check to encoding/json's: the same texts pass, so
+// a plugin's event is refused or taken as it was when the host used json.Valid.
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range []string{
+		`[{"context":"vessels.self","updates":[{"values":[{"path":"a.b","value":{"x":-1.5e-3}}]}]}]`,
+		` {"s":"\u00e9\n\"","t":true,"f":false,"n":null,"a":[]} `, "\"\xff\"",
+		`[01]`, `1.`, `-`, `1e+`, `"\x"`, `[1,]`, `{"a" 1}`, `{"a":1,}`, `tru`, `nul`, `[[[]]`, "\"\x01\"", ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > abi.MaxSSEData {
+			return
+		}
+		e := abi.SSEEvent{Event: "e", Data: b}
+		_, std := abi.DecodeSSEEvent(abi.AppendSSEEvent(nil, e))
+		_, host := decodeSSEEvent(abi.AppendSSEEvent(nil, e))
+		if (std == nil) != (host == nil) {
+			t.Fatalf("%q: encoding/json says %v, the host %v", b, std, host)
+		}
+	})
+}

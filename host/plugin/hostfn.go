@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tidwall/gjson"
 
 	"devhost/abi"
 	// Named sktypes here: the host functions call their Signal K client sk.
@@ -513,7 +514,7 @@ func fnHTTPReply(s *session, st []uint64) int32 {
 }
 
 func fnSSEPublish(s *session, st []uint64) int32 {
-	ev, rc := decodeArg(s, st, abi.DecodeSSEEvent)
+	ev, rc := decodeArg(s, st, decodeSSEEvent)
 	if rc != 0 {
 		return rc
 	}
@@ -523,6 +524,13 @@ func fnSSEPublish(s *session, st []uint64) int32 {
 	}
 	s.p.m.publishPluginEvent(s.p, ev.Event, json.RawMessage(ev.Data), ev.Retain)
 	return 0
+}
+
+// decodeSSEEvent is abi.DecodeSSEEvent checking the data with gjson's validator, which
+// accepts the same texts as encoding/json's (FuzzValidJSON) about six times faster: a
+// gateway's delta events, 8 KiB each, spent most of sse_publish's time in the scanner.
+func decodeSSEEvent(b []byte) (abi.SSEEvent, error) {
+	return abi.DecodeSSEEventValid(b, gjson.ValidBytes)
 }
 
 func fnGPIORead(s *session, st []uint64) int32 {
