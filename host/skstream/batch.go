@@ -29,11 +29,14 @@ type group struct {
 	context  string    // "" for vessels.self
 	src      sk.Source // the zero Source for the device's own (SourceSrc)
 	entries  []entry
-	idx      map[string]int
+	paths    pathTable
 	bytes    int
-	ts       time.Time // the newest measurement time among the entries
-	overhead int       // the message's bytes besides its values
+	ts       int64 // the newest stamp among the entries (stamp.go); noStamp: none
+	overhead int   // the message's bytes besides its values
 }
+
+// newGroup is an empty group with room for a message's paths.
+func newGroup() *group { return &group{paths: newPathTable(), ts: noStamp} }
 
 // MaxBatchContexts bounds the other contexts in one open batch: one more closes the batch
 // early, so a burst of targets costs a bounded amount of memory before it reaches the ring.
@@ -118,7 +121,15 @@ func (s *Stream) publishGroup(k groupKey, items []sk.Value) error {
 		s.fullLocked(g)
 	}
 	for i := range es {
-		s.addLocked(g, es[i], ts)
+		e := &es[i]
+		slot := int32(noSlot)
+		if e.path != "" {
+			var known bool
+			if slot, known = g.paths.lookup(e.path, len(g.entries) > 0); !known {
+				slot = g.paths.add(e.path)
+			}
+		}
+		s.addLocked(g, slot, e, ts)
 	}
 	s.armLocked()
 	return nil
@@ -128,10 +139,6 @@ func (s *Stream) publishGroup(k groupKey, items []sk.Value) error {
 // closing a batch that holds MaxBatchContexts others already).
 func (s *Stream) groupLocked(k groupKey) *group {
 	if k == (groupKey{}) {
-		if s.self.idx == nil {
-			s.self.idx = make(map[string]int)
-			s.self.overhead = deltaOverhead + len(s.label)
-		}
 		return &s.self
 	}
 	if g := s.otherIdx[k]; g != nil {
@@ -144,7 +151,7 @@ func (s *Stream) groupLocked(k groupKey) *group {
 	if n := len(s.spareGroups); n > 0 {
 		g, s.spareGroups = s.spareGroups[n-1], s.spareGroups[:n-1]
 	} else {
-		g = &group{idx: make(map[string]int)}
+		g = newGroup()
 	}
 	g.context, g.src, g.overhead = k.context, k.src, k.overhead()+len(s.label)
 	if s.otherIdx == nil {
@@ -212,48 +219,63 @@ func (s *Stream) checkEntry(context string, overhead int, e *entry) error {
 			return err
 		}
 	}
+	return s.checkSize(overhead, e)
+}
+
+// checkSize refuses a value that cannot fit a message whose overhead is given.
+func (s *Stream) checkSize(overhead int, e *entry) error {
 	if e.size()+overhead+len(s.label) > MaxMessageBytes {
 		return fmt.Errorf("%w: value for %q is larger than a message", ErrInvalidArgument, e.path)
 	}
 	return nil
 }
 
+// publish adds one value for vessels.self. Its path is looked up in the own vessel's path
+// table first: a path found there was checked when it was first published, so only a new
+// path is checked (under the lock, once).
 func (s *Stream) publish(e entry) error {
-	if err := s.checkEntry("", deltaOverhead, &e); err != nil {
-		return err
-	}
 	ts := s.stamp()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	g := &s.self
+	slot, known := g.paths.lookup(e.path, len(g.entries) > 0)
+	if !known {
+		if err := checkPath(e.path); err != nil {
+			return err
+		}
+	}
+	if err := s.checkSize(deltaOverhead, &e); err != nil {
+		return err
+	}
 	if !s.started || s.closed {
 		return ErrInvalidState
 	}
-	s.addLocked(s.groupLocked(groupKey{}), e, ts)
+	if !known {
+		slot = g.paths.add(e.path)
+	}
+	s.addLocked(g, slot, &e, ts)
 	s.armLocked()
 	return nil
 }
 
-// addLocked puts a checked value into a group of the open batch (last value wins per path;
-// root values are all kept). A group whose message would grow past MaxMessageBytes goes to
-// the ring first.
-func (s *Stream) addLocked(g *group, e entry, ts time.Time) {
+// addLocked puts a checked value into a group of the open batch: into the place of its path's
+// value in the open message (last value wins per path), else at the end; slot is the path's
+// in the group's table, noSlot for a root value (all kept). A group whose message would grow
+// past MaxMessageBytes goes to the ring first.
+func (s *Stream) addLocked(g *group, slot int32, e *entry, ts int64) {
 	size := e.size()
-	if i, ok := g.idx[e.path]; ok && e.path != "" {
+	if i, ok := g.paths.current(slot); ok {
 		g.bytes += size - g.entries[i].size()
-		g.entries[i] = e
+		g.entries[i] = *e
 	} else {
 		if len(g.entries) > 0 && g.bytes+size+g.overhead > MaxMessageBytes {
 			s.fullLocked(g)
 		}
-		if e.path != "" {
-			g.idx[e.path] = len(g.entries)
-		}
-		g.entries = append(g.entries, e)
+		g.paths.place(slot, len(g.entries))
+		g.entries = append(g.entries, *e)
 		g.bytes += size
 	}
-	if ts.After(g.ts) {
-		g.ts = ts
-	}
+	g.ts = max(g.ts, ts)
 }
 
 // armLocked closes the batch at once with sk.batch_ms 0, else opens its window.
@@ -289,13 +311,12 @@ func (s *Stream) closeBatchLocked() {
 	if s.batchTimer != nil {
 		s.batchTimer.Stop()
 	}
-	if s.self.idx != nil {
-		s.emitLocked(&s.self)
-	}
+	s.emitLocked(&s.self)
 	for i, g := range s.others {
 		s.emitLocked(g)
 		delete(s.otherIdx, groupKey{g.context, g.src})
 		g.context, g.src = "", sk.Source{}
+		g.paths.reset()
 		s.spareGroups = append(s.spareGroups, g)
 		s.others[i] = nil
 	}
@@ -318,11 +339,11 @@ func (s *Stream) emitLocked(g *group) {
 	if len(g.entries) == 0 {
 		return
 	}
-	b := appendDeltaFrom(s.bufferLocked(g.bytes+g.overhead), g.context, s.label, &g.src, g.ts, g.entries)
+	b := appendDeltaFrom(s.bufferLocked(g.bytes+g.overhead), g.context, s.label, &g.src, stampTime(g.ts), g.entries)
 	clear(g.entries)
 	g.entries = g.entries[:0]
-	clear(g.idx)
-	g.bytes, g.ts = 0, time.Time{}
+	g.paths.next()
+	g.bytes, g.ts = 0, noStamp
 	s.ring.add(false, b)
 	s.trimLocked()
 	s.wakeWriterLocked()

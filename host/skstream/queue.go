@@ -20,7 +20,7 @@ type outbound struct {
 	writing   bool
 	draining  bool
 	nextDrain time.Time
-	changed   chan struct{} // closed and replaced whenever the queues or the link move
+	changed   chan struct{} // closed whenever the queues or the link move (changedLocked)
 	// bufWaiters are the WaitBuffered calls in progress, each woken once, when the ring holds
 	// at most its bytes or the stream closes, rather than at every change of the queues.
 	bufWaiters []bufWaiter
@@ -133,7 +133,7 @@ func (s *Stream) Flush(ctx context.Context, timeout time.Duration) error {
 			s.mu.Unlock()
 			return nil
 		}
-		ch := s.changed
+		ch := s.changedLocked()
 		s.mu.Unlock()
 		select {
 		case <-ch:
@@ -219,10 +219,23 @@ func (s *Stream) trimLocked() {
 	s.noteDropsLocked()
 }
 
+// broadcastLocked wakes whoever waits on changed. The channel is made when someone asks for
+// it (changedLocked), not anew at every broadcast: broadcasts come with every message queued
+// and written, while waiters (Flush) are rare.
 func (s *Stream) broadcastLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 	s.wakeBufWaitersLocked()
+}
+
+// changedLocked is a channel closed at the next broadcast.
+func (s *Stream) changedLocked() chan struct{} {
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
 }
 
 func (s *Stream) wakeWriterLocked() {

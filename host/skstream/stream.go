@@ -87,14 +87,16 @@ func New(opts Options) *Stream {
 	if opts.HelloTimeout <= 0 {
 		opts.HelloTimeout = 10 * time.Second
 	}
+	label := "dev." + opts.Hostname
 	s := &Stream{
-		clk:           opts.Clock,
-		log:           opts.Logger,
-		opts:          opts,
-		label:         "dev." + opts.Hostname,
-		jitter:        opts.Jitter,
-		set:           normalize(opts.Settings),
-		outbound:      outbound{changed: make(chan struct{})},
+		clk:    opts.Clock,
+		log:    opts.Logger,
+		opts:   opts,
+		label:  label,
+		jitter: opts.Jitter,
+		set:    normalize(opts.Settings),
+		batcher: batcher{self: group{paths: newPathTable(), ts: noStamp,
+			overhead: deltaOverhead + len(label)}},
 		link:          link{netUp: true, kick: make(chan struct{}, 1)},
 		subscriptions: subscriptions{subs: make(map[uint64]*subscriber)},
 		putTable: putTable{puts: make(map[string]*pendingPut), handlers: make(map[string]*PutPath),
