@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"devhost/host/board"
 )
@@ -59,9 +60,43 @@ func TestN2KSwitchBankThroughSignalKServer(t *testing.T) {
 	if want := fmt.Sprintf(".%d", bankSrc); !strings.HasSuffix(cur.Source, want) || len(cur.Values) > 1 {
 		t.Fatalf("%s: $source %q, values from %d sources; want the bank's (…%s) alone", path, cur.Source, len(cur.Values), want)
 	}
+	// The plugin may only send once it holds an address (ISO 11783-5): a PUT before its claim
+	// is answered 502 "no address on the bus", which is right but not what this test is for.
+	eventually(t, "n2k address claimed", func() bool {
+		r := d.call("GET", "/api/v1/n2k/status", "")
+		return r.status == 200 && r.json(t)["address"] != nil
+	})
 	code, body, err := s.Do(ctx, "PUT", rest, s.AdminToken, json.RawMessage(`{"value":true}`))
 	if err != nil || (code != 200 && code != 202) {
 		t.Fatalf("PUT %s through the server: %d %s (%v)", rest, code, body, err)
+	}
+	// The server answers 202 and forwards the request to the device; the device's answer is
+	// read back from the request, so a refusal fails here with the device's own message.
+	var req struct {
+		Href       string `json:"href"`
+		State      string `json:"state"`
+		StatusCode int    `json:"statusCode"`
+		Message    string `json:"message"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || req.Href == "" {
+		t.Fatalf("PUT answer %s: %v", body, err)
+	}
+	href := req.Href
+	for req.State == "PENDING" {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("PUT request still pending: %s", body)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if code, body, err = s.Do(ctx, "GET", href, s.AdminToken, nil); err != nil || code != 200 {
+			t.Fatalf("GET %s: %d %s (%v)", href, code, body, err)
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatalf("request %s: %v", body, err)
+		}
+	}
+	if req.State != "COMPLETED" || req.StatusCode != 200 {
+		t.Fatalf("PUT %s answered by the device: %s %d %q (%s)", path, req.State, req.StatusCode, req.Message, body)
 	}
 
 	// 127502 from the device: instance 2, switch 3 set on (01), every other switch 11
