@@ -145,6 +145,7 @@ type plugin struct {
 	lastState  string
 	warned     bool
 	node       *node.Node
+	waiting    []waitingSwitch // switch PUTs deferred while the address is claimed
 	deviceID   string
 	address    uint8
 	name       nameFields
@@ -213,6 +214,7 @@ func (p *plugin) start(info sdk.Info) error {
 // reconfigure is OnConfig: configure, then sleep while disabled.
 func (p *plugin) reconfigure(cfg sdk.Config) {
 	p.configure(cfg)
+	p.settleWaiting() // a gateway disabled or moved mid-claim fails the switch PUTs it held
 	p.sleepIfOff()
 }
 
@@ -495,6 +497,7 @@ func (p *plugin) busMessage(m decode.Message) {
 	if st, _ := p.node.State(); st == node.StateClaiming && len(out) > 0 {
 		p.armClaim()
 	}
+	p.settleWaiting()
 }
 
 // send puts messages on the bus, in the frames that carry them.
@@ -533,6 +536,7 @@ func (p *plugin) timer(id uint32) {
 				sdk.Logf(sdk.LevelWarn, "heartbeat timer: %v", err)
 			}
 		}
+		p.settleWaiting()
 	case timerHeartbeat:
 		if p.node != nil {
 			p.send(p.node.Heartbeat())
@@ -573,9 +577,6 @@ func (p *plugin) put(req sdk.PutRequest) sdk.PutResult {
 		}
 		on = n == 1
 	}
-	if p.node == nil || !p.node.Usable() {
-		return sdk.Failure("no address on the bus")
-	}
 	state := 0.0
 	if on {
 		state = 1
@@ -584,13 +585,72 @@ func (p *plugin) put(req sdk.PutRequest) sdk.PutResult {
 	if err != nil {
 		return sdk.Failure(err.Error())
 	}
-	a, _ := p.node.Address()
-	before := p.framesOut
-	p.send([]decode.Message{{Header: decode.Header{Prio: 3, PGN: 127502, Src: a, Dst: 255}, Data: data}})
-	if p.framesOut == before {
-		return sdk.Failure("bus write failed")
+	m := decode.Message{Header: decode.Header{Prio: 3, PGN: 127502, Dst: 255}, Data: data}
+	if p.node != nil {
+		if st, _ := p.node.State(); st == node.StateClaiming {
+			// The address is being claimed (250 ms, or a little more after a conflict): the
+			// command waits for it rather than failing a PUT made just after the gateway
+			// started. The host fails it after abi.PutDeferMs should the claim never end.
+			if len(p.waiting) >= maxWaiting {
+				return sdk.Failure("claiming an address on the bus; too many switch commands waiting")
+			}
+			p.waiting = append(p.waiting, waitingSwitch{id: req.ID, msg: m})
+			return sdk.Deferred()
+		}
+	}
+	if msg := p.sendSwitch(m); msg != "" {
+		return sdk.Failure(msg)
 	}
 	return sdk.Success()
+}
+
+// maxWaiting bounds the switch commands held while the address is claimed.
+const maxWaiting = 16
+
+// waitingSwitch is a switch command (127502, source address not yet set) whose PUT was
+// deferred until the node holds an address.
+type waitingSwitch struct {
+	id  uint32
+	msg decode.Message
+}
+
+// sendSwitch sends a switch command from the node's address, or answers why it could not.
+func (p *plugin) sendSwitch(m decode.Message) string {
+	if p.node == nil || !p.node.Usable() {
+		return "no address on the bus"
+	}
+	m.Src, _ = p.node.Address()
+	before := p.framesOut
+	p.send([]decode.Message{m})
+	if p.framesOut == before {
+		return "bus write failed"
+	}
+	return ""
+}
+
+// settleWaiting completes the deferred switch PUTs once the claim has ended: sent when the
+// address is ours, failed when it was lost or the node stopped. While the claim goes on they
+// keep waiting.
+func (p *plugin) settleWaiting() {
+	if len(p.waiting) == 0 {
+		return
+	}
+	if p.node != nil {
+		if st, _ := p.node.State(); st == node.StateClaiming {
+			return
+		}
+	}
+	waiting := p.waiting
+	p.waiting = nil
+	for _, w := range waiting {
+		res := sdk.Success()
+		if msg := p.sendSwitch(w.msg); msg != "" {
+			res = sdk.Failure(msg)
+		}
+		if err := sdk.CompletePut(w.id, res); err != nil {
+			sdk.Logf(sdk.LevelWarn, "switch PUT %d: %v", w.id, err)
+		}
+	}
 }
 
 func (p *plugin) tick() {

@@ -346,6 +346,70 @@ func TestSwitchPut(t *testing.T) {
 	}
 }
 
+// A switch PUT made while the address is still being claimed waits for the claim (PENDING),
+// then goes out from the claimed address and completes; one held when the gateway is
+// disabled mid-claim fails with the reason, and the commands held are bounded.
+func TestSwitchPutWaitsForTheClaim(t *testing.T) {
+	const path = "electrical.switches.bank.2.3.state"
+	replyTo := func(h *sdk.FakeHost, id uint32) (abi.PutReply, bool) {
+		for i := len(h.PutReplies) - 1; i >= 0; i-- {
+			if r := h.PutReplies[i]; r.ID == id && r.Result != abi.PutDeferred {
+				return r, true
+			}
+		}
+		return abi.PutReply{}, false
+	}
+
+	h := fakeHost(t)
+	defer h.Stop()
+	h.SetConfig(map[string]any{"enabled": true, "address": 50})
+	n := len(h.CANSent)
+	r, err := h.Put(path, true)
+	if err != nil || r.Result != abi.PutDeferred {
+		t.Fatalf("put during the claim: %+v %v", r, err)
+	}
+	for _, m := range sent(t, h, n) {
+		if m.PGN == 127502 {
+			t.Fatalf("127502 sent before the address is claimed")
+		}
+	}
+	if _, done := replyTo(h, r.ID); done {
+		t.Fatal("deferred PUT completed before the claim")
+	}
+	h.Advance(300 * time.Millisecond)
+	var switched int
+	for _, m := range sent(t, h, n) {
+		if m.PGN == 127502 && m.Src == 50 && m.Field("switch3") == "On" {
+			switched++
+		}
+	}
+	if final, done := replyTo(h, r.ID); switched != 1 || !done || final.Result != abi.PutSuccess {
+		t.Fatalf("after the claim: %d commands sent, reply %+v (completed %v)", switched, final, done)
+	}
+
+	// Disabled mid-claim: the held PUT fails with the reason; past the bound, at once.
+	h2 := fakeHost(t)
+	defer h2.Stop()
+	h2.SetConfig(map[string]any{"enabled": true, "address": 50})
+	var ids []uint32
+	for range maxWaiting {
+		r, err := h2.Put(path, false)
+		if err != nil || r.Result != abi.PutDeferred {
+			t.Fatalf("put during the claim: %+v %v", r, err)
+		}
+		ids = append(ids, r.ID)
+	}
+	if r, err := h2.Put(path, false); err != nil || r.Result != abi.PutFailure || !strings.Contains(r.Message, "too many") {
+		t.Fatalf("put past the bound: %+v %v", r, err)
+	}
+	h2.SetConfig(map[string]any{"enabled": false})
+	for _, id := range ids {
+		if final, done := replyTo(h2, id); !done || final.Result != abi.PutFailure || final.Message != "no address on the bus" {
+			t.Fatalf("held PUT %d after disabling: %+v (completed %v)", id, final, done)
+		}
+	}
+}
+
 // A composite value (129025's position) goes to Signal K as the JSON encoding/json writes.
 // A composite value goes to Signal K as its JSON text, written for it alone (delta events
 // off) or taken from the delta event's text (on).
