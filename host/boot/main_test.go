@@ -54,8 +54,13 @@ func testApp(h Handoff) int {
 	lines := strings.Split(strings.TrimSpace(string(plan)), "\n")
 	action := lines[min(h.BootCount, len(lines))-1]
 	verb, arg, _ := strings.Cut(action, " ")
+	// A marker appears whole: written aside and renamed, so a test that sees the file never
+	// reads it empty (os.WriteFile creates the file before it writes the pid).
 	marker := func(name string) {
-		_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s.%d", name, h.BootCount)), []byte(strconv.Itoa(os.Getpid())), 0o644)
+		p := filepath.Join(dir, fmt.Sprintf("%s.%d", name, h.BootCount))
+		if os.WriteFile(p+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o644) == nil {
+			_ = os.Rename(p+".tmp", p)
+		}
 	}
 	switch verb {
 	case "exit":
