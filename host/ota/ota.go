@@ -280,28 +280,40 @@ var errNoRollback = errors.New("the other slot holds no image to roll back to")
 
 // rollback marks the running image invalid, selects the other slot and reboots.
 func (u *Updater) rollback(why string) error {
+	_, err := u.rollbackIf(why, nil)
+	return err
+}
+
+// rollbackIf is rollback when still(), read under the same lock as the rollback's writes,
+// holds; it answers whether it rolled back. The confirm timeout passes the "neither
+// confirmed nor networked" check here, so a confirmation or a network-up edge that lands
+// between the timer firing and the rollback wins instead of being undone.
+func (u *Updater) rollbackIf(why string, still func() bool) (bool, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if still != nil && !still() {
+		return false, nil
+	}
 	if u.restartin {
-		return errRestarting
+		return false, errRestarting
 	}
 	d, err := boot.ReadOTAData(u.o.DataDir)
 	if err != nil {
-		return fmt.Errorf("ota: rollback: %w", err)
+		return false, fmt.Errorf("ota: rollback: %w", err)
 	}
 	other := d.Slots[1-u.o.Slot]
 	if other.State != boot.SlotValid {
-		return errNoRollback
+		return false, errNoRollback
 	}
 	d.Slots[u.o.Slot].State = boot.SlotInvalid
 	d.Boot = 1 - u.o.Slot
 	if err := boot.WriteOTAData(u.o.DataDir, d); err != nil {
-		return fmt.Errorf("ota: rollback: %w", err)
+		return false, fmt.Errorf("ota: rollback: %w", err)
 	}
 	u.log.Warn("rolling back", "from", u.o.Version, "to", other.Version, "why", why)
 	u.restartin = true
 	u.o.Restart(500 * time.Millisecond)
-	return nil
+	return true, nil
 }
 
 var errRestarting = errors.New("a reboot is pending")
@@ -375,15 +387,15 @@ func (u *Updater) Run(ctx context.Context) {
 		case <-timeoutC:
 			timeoutLive = false
 			// The select takes any ready case: the network may have come up, or the image
-			// been confirmed, after the read above and before the timer fired. Read again.
-			u.mu.Lock()
-			late := !u.st.Running.Confirmed && !u.netSeen
-			u.mu.Unlock()
-			if late {
+			// been confirmed, after the read above and before the timer fired, or may yet
+			// before the rollback writes. The rollback checks again under its own lock.
+			rolled, err := u.rollbackIf("no network within ota.confirm_tmo_s", func() bool {
+				return !u.st.Running.Confirmed && !u.netSeen
+			})
+			if err != nil {
+				u.log.Error("no network within the confirm timeout; rollback failed", "err", err)
+			} else if rolled {
 				u.log.Error("no network within the confirm timeout")
-				if err := u.rollback("no network within ota.confirm_tmo_s"); err != nil {
-					u.log.Error("rollback after the confirm timeout", "err", err)
-				}
 			}
 		case <-checkC():
 			checkArmed, firstDone = false, true

@@ -472,6 +472,32 @@ func TestConfirmAndRollbackByHand(t *testing.T) {
 	}
 }
 
+// The confirm timeout's rollback checks its condition under the lock of its writes: a
+// confirmation that landed after the timer fired keeps the image (nothing written, no
+// restart), and the condition still holding rolls back.
+func TestConditionalRollbackRereadsUnderItsLock(t *testing.T) {
+	slots := [2]boot.Slot{{State: boot.SlotValid, Version: "1.0.0"}, {State: boot.SlotPending, Version: "1.1.0"}}
+	r := newRig(t, 1, slots, station{configured: true})
+	if err := r.u.confirm("the network came up"); err != nil {
+		t.Fatal(err)
+	}
+	before := r.otadata()
+	rolled, err := r.u.rollbackIf("timeout", func() bool { return !r.u.st.Running.Confirmed })
+	if err != nil || rolled {
+		t.Fatalf("rollback of a confirmed image: rolled %v, %v", rolled, err)
+	}
+	if d := r.otadata(); d != before {
+		t.Fatalf("otadata changed: %+v, was %+v", d, before)
+	}
+	rolled, err = r.u.rollbackIf("timeout", func() bool { return true })
+	if err != nil || !rolled {
+		t.Fatalf("rollback with the condition holding: rolled %v, %v", rolled, err)
+	}
+	if d := r.otadata(); d.Boot != 0 || d.Slots[1].State != boot.SlotInvalid {
+		t.Fatalf("otadata %+v", d)
+	}
+}
+
 func TestRolledBackStatus(t *testing.T) {
 	slots := [2]boot.Slot{{State: boot.SlotValid, Version: "1.0.0"}, {State: boot.SlotAborted, Version: "1.1.0"}}
 	r := newRig(t, 0, slots, nil)
