@@ -301,9 +301,19 @@ func Failure(msg string) PutResult { return PutResult{Code: abi.PutFailure, Mess
 func Deferred() PutResult { return PutResult{Code: abi.PutDeferred} }
 
 // CompletePut completes a deferred PUT with a final result, after sending queued values.
+// Called while the batch that deferred it is still being handled, the final result simply
+// replaces the PENDING answer.
 func CompletePut(id uint32, res PutResult) error {
 	if res.Code == abi.PutDeferred {
 		return fmt.Errorf("sdk: complete put: a final result is needed: %w", ErrInvalid)
+	}
+	// Deferred within the batch still being handled: its PENDING reply has not left yet,
+	// so the final result takes its place (the host would not know the id before it).
+	for i := range rt.replies {
+		if r := &rt.replies[i]; r.ID == id && r.Result == abi.PutDeferred {
+			r.Result, r.Message = res.Code, res.Message
+			return nil
+		}
 	}
 	if err := Flush(); err != nil {
 		return err

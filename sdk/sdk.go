@@ -197,6 +197,7 @@ func dispatch(isInit bool) int32 {
 		}
 	}
 	endBatch()
+	clear(evs) // the slots are kept for the next batch, not the data they point into
 	if isInit && !failed {
 		rt.started = true
 	}

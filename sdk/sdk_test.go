@@ -216,6 +216,37 @@ func TestPutRepliesFollowPublishedValues(t *testing.T) {
 	}
 }
 
+// A PUT deferred and completed within one event batch (here, its timer in the same batch)
+// leaves the host one final reply, not a completion followed by a PENDING it no longer knows.
+func TestPutDeferredAndCompletedInOneBatch(t *testing.T) {
+	var completeErr error
+	h := start(t, &Plugin{
+		OnInit: func(Info) error { return HandlePuts("a.b") },
+		OnPut:  func(PutRequest) PutResult { return Deferred() },
+		OnTimer: func(uint32) {
+			completeErr = CompletePut(7, Failure("switched off"))
+		},
+	}, abi.CapSKPut, abi.CapTimer, abi.CapLog)
+	h.openPuts[7] = true
+	val, err := ToValue(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Deliver(abi.Event{Kind: abi.EvPut, Data: abi.AppendPutRequest(nil, abi.PutRequest{ID: 7, Path: "a.b", Value: val})},
+		abi.Event{Kind: abi.EvTimer, Data: abi.AppendTimer(nil, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if completeErr != nil {
+		t.Fatalf("complete: %v", completeErr)
+	}
+	if len(h.PutReplies) != 1 || h.PutReplies[0] != (abi.PutReply{ID: 7, Result: abi.PutFailure, Message: "switched off"}) {
+		t.Fatalf("replies %+v", h.PutReplies)
+	}
+	if len(h.Logs) != 0 {
+		t.Fatalf("logged %q", h.Logs) // e.g. the PENDING reply refused as unknown
+	}
+}
+
 func TestPutWithoutHandlerFails(t *testing.T) {
 	h := start(t, &Plugin{OnInit: func(Info) error { return HandlePuts("a.b") }}, abi.CapSKPut)
 	r, err := h.Put("a.b", 1)
