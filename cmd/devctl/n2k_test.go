@@ -506,6 +506,9 @@ func TestN2KDecodeMatchesReference(t *testing.T) {
 						}
 					}
 				}
+				if n == 0 {
+					t.Errorf("%s: the reference is stamped, but no sender's timestamps were compared", name)
+				}
 				t.Logf("%s: %d reference timestamps found among the plugin's", name, n)
 			}
 			// The $source of every reference update (label, type, pgn, src, canName,

@@ -57,6 +57,7 @@ import (
 	"strings"
 	"time"
 
+	"devhost/abi"
 	"devhost/plugins/n2k/decode"
 	"devhost/plugins/n2k/gateway"
 	"devhost/plugins/n2k/node"
@@ -245,23 +246,20 @@ const maxPGN = 0x3FFFF
 const pgnPattern = `(?:0|[1-9][0-9]{0,4}|1[0-9]{5}|2[0-5][0-9]{4}|26[01][0-9]{3}|2620[0-9]{2}|2621[0-3][0-9]|26214[0-3])`
 
 // pgnListPattern is the descriptor's pattern of pgn_allow and pgn_deny: PGNs separated by
-// commas, spaces around them allowed, or nothing. The UI checks it; the device does not
-// check a plugin key's pattern (only its type, length and enum), so parsePGNs checks the
-// same and the plugin names a malformed list in n2k.config.
-const pgnListPattern = `^ *(?:` + pgnPattern + ` *(?:, *` + pgnPattern + ` *)*)?$`
+// commas, spaces around them and empty entries (a trailing comma) allowed, or nothing. The
+// UI checks it; the device does not check a plugin key's pattern (only its type, length and
+// enum), so parsePGNs checks the same and the plugin names a malformed list in n2k.config.
+const pgnListPattern = `^[ ,]*(?:` + pgnPattern + `(?: *,[ ,]*` + pgnPattern + `)*)?[ ,]*$`
 
-// parsePGNs reads a comma-separated PGN list (only spaces: none). An empty entry, or one
-// that is not a PGN in decimal (0..262143, no sign, no leading zero), makes the whole list
-// an error naming it.
+// parsePGNs reads a comma-separated PGN list; empty entries (only spaces, or none) are
+// skipped. An entry that is not a PGN in decimal (0..262143, no sign, no leading zero)
+// makes the whole list an error naming it.
 func parsePGNs(s string) (map[uint32]bool, error) {
 	out := map[uint32]bool{}
-	if strings.Trim(s, " ") == "" {
-		return out, nil
-	}
 	for i, f := range strings.Split(s, ",") {
 		f = strings.Trim(f, " ")
 		if f == "" {
-			return nil, fmt.Errorf("entry %d is empty", i+1)
+			continue
 		}
 		n, err := strconv.ParseUint(f, 10, 32)
 		if err != nil || n > maxPGN || f[0] == '0' && len(f) > 1 {
@@ -594,7 +592,8 @@ func (p *plugin) put(req sdk.PutRequest) sdk.PutResult {
 			if len(p.waiting) >= maxWaiting {
 				return sdk.Failure("claiming an address on the bus; too many switch commands waiting")
 			}
-			p.waiting = append(p.waiting, waitingSwitch{id: req.ID, msg: m})
+			p.readClock()
+			p.waiting = append(p.waiting, waitingSwitch{id: req.ID, msg: m, at: p.uptime})
 			return sdk.Deferred()
 		}
 	}
@@ -612,7 +611,12 @@ const maxWaiting = 16
 type waitingSwitch struct {
 	id  uint32
 	msg decode.Message
+	at  time.Duration // uptime when deferred
 }
+
+// waitLimit is how long the host keeps a deferred PUT open (abi.PutDeferMs): a command
+// held longer was already answered 502 and is dropped, not sent.
+const waitLimit = time.Duration(abi.PutDeferMs) * time.Millisecond
 
 // sendSwitch sends a switch command from the node's address, or answers why it could not.
 func (p *plugin) sendSwitch(m decode.Message) string {
@@ -642,7 +646,11 @@ func (p *plugin) settleWaiting() {
 	}
 	waiting := p.waiting
 	p.waiting = nil
+	p.readClock()
 	for _, w := range waiting {
+		if p.uptime-w.at >= waitLimit {
+			continue
+		}
 		res := sdk.Success()
 		if msg := p.sendSwitch(w.msg); msg != "" {
 			res = sdk.Failure(msg)

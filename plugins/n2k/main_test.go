@@ -11,6 +11,7 @@ import (
 
 	"devhost/abi"
 	"devhost/plugins/n2k/decode"
+	"devhost/plugins/n2k/node"
 	"devhost/plugins/n2k/skmap"
 	"devhost/sdk"
 )
@@ -406,6 +407,34 @@ func TestSwitchPutWaitsForTheClaim(t *testing.T) {
 	for _, id := range ids {
 		if final, done := replyTo(h2, id); !done || final.Result != abi.PutFailure || final.Message != "no address on the bus" {
 			t.Fatalf("held PUT %d after disabling: %+v (completed %v)", id, final, done)
+		}
+	}
+
+	// The claim lost (every address held by a lower NAME): the held PUT fails, nothing sent.
+	h3 := fakeHost(t)
+	defer h3.Stop()
+	h3.SetConfig(map[string]any{"enabled": true, "address": 50})
+	n = len(h3.CANSent)
+	r, err = h3.Put(path, true)
+	if err != nil || r.Result != abi.PutDeferred {
+		t.Fatalf("put during the claim: %+v %v", r, err)
+	}
+	for a := 0; a < 252; a++ {
+		if a == 50 {
+			continue
+		}
+		fromBus(h3, decode.Message{Header: decode.Header{Prio: 6, PGN: 60928, Src: uint8(a), Dst: 255}, Data: node.Name(1).Bytes()})
+	}
+	if _, done := replyTo(h3, r.ID); done {
+		t.Fatal("held PUT completed while the claim still stands a chance")
+	}
+	fromBus(h3, decode.Message{Header: decode.Header{Prio: 6, PGN: 60928, Src: 50, Dst: 255}, Data: node.Name(1).Bytes()})
+	if final, done := replyTo(h3, r.ID); !done || final.Result != abi.PutFailure || final.Message != "no address on the bus" {
+		t.Fatalf("held PUT after the claim was lost: %+v (completed %v)", final, done)
+	}
+	for _, m := range sent(t, h3, n) {
+		if m.PGN == 127502 {
+			t.Fatal("127502 sent without an address")
 		}
 	}
 }

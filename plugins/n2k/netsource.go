@@ -116,8 +116,7 @@ func (p *plugin) openGateway() {
 	g.lines.Reset()
 	if msg := g.settingsError(); msg != "" {
 		g.sock, g.state, g.lastErr = 0, gwError, msg
-		p.netErrs[kindGatewaySettings]++
-		sdk.Logf(sdk.LevelWarn, "n2k: %s", msg)
+		p.netErrs[kindGatewaySettings]++ // logged once, by the n2k.config condition
 		return
 	}
 	var err error
