@@ -74,8 +74,14 @@ function useTheme(): [string, () => void] {
 let firstStatus: Promise<AuthStatus> | undefined = get<AuthStatus>('/auth/status');
 if (route() === 'dashboard') DASHBOARD_READS.forEach(prefetch);
 
+// The first render waits for that answer, up to FIRST_WAIT_MS: the page then opens on the
+// dashboard (or sign-in, or setup) in one render and one frame, with no "Connecting" frame
+// drawn and replaced on the way; a device slower than that gets the notice meanwhile.
+const FIRST_WAIT_MS = 150;
+let firstAuth: AuthStatus | undefined;
+
 function App() {
-  const [auth, setAuth] = useState<AuthStatus | null>(null);
+  const [auth, setAuth] = useState<AuthStatus | null>(firstAuth ?? null);
   const [err, setErr] = useState('');
   const [page, setPage] = useState(route());
   const [theme, toggleTheme] = useTheme();
@@ -189,4 +195,10 @@ function App() {
   );
 }
 
-render(<App />, document.getElementById('app')!);
+void Promise.race([
+  firstStatus.then(
+    (s) => void (firstAuth = s),
+    () => {}, // check() reports it
+  ),
+  new Promise((r) => setTimeout(r, FIRST_WAIT_MS)),
+]).then(() => render(<App />, document.getElementById('app')!));
