@@ -92,18 +92,32 @@ export const del = <T = unknown>(path: string) => call<T>('DELETE', path);
 // frame or two later, ~100 ms on a busy machine). Without a session they answer 401, which is
 // not reported: the app asks /auth/status itself, and the page then reads them again.
 const early = new Map<string, Promise<unknown>>();
+const arrived = new Map<string, unknown>();
 
-/** prefetch starts GET path now, for the page that is about to be shown. */
-export function prefetch(path: string) {
+/** prefetch starts GET path now, for the page that is about to be shown, and returns when it
+ * is answered (or failed). */
+export function prefetch(path: string): Promise<void> {
   const p = get(path, { quiet: true });
-  p.catch(() => {}); // a failed early read is asked again by getFirst
   early.set(path, p);
+  return p.then(
+    (doc) => {
+      if (early.get(path) === p) arrived.set(path, doc);
+    },
+    () => {}, // a failed early read is asked again by getFirst
+  );
 }
 
 /** dropPrefetched forgets the early reads: the page they were for was not the first shown,
  * and by the time it is they may be stale. */
 export function dropPrefetched() {
   early.clear();
+  arrived.clear();
+}
+
+/** prefetched is the early read of path if it has arrived and was not taken yet: the value a
+ * page shows in its first render. */
+export function prefetched<T = unknown>(path: string): T | undefined {
+  return arrived.get(path) as T | undefined;
 }
 
 /** getFirst is GET path, answered the first time by its early read when there is one (asked
@@ -112,6 +126,7 @@ export function getFirst<T = unknown>(path: string): Promise<T> {
   const p = early.get(path);
   if (!p) return get<T>(path);
   early.delete(path);
+  arrived.delete(path);
   return (p as Promise<T>).catch(() => get<T>(path));
 }
 

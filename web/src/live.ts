@@ -114,10 +114,10 @@ export function useLink(): LinkState {
 
 /** useRefresh reloads a document now and whenever one of the named events arrives (and when
  * the stream reconnects), never on a timer. The first load starts as the component is
- * rendered (a layout effect), not a frame later: an early read that has already arrived is
- * then shown in the first frame that shows the page. */
-export function useRefresh<T>(load: () => Promise<T>, names: string[], deps: unknown[] = []): [T | undefined, unknown, () => void] {
-  const [v, setV] = useState<T | undefined>(undefined);
+ * rendered (a layout effect), not a frame later. initial is shown until it answers (an early
+ * read that has already arrived, see api.ts prefetched). */
+export function useRefresh<T>(load: () => Promise<T>, names: string[], deps: unknown[] = [], initial?: T): [T | undefined, unknown, () => void] {
+  const [v, setV] = useState<T | undefined>(initial);
   const [err, setErr] = useState<unknown>(undefined);
   const [n, setN] = useState(0);
   useLayoutEffect(() => {

@@ -72,11 +72,13 @@ function useTheme(): [string, () => void] {
 // that opens on the dashboard asks for its documents at the same time (the loopback round
 // trips overlap instead of following one another through renders and frames).
 let firstStatus: Promise<AuthStatus> | undefined = get<AuthStatus>('/auth/status');
-if (route() === 'dashboard') DASHBOARD_READS.forEach(prefetch);
+const firstReads = route() === 'dashboard' ? DASHBOARD_READS.map(prefetch) : [];
 
-// The first render waits for that answer, up to FIRST_WAIT_MS: the page then opens on the
-// dashboard (or sign-in, or setup) in one render and one frame, with no "Connecting" frame
-// drawn and replaced on the way; a device slower than that gets the notice meanwhile.
+// The first render waits for these answers, up to FIRST_WAIT_MS: the page then opens on the
+// dashboard (or sign-in, or setup) with its documents in one render and one frame, instead of
+// a "Connecting" frame, then an empty dashboard, each rendered, laid out and painted while the
+// answers wait on the main thread to be read; a device slower than that gets the notice
+// meanwhile, and the documents as they come.
 const FIRST_WAIT_MS = 150;
 let firstAuth: AuthStatus | undefined;
 
@@ -196,9 +198,12 @@ function App() {
 }
 
 void Promise.race([
-  firstStatus.then(
-    (s) => void (firstAuth = s),
-    () => {}, // check() reports it
-  ),
+  Promise.all([
+    firstStatus.then(
+      (s) => void (firstAuth = s),
+      () => {}, // check() reports it
+    ),
+    ...firstReads,
+  ]),
   new Promise((r) => setTimeout(r, FIRST_WAIT_MS)),
 ]).then(() => render(<App />, document.getElementById('app')!));
