@@ -53,6 +53,7 @@ export interface Opts {
   headers?: Record<string, string>;
   signal?: AbortSignal;
   raw?: boolean; // return the Response itself (after the status check)
+  quiet?: boolean; // a 401 is the caller's own business: the sign-in check is not told
 }
 
 export async function call<T = unknown>(method: string, path: string, o: Opts = {}): Promise<T> {
@@ -72,7 +73,7 @@ export async function call<T = unknown>(method: string, path: string, o: Opts = 
       b = {};
     }
     const err = new ApiError(r.status, typeof b.error === 'string' ? b.error : '', b, Number(r.headers.get('Retry-After')) || 0);
-    if (r.status === 401 && !path.startsWith('/auth/')) notifyUnauthorized();
+    if (r.status === 401 && !o.quiet && !path.startsWith('/auth/')) notifyUnauthorized();
     throw err;
   }
   if (o.raw) return r as unknown as T;
@@ -85,6 +86,49 @@ export const get = <T = unknown>(path: string, o?: Opts) => call<T>('GET', path,
 export const post = <T = unknown>(path: string, body?: unknown) => call<T>('POST', path, { body });
 export const put = <T = unknown>(path: string, body?: unknown) => call<T>('PUT', path, { body });
 export const del = <T = unknown>(path: string) => call<T>('DELETE', path);
+
+// Early reads: the documents of the page a load opens on, asked for as the script starts,
+// beside /auth/status, instead of once the page has rendered and its effects have run (a
+// frame or two later, ~100 ms on a busy machine). Without a session they answer 401, which is
+// not reported: the app asks /auth/status itself, and the page then reads them again.
+const early = new Map<string, Promise<unknown>>();
+const arrived = new Map<string, unknown>();
+
+/** prefetch starts GET path now, for the page that is about to be shown, and returns when it
+ * is answered (or failed). */
+export function prefetch(path: string): Promise<void> {
+  const p = get(path, { quiet: true });
+  early.set(path, p);
+  return p.then(
+    (doc) => {
+      if (early.get(path) === p) arrived.set(path, doc);
+    },
+    () => {}, // a failed early read is asked again by getFirst
+  );
+}
+
+/** dropPrefetched forgets the early reads: the page they were for was not the first shown,
+ * and by the time it is they may be stale. */
+export function dropPrefetched() {
+  early.clear();
+  arrived.clear();
+}
+
+/** prefetched is the early read of path if it has arrived and was not taken yet: the value a
+ * page shows in its first render. */
+export function prefetched<T = unknown>(path: string): T | undefined {
+  return arrived.get(path) as T | undefined;
+}
+
+/** getFirst is GET path, answered the first time by its early read when there is one (asked
+ * again if that failed). */
+export function getFirst<T = unknown>(path: string): Promise<T> {
+  const p = early.get(path);
+  if (!p) return get<T>(path);
+  early.delete(path);
+  arrived.delete(path);
+  return (p as Promise<T>).catch(() => get<T>(path));
+}
 
 /** missing says whether an error means the device has no such capability (404 not_found on
  * an API path): those pages say so instead of failing. */

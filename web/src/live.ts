@@ -3,7 +3,7 @@
 // A stream that the browser gives up on (a 401 after a reboot ended the session, or the device
 // being away) is reopened after a pause, once /auth/status says the session still holds.
 
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import { BASE, get } from './api';
 
 export type LinkState = 'connecting' | 'live' | 'down';
@@ -88,7 +88,9 @@ function open() {
 /** useEvent is the latest document of an event, updated live. */
 export function useEvent<T>(name: string): T | undefined {
   const [v, setV] = useState<T | undefined>(latest.get(name) as T | undefined);
-  useEffect(() => onEvent(name, (d) => setV(d as T)), [name]);
+  // Subscribed in the render's own task: an event arriving before the next frame (a useEffect
+  // runs after it) would otherwise be kept in latest but never shown.
+  useLayoutEffect(() => onEvent(name, (d) => setV(d as T)), [name]);
   return v;
 }
 
@@ -111,12 +113,14 @@ export function useLink(): LinkState {
 }
 
 /** useRefresh reloads a document now and whenever one of the named events arrives (and when
- * the stream reconnects), never on a timer. */
-export function useRefresh<T>(load: () => Promise<T>, names: string[], deps: unknown[] = []): [T | undefined, unknown, () => void] {
-  const [v, setV] = useState<T | undefined>(undefined);
+ * the stream reconnects), never on a timer. The first load starts as the component is
+ * rendered (a layout effect), not a frame later. initial is shown until it answers (an early
+ * read that has already arrived, see api.ts prefetched). */
+export function useRefresh<T>(load: () => Promise<T>, names: string[], deps: unknown[] = [], initial?: T): [T | undefined, unknown, () => void] {
+  const [v, setV] = useState<T | undefined>(initial);
   const [err, setErr] = useState<unknown>(undefined);
   const [n, setN] = useState(0);
-  useEffect(() => {
+  useLayoutEffect(() => {
     let alive = true;
     let busy = false;
     let again = false;

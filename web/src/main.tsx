@@ -2,11 +2,11 @@
 // set), a navigation bar and one page per capability, routed by the URL hash.
 
 import { render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import './style.css';
-import { get, onUnauthorized, post } from './api';
+import { dropPrefetched, get, onUnauthorized, post, prefetch } from './api';
 import * as live from './live';
-import { Dashboard } from './pages/dashboard';
+import { DASHBOARD_READS, Dashboard } from './pages/dashboard';
 import { KeyUnset, SignIn, Setup } from './pages/auth';
 
 interface AuthStatus {
@@ -68,11 +68,22 @@ function useTheme(): [string, () => void] {
   return [t, () => setT(t === 'day' ? 'night' : 'day')];
 }
 
-// Asked before the first render, so the answer is on its way while the page is built.
+// Asked before the first render, so the answer is on its way while the page is built; a load
+// that opens on the dashboard asks for its documents at the same time (the loopback round
+// trips overlap instead of following one another through renders and frames).
 let firstStatus: Promise<AuthStatus> | undefined = get<AuthStatus>('/auth/status');
+const firstReads = route() === 'dashboard' ? DASHBOARD_READS.map(prefetch) : [];
+
+// The first render waits for these answers, up to FIRST_WAIT_MS: the page then opens on the
+// dashboard (or sign-in, or setup) with its documents in one render and one frame, instead of
+// a "Connecting" frame, then an empty dashboard, each rendered, laid out and painted while the
+// answers wait on the main thread to be read; a device slower than that gets the notice
+// meanwhile, and the documents as they come.
+const FIRST_WAIT_MS = 150;
+let firstAuth: AuthStatus | undefined;
 
 function App() {
-  const [auth, setAuth] = useState<AuthStatus | null>(null);
+  const [auth, setAuth] = useState<AuthStatus | null>(firstAuth ?? null);
   const [err, setErr] = useState('');
   const [page, setPage] = useState(route());
   const [theme, toggleTheme] = useTheme();
@@ -91,7 +102,9 @@ function App() {
       setTimeout(check, 3000);
     }
   };
-  useEffect(() => {
+  // Layout effects run in the render's own task: the status that is already on its way is
+  // awaited, and the stream opened, without waiting for a frame first.
+  useLayoutEffect(() => {
     void check();
     const onHash = () => {
       setPage(route());
@@ -107,7 +120,7 @@ function App() {
   }, []);
 
   const open = auth && (!auth.required || auth.authenticated);
-  useEffect(() => {
+  useLayoutEffect(() => {
     if (open) live.start(() => setAuth((a) => (a ? { ...a, authenticated: false } : a)));
     else live.stop();
   }, [open]);
@@ -118,11 +131,15 @@ function App() {
         <p class={err ? 'error' : 'muted'}>{err || 'Connecting to the device…'}</p>
       </main>
     );
+  const setup = page === 'setup' || (!auth.configured && !sessionStorage.getItem('setup-skipped') && page === 'dashboard');
+  // The early reads were for a dashboard shown at once; one shown after sign-in or setup
+  // reads its documents afresh.
+  if (!open || setup) dropPrefetched();
   // A build that requires a key, with none set: the API refuses everything outside the
   // setup network, and a sign-in form would only loop (any key is answered auth_open).
   if (!open && !auth.configured) return <KeyUnset />;
   if (!open) return <SignIn onDone={check} />;
-  if (page === 'setup' || (!auth.configured && !sessionStorage.getItem('setup-skipped') && page === 'dashboard'))
+  if (setup)
     return (
       <Setup
         onDone={async () => {
@@ -180,4 +197,13 @@ function App() {
   );
 }
 
-render(<App />, document.getElementById('app')!);
+void Promise.race([
+  Promise.all([
+    firstStatus.then(
+      (s) => void (firstAuth = s),
+      () => {}, // check() reports it
+    ),
+    ...firstReads,
+  ]),
+  new Promise((r) => setTimeout(r, FIRST_WAIT_MS)),
+]).then(() => render(<App />, document.getElementById('app')!));

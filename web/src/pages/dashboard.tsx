@@ -5,7 +5,7 @@
 // condition change, configuration changes and network edges), never on a timer.
 
 import { useEffect, useState } from 'preact/hooks';
-import { get } from '../api';
+import { getFirst, prefetched } from '../api';
 import { useEvent, useRefresh } from '../live';
 import { Badge, Card, KV, Problem, bytes, duration } from '../ui';
 import type { HealthDoc } from './health';
@@ -79,15 +79,20 @@ function Mem(p: { label: string; free?: number; min?: number; total?: number }) 
   );
 }
 
+/** DASHBOARD_READS are the documents the dashboard reads, asked for early when a load opens on
+ * it (see prefetch). */
+export const DASHBOARD_READS = ['/system/info', '/health', '/ota/status'] as const;
+const [INFO, HEALTH, OTA] = DASHBOARD_READS;
+
 export function Dashboard() {
-  const [info, infoErr] = useRefresh(() => get<Info>('/system/info'), ['logs', 'config', 'net']);
-  const [health] = useRefresh(() => get<HealthDoc>('/health'), ['logs']);
+  const [info, infoErr] = useRefresh(() => getFirst<Info>(INFO), ['logs', 'config', 'net'], [], prefetched<Info>(INFO));
+  const [health] = useRefresh(() => getFirst<HealthDoc>(HEALTH), ['logs'], [], prefetched<HealthDoc>(HEALTH));
   const net = useEvent<NetStatus>('net');
   const wifi = useEvent<{ state: string; ssid?: string; rssi?: number; reason?: { code: number; text: string } }>('wifi');
   const sk = useEvent<{ server?: { host?: string; port?: number; scheme?: string }; token?: { state?: string; reason?: string }; ws?: { connected?: boolean } }>('sk');
   const plugins = useEvent<PluginList>('plugins');
   const otaEv = useEvent<Record<string, unknown>>('ota');
-  const [ota, otaErr] = useRefresh(() => get<Record<string, unknown>>('/ota/status'), ['ota']);
+  const [ota, otaErr] = useRefresh(() => getFirst<Record<string, unknown>>(OTA), ['ota'], [], prefetched<Record<string, unknown>>(OTA));
   const uptime = useUptime(info);
   const hw = info?.hardware;
   const t = info?.time;
