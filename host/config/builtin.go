@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// Patterns of the built-in keys (schema only, see the package doc).
+// Patterns of the built-in keys (schema only, see the package doc; Key.Text and CheckPattern
+// make the device check some of the same shapes).
 const (
 	hostnamePattern = `^[A-Za-z0-9-]{0,32}$`
 	bssidPattern    = `^(?:[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5})?$`
@@ -141,6 +142,7 @@ func wifiNS(id string) Namespace {
 		bssid := described(strKey("bssid"+n, "Network "+n+" BSSID", "", 17),
 			"aa:bb:cc:dd:ee:ff pins one access point and disables roaming for this slot.")
 		bssid.Pattern = bssidPattern
+		bssid.Text = TextBSSID
 		networks = append(networks, ssid, psk, bssid)
 	}
 	station := append(networks,

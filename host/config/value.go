@@ -343,9 +343,15 @@ func (o *obj) MarshalJSON() ([]byte, error) {
 const (
 	// TextToken is one or more printable ASCII characters without spaces: a POSIX TZ string.
 	TextToken = "token"
+	// TextBSSID is empty or a MAC address written as the spec writes it, aa:bb:cc:dd:ee:ff
+	// (either case): a WiFi slot's access point pin.
+	TextBSSID = "bssid"
 )
 
-func knownText(kind string) bool { return kind == TextToken }
+func knownText(kind string) bool { return kind == TextToken || kind == TextBSSID }
+
+// bssidRE is the one BSSID form the spec gives: six colon-separated pairs of hex digits.
+var bssidRE = regexp.MustCompile(`^[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}$`)
 
 // CheckText says why s is not a value of the text kind, or "" when it is. It is the one rule
 // for such values: PUT /config checks keys with it and PUT /time checks `tz` with it.
@@ -359,6 +365,10 @@ func CheckText(kind, s string) string {
 			if s[i] <= ' ' || s[i] > '~' {
 				return "must be printable ASCII without spaces or control characters"
 			}
+		}
+	case TextBSSID:
+		if s != "" && !bssidRE.MatchString(s) {
+			return fmt.Sprintf("%q is not a BSSID: expected six hex pairs aa:bb:cc:dd:ee:ff, or empty for no pin", s)
 		}
 	}
 	return ""
