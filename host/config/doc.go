@@ -20,7 +20,9 @@
 //     WiFi manager still skips a slot whose stored password is outside 8..63, as the spec says.
 //   - Ints are 32-bit. A JSON number is an int when its value is integral, so 80, 80.0 and 8e1
 //     are the same (JSON Schema's "integer"); the check is exact on the decimal digits.
-//     Floats must be finite; -0 is stored as 0.
+//     Floats must be finite; -0 is stored as 0. Every refusal of a number names the key's
+//     range (`1e20 out of range 1..65535`, `1.5 is not an integer; allowed 1..65535`,
+//     `expected an integer in 1..65535`), repeating the value when it is a short number.
 //   - Strings are measured in UTF-8 bytes; the schema's maxLength holds the same number, and
 //     the schema's $comment warns that a validator counts characters. MinLength appears in the
 //     schema as `not: {minLength: 1, maxLength: N-1}` beside the key's pattern.

@@ -23,6 +23,18 @@ func TestValidationMessages(t *testing.T) {
 		"bssid with dashes":   {`{"wifi":{"bssid2":"aa-bb-cc-dd-ee-ff"}}`, "wifi.bssid2", []string{"aa:bb:cc:dd:ee:ff"}},
 		"bssid too short":     {`{"wifi":{"bssid3":"aa:bb:cc:dd:ee"}}`, "wifi.bssid3", []string{"aa:bb:cc:dd:ee:ff"}},
 		"bssid single digits": {`{"wifi":{"bssid0":"a:b:c:d:e:f"}}`, "wifi.bssid0", []string{"aa:bb:cc:dd:ee:ff"}},
+
+		// Ints: every refusal names the allowed range.
+		"int far too large":    {`{"httpd":{"port":1e20}}`, "httpd.port", []string{"1e20", "1..65535"}},
+		"int over 32 bits":     {`{"httpd":{"port":99999999999}}`, "httpd.port", []string{"99999999999", "1..65535"}},
+		"int below minimum":    {`{"power":{"interval_s":-1}}`, "power.interval_s", []string{"-1", "10..86400"}},
+		"int above maximum":    {`{"power":{"interval_s":86401}}`, "power.interval_s", []string{"86401", "10..86400"}},
+		"int given a fraction": {`{"httpd":{"port":1.5}}`, "httpd.port", []string{"1.5", "integer", "1..65535"}},
+		"int given a string":   {`{"httpd":{"port":"80"}}`, "httpd.port", []string{"integer", "1..65535"}},
+		"int tiny exponent":    {`{"httpd":{"port":1e-9999999}}`, "httpd.port", []string{"integer", "1..65535"}},
+		"int without a range":  {`{"t":{"big":2147483648}}`, "t.big", []string{"-2147483648..2147483647"}},
+		"float far too large":  {`{"t":{"f":1e400}}`, "t.f", []string{"1e400", "-2..2.5"}},
+		"float given a string": {`{"t":{"f":"1"}}`, "t.f", []string{"number", "-2..2.5"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -32,7 +32,7 @@ func (k *keyDef) fromJSON(raw []byte) (any, string) {
 	case TypeInt:
 		n, msg := parseInt(string(raw))
 		if msg != "" {
-			return nil, msg
+			return nil, k.numberRefusal(raw, msg)
 		}
 		if float64(n) < k.min || float64(n) > k.max {
 			return nil, fmt.Sprintf("%d out of range %s", n, k.rangeText())
@@ -40,11 +40,11 @@ func (k *keyDef) fromJSON(raw []byte) (any, string) {
 		return n, ""
 	case TypeFloat:
 		if !numberRE.Match(raw) {
-			return nil, "expected a number"
+			return nil, k.numberRefusal(raw, "expected a number")
 		}
 		f, err := strconv.ParseFloat(string(raw), 64)
 		if err != nil || math.IsInf(f, 0) {
-			return nil, "number out of range"
+			return nil, k.numberRefusal(raw, "number out of range")
 		}
 		if (k.hasMin && f < k.min) || (k.hasMax && f > k.max) {
 			return nil, fmt.Sprintf("%v out of range %s", f, k.rangeText())
@@ -102,12 +102,41 @@ func (k *keyDef) checkWrite(v any) string {
 func (k *keyDef) rangeText() string {
 	lo, hi := "-inf", "+inf"
 	if k.hasMin {
-		lo = strconv.FormatFloat(k.min, 'g', -1, 64)
+		lo = boundText(k.min)
 	}
 	if k.hasMax {
-		hi = strconv.FormatFloat(k.max, 'g', -1, 64)
+		hi = boundText(k.max)
 	}
 	return lo + ".." + hi
+}
+
+// boundText writes a range bound as a person would type it: 2147483647 rather than
+// 2.147483647e+09; only huge or tiny float bounds keep the exponent.
+func boundText(v float64) string {
+	if a := math.Abs(v); a == 0 || (a >= 1e-6 && a < 1e21) {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// maxEcho bounds the refused number a message repeats: the body may hold 16 KiB of digits.
+const maxEcho = 24
+
+// numberRefusal words a refusal of an int or float key from parseInt's or the float check's
+// reason: it repeats the value when that is a short JSON number and always gives the allowed
+// range, so `1e20`, `1.5` and `"80"` each say what the key takes.
+func (k *keyDef) numberRefusal(raw []byte, reason string) string {
+	number := numberRE.Match(raw) && len(raw) <= maxEcho
+	switch {
+	case reason == "integer out of range" || reason == "number out of range":
+		if number {
+			return fmt.Sprintf("%s out of range %s", raw, k.rangeText())
+		}
+		return "out of range " + k.rangeText()
+	case k.Type == TypeInt && number:
+		return fmt.Sprintf("%s is not an integer; allowed %s", raw, k.rangeText())
+	}
+	return fmt.Sprintf("%s in %s", reason, k.rangeText())
 }
 
 var numberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
