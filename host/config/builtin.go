@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"devhost/host/sktls/pemcert"
 )
 
 // Patterns of the built-in keys (schema only, see the package doc; Key.Text and CheckPattern
@@ -246,8 +248,9 @@ func timeNS() Namespace {
 }
 
 func skNS() Namespace {
-	caPEM := described(Key{Name: "ca_pem", Type: TypeBlob, MaxLength: 4096, Title: "CA certificate (PEM)"},
+	caPEM := described(Key{Name: "ca_pem", Type: TypeBlob, MaxLength: pemcert.MaxBytes, Title: "CA certificate (PEM)"},
 		"CA for the ca trust mode; exported with the configuration.")
+	caPEM.Text = TextCertificates
 	return Namespace{
 		Name: "sk", Version: 2, Title: "Signal K",
 		Description: "Signal K server connection.",

@@ -60,6 +60,9 @@
 //   - Key.Text gives a string key a character rule the device checks (Pattern is for the UI
 //     only). TextToken (time.tz) is one or more printable ASCII characters without spaces;
 //     TextBSSID (wifi.bssidN) is empty or six colon-separated hex pairs, either case.
+//     TextCertificates (the blob sk.ca_pem) is empty or PEM CERTIFICATE blocks and nothing
+//     else, the rule of PUT /sk/tls/ca (host/sktls/pemcert); it is checked on writes only,
+//     so a value stored earlier still reads back and the TLS document says why it is unused.
 //     CheckText is the one implementation, and PUT /time checks its `tz` with it too.
 //   - Request bodies are decoded by api.Unmarshal: a member given twice at any depth, text
 //     that is not UTF-8 and lone surrogate escapes are 400 before any key is looked at.

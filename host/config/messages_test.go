@@ -1,11 +1,14 @@
 package config
 
 import (
+	"encoding/base64"
+	"encoding/pem"
 	"net/http"
 	"strings"
 	"testing"
 
 	"devhost/host/api/apitest"
+	"devhost/host/signalk/sktest/testcert"
 )
 
 // TestValidationMessages: a refused value is 400 validation whose path names the key and
@@ -69,6 +72,55 @@ func TestBSSIDAccepted(t *testing.T) {
 		}
 		if got := f.get(t, "wifi", "bssid0"); got != good {
 			t.Fatalf("bssid0 = %v, want %q", got, good)
+		}
+	}
+}
+
+// TestCAPEMChecked: sk.ca_pem (a blob) must hold PEM CERTIFICATE blocks, as PUT /sk/tls/ca
+// requires; anything else is 400 validation naming sk.ca_pem and saying what was wrong.
+func TestCAPEMChecked(t *testing.T) {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	block := func(typ string, der []byte) string {
+		return string(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}))
+	}
+	ca := testcert.NewCA(t, "Boat CA")
+	good := block("CERTIFICATE", ca.Cert.Raw)
+	refused := map[string]struct{ value, says string }{
+		"not PEM":             {"just some text", "not PEM"},
+		"PEM of a key":        {block("PRIVATE KEY", []byte{1, 2, 3}), `"PRIVATE KEY" is not a CERTIFICATE`},
+		"certificate garbage": {block("CERTIFICATE", []byte{1, 2, 3}), "certificate 1"},
+		"only whitespace":     {"\n \n", "no CERTIFICATE block"},
+		"text after the CA":   {good + "trailing words\n", "text outside a PEM block"},
+	}
+	f := newFixture(t)
+	for name, tc := range refused {
+		t.Run(name, func(t *testing.T) {
+			before := f.stored(t)
+			_, err := f.c.Apply([]byte(`{"sk":{"ca_pem":"` + b64(tc.value) + `"}}`))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			e := apitest.Err(t, err)
+			if e.Status != http.StatusBadRequest || e.Code != "validation" || pathOf(e) != "sk.ca_pem" {
+				t.Fatalf("got %d %s path %q (%s), want 400 validation path sk.ca_pem", e.Status, e.Code, pathOf(e), e.Message)
+			}
+			if !strings.Contains(e.Message, tc.says) {
+				t.Errorf("message %q does not say %q", e.Message, tc.says)
+			}
+			if !sameStore(before, f.stored(t)) {
+				t.Fatal("the store changed")
+			}
+			if err := f.c.Set("sk", "ca_pem", []byte(tc.value)); err == nil {
+				t.Fatal("Set accepted it")
+			}
+		})
+	}
+	for _, ok := range []string{good, good + block("CERTIFICATE", ca.Cert.Raw), ""} {
+		if _, err := f.c.Apply([]byte(`{"sk":{"ca_pem":"` + b64(ok) + `"}}`)); err != nil {
+			t.Fatalf("refused %q: %v", ok, err)
+		}
+		if got := f.get(t, "sk", "ca_pem"); string(got.([]byte)) != ok {
+			t.Fatalf("sk.ca_pem = %q, want %q", got, ok)
 		}
 	}
 }

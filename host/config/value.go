@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"devhost/host/sktls/pemcert"
 )
 
 // fromJSON checks one JSON value (never null) against the key and returns it typed (bool,
@@ -95,6 +97,11 @@ func (k *keyDef) checkWrite(v any) string {
 	}
 	if s, ok := v.(string); ok && k.CheckPattern && k.pattern != nil && !k.pattern.MatchString(s) {
 		return fmt.Sprintf("%q does not match %s", s, k.pattern.String())
+	}
+	if b, ok := v.([]byte); ok && k.Text == TextCertificates && len(b) > 0 {
+		if _, err := pemcert.Parse(b); err != nil {
+			return "not PEM certificates: " + err.Error()
+		}
 	}
 	return ""
 }
@@ -375,9 +382,24 @@ const (
 	// TextBSSID is empty or a MAC address written as the spec writes it, aa:bb:cc:dd:ee:ff
 	// (either case): a WiFi slot's access point pin.
 	TextBSSID = "bssid"
+
+	// TextCertificates is a blob of PEM CERTIFICATE blocks and nothing else (pemcert.Parse),
+	// or empty: sk.ca_pem, the same rule as PUT /sk/tls/ca. It is checked on writes only, so a
+	// value stored by an older version still reads back and the TLS document can say why it
+	// is not used.
+	TextCertificates = "certificates"
 )
 
-func knownText(kind string) bool { return kind == TextToken || kind == TextBSSID }
+// textType is the key type a text kind applies to, "" for an unknown kind.
+func textType(kind string) string {
+	switch kind {
+	case TextToken, TextBSSID:
+		return TypeString
+	case TextCertificates:
+		return TypeBlob
+	}
+	return ""
+}
 
 // bssidRE is the one BSSID form the spec gives: six colon-separated pairs of hex digits.
 var bssidRE = regexp.MustCompile(`^[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}$`)
