@@ -59,7 +59,8 @@
 //     empty value written later also means dev-<id>. Builtin, without an id, leaves it empty.
 //   - Key.Text gives a string key a character rule the device checks (Pattern is for the UI
 //     only). TextToken (time.tz) is one or more printable ASCII characters without spaces;
-//     TextBSSID (wifi.bssidN) is empty or six colon-separated hex pairs, either case.
+//     TextBSSID (wifi.bssidN) is empty or six colon-separated hex pairs, either case; like
+//     TextToken it is checked on reads too, so a malformed pin stored earlier reads as none.
 //     TextCertificates (the blob sk.ca_pem) is empty or PEM CERTIFICATE blocks and nothing
 //     else, the rule of PUT /sk/tls/ca (host/sktls/pemcert); it is checked on writes only,
 //     so a value stored earlier still reads back and the TLS document says why it is unused.

@@ -74,6 +74,14 @@ func TestBSSIDAccepted(t *testing.T) {
 			t.Fatalf("bssid0 = %v, want %q", got, good)
 		}
 	}
+	// A pin in another form stored before the check reads as no pin, as the spec's read
+	// semantics treat a stored value of the wrong type.
+	if err := f.st.Set(storeKey("wifi", "bssid1"), `"aa-bb-cc-dd-ee-ff"`); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.get(t, "wifi", "bssid1"); got != "" {
+		t.Fatalf("stored malformed bssid1 reads %q, want empty", got)
+	}
 }
 
 // TestCAPEMChecked: sk.ca_pem (a blob) must hold PEM CERTIFICATE blocks, as PUT /sk/tls/ca
