@@ -47,6 +47,12 @@ func TestAwaitedNamespace(t *testing.T) {
 	if !sameStore(before, f.stored(t)) {
 		t.Fatal("awaited: the store changed")
 	}
+	// GET /config?ns= of it stays 404 unknown_namespace, with the same explanation.
+	r = do(t, http.MethodGet, srv.URL+"/api/v1/config?ns=f_n2k", "", nil)
+	if code, _ := errBody(t, r); r.status != http.StatusNotFound || code != "unknown_namespace" ||
+		!strings.Contains(message(r), "still being installed") || r.header.Get("Retry-After") != "5" {
+		t.Fatalf("GET awaited: %d %s Retry-After %q", r.status, r.body, r.header.Get("Retry-After"))
+	}
 
 	for _, body := range []string{`{"f_other":{"x":1}}`, `{"f_n2k":{"enabled":true}}`} {
 		if body == `{"f_n2k":{"enabled":true}}` {

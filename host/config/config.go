@@ -249,23 +249,32 @@ func (c *Config) Apply(body []byte) (Result, error) {
 // AwaitRetryAfter is the Retry-After (seconds) of a PUT naming an awaited namespace.
 const AwaitRetryAfter = 5
 
-// AwaitNamespaces tells PUT /config about run-time namespaces on their way: for a namespace
-// that is not registered, why(ns) reports whether it is expected shortly and a message saying
-// whose it is and what to do. The answer stays the spec's 400 validation for an unknown
-// namespace, with that message and Retry-After, so a first-time user enabling a bundled
-// plugin's namespace during its installation is told to wait rather than that it does not
-// exist. why is called without the configuration's locks held.
+// AwaitNamespaces tells the endpoints about run-time namespaces on their way: for a
+// namespace that is not registered, why(ns) reports whether it is expected shortly and a
+// message saying whose it is and what to do. The answers stay the spec's (PUT /config: 400
+// validation with the namespace as path; GET /config?ns=: 404 unknown_namespace), with that
+// message and Retry-After, so a first-time user enabling a bundled plugin's namespace during
+// its installation is told to wait rather than that it does not exist. why is called
+// without the configuration's locks held.
 func (c *Config) AwaitNamespaces(why func(ns string) (string, bool)) { c.awaiting.Store(&why) }
+
+// awaited answers why the unknown namespace ns is expected shortly (AwaitNamespaces).
+func (c *Config) awaited(ns string) (string, bool) {
+	why := c.awaiting.Load()
+	if why == nil || ns == "" {
+		return "", false
+	}
+	return (*why)(ns)
+}
 
 // explainUnknown turns parseDocument's unknown-namespace refusal into the awaited answer
 // when the namespace is expected (AwaitNamespaces); any other error is returned as it is.
 func (c *Config) explainUnknown(err error) error {
-	why := c.awaiting.Load()
 	var e *api.Error
-	if why == nil || !errors.As(err, &e) || e.Message != msgUnknownNamespace || e.Path == nil {
+	if !errors.As(err, &e) || e.Message != msgUnknownNamespace || e.Path == nil {
 		return err
 	}
-	msg, ok := (*why)(*e.Path)
+	msg, ok := c.awaited(*e.Path)
 	if !ok {
 		return err
 	}
