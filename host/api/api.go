@@ -51,6 +51,9 @@ type Error struct {
 	Code    string
 	Path    *string
 	Message string
+	// RetryAfter, when positive, is sent as Retry-After (seconds): the request may succeed
+	// when repeated that much later.
+	RetryAfter int
 }
 
 func (e *Error) Error() string {
@@ -95,6 +98,9 @@ func WriteErr(w http.ResponseWriter, err error) {
 	setJSONHeaders(h)
 	h.Del("Content-Encoding")
 	h.Del("ETag")
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(b)
 }

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"devhost/host/sktls/pemcert"
 )
 
-// Patterns of the built-in keys (schema only, see the package doc).
+// Patterns of the built-in keys (schema only, see the package doc; Key.Text and CheckPattern
+// make the device check some of the same shapes).
 const (
 	hostnamePattern = `^[A-Za-z0-9-]{0,32}$`
 	bssidPattern    = `^(?:[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5})?$`
@@ -141,6 +144,7 @@ func wifiNS(id string) Namespace {
 		bssid := described(strKey("bssid"+n, "Network "+n+" BSSID", "", 17),
 			"aa:bb:cc:dd:ee:ff pins one access point and disables roaming for this slot.")
 		bssid.Pattern = bssidPattern
+		bssid.Text = TextBSSID
 		networks = append(networks, ssid, psk, bssid)
 	}
 	station := append(networks,
@@ -244,8 +248,9 @@ func timeNS() Namespace {
 }
 
 func skNS() Namespace {
-	caPEM := described(Key{Name: "ca_pem", Type: TypeBlob, MaxLength: 4096, Title: "CA certificate (PEM)"},
+	caPEM := described(Key{Name: "ca_pem", Type: TypeBlob, MaxLength: pemcert.MaxBytes, Title: "CA certificate (PEM)"},
 		"CA for the ca trust mode; exported with the configuration.")
+	caPEM.Text = TextCertificates
 	return Namespace{
 		Name: "sk", Version: 2, Title: "Signal K",
 		Description: "Signal K server connection.",

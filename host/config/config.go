@@ -16,6 +16,9 @@ import (
 	"devhost/host/store"
 )
 
+// msgUnknownNamespace is the message of PUT /config's refusal of an unknown namespace.
+const msgUnknownNamespace = "unknown namespace"
+
 // storePrefix starts every configuration key in the store: cfg/<ns>/<key>.
 const storePrefix = "cfg/"
 
@@ -49,6 +52,9 @@ type Config struct {
 	docGen atomic.Uint64
 
 	wmu sync.Mutex // serializes writes, so "changed" is computed against what is stored
+
+	// awaiting says why an unknown namespace is expected soon (AwaitNamespaces).
+	awaiting atomic.Pointer[func(ns string) (string, bool)]
 
 	mu        sync.RWMutex // guards the fields below
 	nss       map[string]*nsDef
@@ -235,9 +241,46 @@ func (c *Config) Set(ns, key string, v any) error {
 func (c *Config) Apply(body []byte) (Result, error) {
 	ops, err := c.parseDocument(body)
 	if err != nil {
-		return Result{Changed: []string{}}, err
+		return Result{Changed: []string{}}, c.explainUnknown(err)
 	}
 	return c.commit(ops)
+}
+
+// AwaitRetryAfter is the Retry-After (seconds) of a PUT naming an awaited namespace.
+const AwaitRetryAfter = 5
+
+// AwaitNamespaces tells the endpoints about run-time namespaces on their way: for a
+// namespace that is not registered, why(ns) reports whether it is expected shortly and a
+// message saying whose it is and what to do. The answers stay the spec's (PUT /config: 400
+// validation with the namespace as path; GET /config?ns=: 404 unknown_namespace), with that
+// message and Retry-After, so a first-time user enabling a bundled plugin's namespace during
+// its installation is told to wait rather than that it does not exist. why is called
+// without the configuration's locks held.
+func (c *Config) AwaitNamespaces(why func(ns string) (string, bool)) { c.awaiting.Store(&why) }
+
+// awaited answers why the unknown namespace ns is expected shortly (AwaitNamespaces).
+func (c *Config) awaited(ns string) (string, bool) {
+	why := c.awaiting.Load()
+	if why == nil || ns == "" {
+		return "", false
+	}
+	return (*why)(ns)
+}
+
+// explainUnknown turns parseDocument's unknown-namespace refusal into the awaited answer
+// when the namespace is expected (AwaitNamespaces); any other error is returned as it is.
+func (c *Config) explainUnknown(err error) error {
+	var e *api.Error
+	if !errors.As(err, &e) || e.Message != msgUnknownNamespace || e.Path == nil {
+		return err
+	}
+	msg, ok := c.awaited(*e.Path)
+	if !ok {
+		return err
+	}
+	awaited := api.Validation(*e.Path, "%s", msg)
+	awaited.RetryAfter = AwaitRetryAfter
+	return awaited
 }
 
 // parseDocument validates a configuration document into writes.
@@ -261,7 +304,7 @@ func (c *Config) parseDocument(body []byte) ([]op, error) {
 		seenNS[nm.name] = true
 		d := c.nss[nm.name]
 		if d == nil {
-			return nil, api.Validation(nm.name, "unknown namespace")
+			return nil, api.Validation(nm.name, msgUnknownNamespace)
 		}
 		keys, ok := objectMembers(nm.raw)
 		if !ok {

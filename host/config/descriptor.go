@@ -79,7 +79,8 @@ type Key struct {
 	MinLength int
 	Enum      []string // string
 	Pattern   string   // string; schema only (see the package doc) unless CheckPattern
-	// Text names the character rule of a string key (TextToken); "" means any valid UTF-8.
+	// Text names the character rule of a string key (TextToken, TextBSSID) or the content
+	// rule of a blob key (TextCertificates); "" means any valid UTF-8, any bytes.
 	// Unlike Pattern it is checked by the device, with the same function every other writer
 	// of such a value uses (CheckText).
 	Text            string
@@ -225,8 +226,8 @@ func compileKey(ns string, key Key) (*keyDef, error) {
 	if key.Pattern != "" && key.Type != TypeString {
 		return nil, bad("pattern applies to string keys only")
 	}
-	if key.Text != "" && (key.Type != TypeString || !knownText(key.Text)) {
-		return nil, bad("text %q: not a text kind of a string key", key.Text)
+	if key.Text != "" && textType(key.Text) != key.Type {
+		return nil, bad("text %q: not a text kind of a %s key", key.Text, key.Type)
 	}
 	if key.Secret && !textual {
 		return nil, bad("secret applies to string and blob keys only")

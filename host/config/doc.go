@@ -9,9 +9,10 @@
 //   - Device checks. PUT /config and Set check type, range (min/max), length (bytes) and enum,
 //     plus the shape of table keys and strict padded base64 for blobs. A descriptor's pattern
 //     is schema-only, as the descriptor table says: the UI checks it, the device does not (the
-//     BSSID and IPv4 shapes). The exception is net.hostname (CheckPattern): its alphabet is a
+//     IPv4 shapes). The exceptions are net.hostname (CheckPattern): its alphabet is a
 //     device rule (a DNS label used for mDNS, DHCP and Signal K), so a write outside it is
-//     400 validation. Go descriptors may add MinLength: a
+//     400 validation; and wifi.bssidN (Key.Text), whose form the spec's key table fixes as
+//     `aa:bb:cc:dd:ee:ff`: a pin in any other form could never match an access point. Go descriptors may add MinLength: a
 //     non-empty value shorter than it is refused on writes. httpd.api_key (empty or 8..64),
 //     wifi.pskN and wifi.portal_psk (empty or 8..63) use it, so a PUT never leaves the device
 //     with a key the authentication rules call invalid. Stored values are not re-checked
@@ -19,7 +20,9 @@
 //     WiFi manager still skips a slot whose stored password is outside 8..63, as the spec says.
 //   - Ints are 32-bit. A JSON number is an int when its value is integral, so 80, 80.0 and 8e1
 //     are the same (JSON Schema's "integer"); the check is exact on the decimal digits.
-//     Floats must be finite; -0 is stored as 0.
+//     Floats must be finite; -0 is stored as 0. Every refusal of a number names the key's
+//     range (`1e20 out of range 1..65535`, `1.5 is not an integer; allowed 1..65535`,
+//     `expected an integer in 1..65535`), repeating the value when it is a short number.
 //   - Strings are measured in UTF-8 bytes; the schema's maxLength holds the same number, and
 //     the schema's $comment warns that a validator counts characters. MinLength appears in the
 //     schema as `not: {minLength: 1, maxLength: N-1}` beside the key's pattern.
@@ -56,6 +59,11 @@
 //     empty value written later also means dev-<id>. Builtin, without an id, leaves it empty.
 //   - Key.Text gives a string key a character rule the device checks (Pattern is for the UI
 //     only). TextToken (time.tz) is one or more printable ASCII characters without spaces;
+//     TextBSSID (wifi.bssidN) is empty or six colon-separated hex pairs, either case; like
+//     TextToken it is checked on reads too, so a malformed pin stored earlier reads as none.
+//     TextCertificates (the blob sk.ca_pem) is empty or PEM CERTIFICATE blocks and nothing
+//     else, the rule of PUT /sk/tls/ca (host/sktls/pemcert); it is checked on writes only,
+//     so a value stored earlier still reads back and the TLS document says why it is unused.
 //     CheckText is the one implementation, and PUT /time checks its `tz` with it too.
 //   - Request bodies are decoded by api.Unmarshal: a member given twice at any depth, text
 //     that is not UTF-8 and lone surrogate escapes are 400 before any key is looked at.

@@ -58,7 +58,11 @@ func (c *Config) handleGet(w http.ResponseWriter, r *http.Request) {
 func (c *Config) writeDocument(w http.ResponseWriter, ns string) {
 	body, err := c.Document(ns)
 	if errors.Is(err, ErrUnknownNamespace) {
-		api.WriteError(w, http.StatusNotFound, api.CodeUnknownNamespace)
+		e := &api.Error{Status: http.StatusNotFound, Code: api.CodeUnknownNamespace}
+		if msg, ok := c.awaited(ns); ok {
+			e.Message, e.RetryAfter = msg, AwaitRetryAfter
+		}
+		api.WriteErr(w, e)
 		return
 	}
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"devhost/host/sktls/pemcert"
 )
 
 // fromJSON checks one JSON value (never null) against the key and returns it typed (bool,
@@ -32,7 +34,7 @@ func (k *keyDef) fromJSON(raw []byte) (any, string) {
 	case TypeInt:
 		n, msg := parseInt(string(raw))
 		if msg != "" {
-			return nil, msg
+			return nil, k.numberRefusal(raw, msg)
 		}
 		if float64(n) < k.min || float64(n) > k.max {
 			return nil, fmt.Sprintf("%d out of range %s", n, k.rangeText())
@@ -40,11 +42,11 @@ func (k *keyDef) fromJSON(raw []byte) (any, string) {
 		return n, ""
 	case TypeFloat:
 		if !numberRE.Match(raw) {
-			return nil, "expected a number"
+			return nil, k.numberRefusal(raw, "expected a number")
 		}
 		f, err := strconv.ParseFloat(string(raw), 64)
 		if err != nil || math.IsInf(f, 0) {
-			return nil, "number out of range"
+			return nil, k.numberRefusal(raw, "number out of range")
 		}
 		if (k.hasMin && f < k.min) || (k.hasMax && f > k.max) {
 			return nil, fmt.Sprintf("%v out of range %s", f, k.rangeText())
@@ -96,18 +98,52 @@ func (k *keyDef) checkWrite(v any) string {
 	if s, ok := v.(string); ok && k.CheckPattern && k.pattern != nil && !k.pattern.MatchString(s) {
 		return fmt.Sprintf("%q does not match %s", s, k.pattern.String())
 	}
+	if b, ok := v.([]byte); ok && k.Text == TextCertificates && len(b) > 0 {
+		if _, err := pemcert.Parse(b); err != nil {
+			return "not PEM certificates: " + err.Error()
+		}
+	}
 	return ""
 }
 
 func (k *keyDef) rangeText() string {
 	lo, hi := "-inf", "+inf"
 	if k.hasMin {
-		lo = strconv.FormatFloat(k.min, 'g', -1, 64)
+		lo = boundText(k.min)
 	}
 	if k.hasMax {
-		hi = strconv.FormatFloat(k.max, 'g', -1, 64)
+		hi = boundText(k.max)
 	}
 	return lo + ".." + hi
+}
+
+// boundText writes a range bound as a person would type it: 2147483647 rather than
+// 2.147483647e+09; only huge or tiny float bounds keep the exponent.
+func boundText(v float64) string {
+	if a := math.Abs(v); a == 0 || (a >= 1e-6 && a < 1e21) {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// maxEcho bounds the refused number a message repeats: the body may hold 16 KiB of digits.
+const maxEcho = 24
+
+// numberRefusal words a refusal of an int or float key from parseInt's or the float check's
+// reason: it repeats the value when that is a short JSON number and always gives the allowed
+// range, so `1e20`, `1.5` and `"80"` each say what the key takes.
+func (k *keyDef) numberRefusal(raw []byte, reason string) string {
+	number := numberRE.Match(raw) && len(raw) <= maxEcho
+	switch {
+	case reason == "integer out of range" || reason == "number out of range":
+		if number {
+			return fmt.Sprintf("%s out of range %s", raw, k.rangeText())
+		}
+		return "out of range " + k.rangeText()
+	case k.Type == TypeInt && number:
+		return fmt.Sprintf("%s is not an integer; allowed %s", raw, k.rangeText())
+	}
+	return fmt.Sprintf("%s in %s", reason, k.rangeText())
 }
 
 var numberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
@@ -343,9 +379,30 @@ func (o *obj) MarshalJSON() ([]byte, error) {
 const (
 	// TextToken is one or more printable ASCII characters without spaces: a POSIX TZ string.
 	TextToken = "token"
+	// TextBSSID is empty or a MAC address written as the spec writes it, aa:bb:cc:dd:ee:ff
+	// (either case): a WiFi slot's access point pin.
+	TextBSSID = "bssid"
+
+	// TextCertificates is a blob of PEM CERTIFICATE blocks and nothing else (pemcert.Parse),
+	// or empty: sk.ca_pem, the same rule as PUT /sk/tls/ca. It is checked on writes only, so a
+	// value stored by an older version still reads back and the TLS document can say why it
+	// is not used.
+	TextCertificates = "certificates"
 )
 
-func knownText(kind string) bool { return kind == TextToken }
+// textType is the key type a text kind applies to, "" for an unknown kind.
+func textType(kind string) string {
+	switch kind {
+	case TextToken, TextBSSID:
+		return TypeString
+	case TextCertificates:
+		return TypeBlob
+	}
+	return ""
+}
+
+// bssidRE is the one BSSID form the spec gives: six colon-separated pairs of hex digits.
+var bssidRE = regexp.MustCompile(`^[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}$`)
 
 // CheckText says why s is not a value of the text kind, or "" when it is. It is the one rule
 // for such values: PUT /config checks keys with it and PUT /time checks `tz` with it.
@@ -359,6 +416,10 @@ func CheckText(kind, s string) string {
 			if s[i] <= ' ' || s[i] > '~' {
 				return "must be printable ASCII without spaces or control characters"
 			}
+		}
+	case TextBSSID:
+		if s != "" && !bssidRE.MatchString(s) {
+			return fmt.Sprintf("%q is not a BSSID: expected six hex pairs aa:bb:cc:dd:ee:ff, or empty for no pin", s)
 		}
 	}
 	return ""

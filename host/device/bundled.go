@@ -2,13 +2,17 @@ package device
 
 import (
 	"context"
+	"fmt"
 	"runtime/debug"
+	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
 	"devhost/host/ota"
 	"devhost/host/plugin"
 	"devhost/host/plugin/bundled"
+	runtimens "devhost/runtime-ns"
 )
 
 // offerBundled offers the plugins this firmware carries to the plugin host (package bundled
@@ -16,12 +20,18 @@ import (
 // the offer is done: on a boot with nothing to install it costs a look-up per carried
 // bundle, but installing one reads, verifies and stores megabytes. Until it ends, GET
 // /plugins says bundled_pending; a plugin it installs is listed from that moment on. A
-// refusal is logged and the device runs on.
+// refusal is logged and the device runs on. Meanwhile PUT /config tells whoever names a
+// carried plugin's namespace to try again shortly (awaitedNamespace).
 func (d *Device) offerBundled(ctx context.Context, g *errgroup.Group, pm *plugin.Manager) {
 	done := pm.OfferingBundled()
+	bs, bad := bundled.Carried() // the heads only: a few kilobytes each
+	var offering atomic.Bool
+	offering.Store(true)
+	d.cfg.AwaitNamespaces(awaitedNamespace(pm, bs, &offering))
 	g.Go(func() error {
 		defer done()
-		if d.syncBundled(ctx, pm) {
+		defer offering.Store(false)
+		if d.syncBundled(ctx, pm, bs, bad) {
 			// The bundles read to be installed were copied onto the heap (megabytes) and
 			// are garbage now; a plugin that starts gives the heap back after its
 			// compilation, but with none to start (refused, stopped or removed) the pages
@@ -32,10 +42,10 @@ func (d *Device) offerBundled(ctx context.Context, g *errgroup.Group, pm *plugin
 	})
 }
 
-// syncBundled is offerBundled's work; it tells whether a carried bundle was read.
-func (d *Device) syncBundled(ctx context.Context, pm *plugin.Manager) (read bool) {
+// syncBundled is offerBundled's work on the carried bundles bs (bad: those that could not be
+// read); it tells whether a carried bundle was read.
+func (d *Device) syncBundled(ctx context.Context, pm *plugin.Manager, bs []bundled.Bundle, bad []error) (read bool) {
 	log := d.ring.Logger("plugins")
-	bs, bad := bundled.Carried()
 	for _, err := range bad {
 		log.Warn("bundled plugin ignored", "err", err)
 	}
@@ -51,4 +61,34 @@ func (d *Device) syncBundled(ctx context.Context, pm *plugin.Manager) (read bool
 		read = read || bs[i].Loaded()
 	}
 	return read
+}
+
+// pluginStatus reads one installed plugin's state (*plugin.Manager).
+type pluginStatus interface {
+	Status(id string) (plugin.Status, bool)
+}
+
+// awaitedNamespace says which unregistered f_<id> namespaces are on their way, for PUT
+// /config (config.AwaitNamespaces): that of a plugin still loading (its start registers it),
+// and that of a carried plugin not installed yet while offering is true. A plugin installed
+// but stopped, refused or without a namespace is not awaited: the plain answer is the truth.
+func awaitedNamespace(pm pluginStatus, bs []bundled.Bundle, offering *atomic.Bool) func(ns string) (string, bool) {
+	carried := map[string]bool{}
+	for _, b := range bs {
+		carried[b.ID] = true
+	}
+	return func(ns string) (string, bool) {
+		id, ok := strings.CutPrefix(ns, runtimens.Prefix)
+		if !ok {
+			return "", false
+		}
+		st, installed := pm.Status(id)
+		switch {
+		case installed && st.State == plugin.StateLoading:
+			return fmt.Sprintf("namespace %s belongs to the plugin %s, still starting; try again in a few seconds", ns, id), true
+		case !installed && carried[id] && offering.Load():
+			return fmt.Sprintf("namespace %s belongs to the bundled plugin %s, still being installed; try again in a few seconds", ns, id), true
+		}
+		return "", false
+	}
 }

@@ -13,10 +13,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"devhost/host/sktls/pemcert"
 )
 
 // MaxCAPEM is the largest CA PEM PUT /sk/tls/ca accepts, the same bound as sk.ca_pem.
-const MaxCAPEM = 4096
+const MaxCAPEM = pemcert.MaxBytes
 
 // Anchor kinds.
 const (
@@ -160,46 +162,8 @@ func canonName(n string) string {
 	return strings.TrimSuffix(strings.ToLower(n), ".")
 }
 
-// ParseCertificatesPEM decodes a PEM text holding one or more CERTIFICATE blocks and nothing
-// else but whitespace. Other block types (a private key pasted by mistake), PEM headers,
-// certificates that do not parse and text outside the blocks are refused, so what is stored
-// is exactly what the operator meant to trust.
-func ParseCertificatesPEM(b []byte) ([]*x509.Certificate, error) {
-	if len(b) > MaxCAPEM {
-		return nil, fmt.Errorf("PEM is %d bytes, at most %d", len(b), MaxCAPEM)
-	}
-	var out []*x509.Certificate
-	rest := b
-	for {
-		trimmed := bytes.TrimLeft(rest, " \t\r\n")
-		if len(trimmed) == 0 {
-			break
-		}
-		if !bytes.HasPrefix(trimmed, []byte("-----BEGIN ")) {
-			return nil, errors.New("text outside a PEM block")
-		}
-		blk, next := pem.Decode(trimmed)
-		if blk == nil {
-			return nil, errors.New("malformed PEM block")
-		}
-		if blk.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("PEM block %q is not a CERTIFICATE", blk.Type)
-		}
-		if len(blk.Headers) != 0 {
-			return nil, errors.New("PEM headers are not allowed")
-		}
-		c, err := x509.ParseCertificate(blk.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("certificate %d: %w", len(out)+1, err)
-		}
-		out = append(out, c)
-		rest = next
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no CERTIFICATE block")
-	}
-	return out, nil
-}
+// ParseCertificatesPEM is the rule of PUT /sk/tls/ca and sk.ca_pem (pemcert.Parse).
+func ParseCertificatesPEM(b []byte) ([]*x509.Certificate, error) { return pemcert.Parse(b) }
 
 // encodePEM is the canonical PEM text of certs.
 func encodePEM(certs []*x509.Certificate) string {

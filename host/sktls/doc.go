@@ -37,7 +37,8 @@
 //     configuration. In `ca` it is trusted beside sk.ca_pem. In `tofu` it vouches for a server
 //     whose certificate chains to it even when the pin differs; once that connection proves
 //     itself its capture replaces the pin. `bundle` uses public roots only and ignores both.
-//     sk.ca_pem that is not PEM certificates counts as no CA and the document says why.
+//     PUT /config refuses an sk.ca_pem that is not PEM certificates (the same rule,
+//     pemcert.Parse); one stored before that check counts as no CA and the document says why.
 //   - PUT /sk/tls/ca takes {"pem": string}: one or more CERTIFICATE blocks (at most 4096 bytes,
 //     the sk.ca_pem bound), nothing but whitespace around them, no PEM headers, no other block
 //     types (a pasted private key is refused). Any other body, member or value is 400

@@ -325,8 +325,9 @@ func (m *Manager) modeLocked() string {
 	return ModeTOFU
 }
 
-// configCAsLocked parses sk.ca_pem when it changed. The configuration only checks its size,
-// so a value that is not PEM certificates counts as no CA and is shown in the document.
+// configCAsLocked parses sk.ca_pem when it changed. The configuration checks writes with the
+// same rule, but a value stored before that check may not be PEM certificates: it counts as
+// no CA and is shown in the document.
 func (m *Manager) configCAsLocked() []*x509.Certificate {
 	raw := m.cfg.Blob(config.NsSK, config.SKCAPEM)
 	if slices.Equal(raw, m.cfgRaw) {
