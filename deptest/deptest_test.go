@@ -24,7 +24,7 @@ var (
 	// leaves import no devhost package but the vocabulary: shared conventions and
 	// self-contained libraries.
 	leaves = set("host/api", "host/build", "host/foreground", "host/store", "host/mdns", "host/skstream",
-		"host/plugin/wasmbin")
+		"host/plugin/wasmbin", "host/sktls/pemcert")
 	// foundation is what every capability may use: the board, the services the device runs
 	// on (configuration, events, health, logs, clock, network state, web server, boot, the
 	// signature trust store). A foundation package imports leaves, foundation and abi only.
