@@ -161,7 +161,7 @@ func TestBundledN2KPluginOnAFreshDevice(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		st := d.call("GET", "/api/v1/n2k/status", "")
+		st := d.callWaking("GET", "/api/v1/n2k/status", "") // wakes the dormant plugin
 		if st.status != 200 {
 			t.Fatalf("%s: n2k status %d %s", when, st.status, st.body)
 		}

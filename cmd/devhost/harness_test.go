@@ -326,7 +326,26 @@ func (d *dev) call(method, path, body string, hdr ...string) reply {
 	return r
 }
 
+// wakeClient waits as long as the tests' hang guard: a request to a dormant plugin's route
+// is answered once a whole instance is loaded, which under -race on a loaded 2-core machine
+// can take longer than client's 10 s.
+var wakeClient = &http.Client{Timeout: hangGuard}
+
+// callWaking is call for a request that may wake a dormant plugin.
+func (d *dev) callWaking(method, path, body string) reply {
+	d.t.Helper()
+	r, err := d.tryWith(wakeClient, method, path, body)
+	if err != nil {
+		d.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
 func (d *dev) try(method, path, body string, hdr ...string) (reply, error) {
+	return d.tryWith(client, method, path, body, hdr...)
+}
+
+func (d *dev) tryWith(c *http.Client, method, path, body string, hdr ...string) (reply, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -344,7 +363,7 @@ func (d *dev) try(method, path, body string, hdr ...string) (reply, error) {
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return reply{}, err
 	}
