@@ -308,3 +308,20 @@ func TestMetaBudget(t *testing.T) {
 		t.Errorf("values past the budget still published: %+v", got)
 	}
 }
+
+// One sender's values of a path are one rate-limited stream whichever PGN carries them (a
+// GPS sends navigation.position in 129025 and 129029); another sender is a stream of its own.
+func TestLimitStreamIgnoresThePGN(t *testing.T) {
+	const path = "navigation.position"
+	rapid := sdk.Source{Type: "NMEA2000", Src: "3", PGN: 129025}
+	gnss := rapid
+	gnss.PGN = 129029
+	other := rapid
+	other.Src = "4"
+	if limitStream(path, rapid) != limitStream(path, gnss) {
+		t.Errorf("129025 and 129029 from one sender: two streams")
+	}
+	if limitStream(path, rapid) == limitStream(path, other) {
+		t.Errorf("two senders: one stream")
+	}
+}
