@@ -85,7 +85,7 @@ func (a *app) n2k(ctx context.Context, args []string) error {
 	if fs.NArg() != 1 {
 		return usagef("n2k decode: one log file")
 	}
-	frames, bad, det, err := readLog(fs.Arg(0), input.Format(*format))
+	frames, bad, det, err := readLog("n2k decode", fs.Arg(0), input.Format(*format))
 	if err != nil {
 		return err
 	}
@@ -110,11 +110,17 @@ func (a *app) n2k(ctx context.Context, args []string) error {
 	return nil
 }
 
-// readLog parses a log into the frames that carried it on the bus.
-func readLog(path string, format input.Format) ([]decode.Frame, int, input.Format, error) {
+// detectLines is how many of a log's first lines --format auto reads to tell its format.
+const detectLines = 20
+
+// readLog parses a log into the frames that carried it on the bus. what names the command
+// in its errors. A log with lines of which none is understood is an error naming the
+// format and the first such line, so that a wrong --format or a file that is no log does
+// not pass for an empty one.
+func readLog(what, path string, format input.Format) ([]decode.Frame, int, input.Format, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, 0, "", fmt.Errorf("n2k decode: %w", err)
+		return nil, 0, "", fmt.Errorf("%s: %w", what, err)
 	}
 	defer f.Close()
 	var lines []string
@@ -124,17 +130,19 @@ func readLog(path string, format input.Format) ([]decode.Frame, int, input.Forma
 		lines = append(lines, sc.Text())
 	}
 	if err := sc.Err(); err != nil {
-		return nil, 0, "", fmt.Errorf("n2k decode: %s: %w", path, err)
+		return nil, 0, "", fmt.Errorf("%s: %s: %w", what, path, err)
 	}
-	if format == input.Auto || format == "" {
-		format = input.Detect(lines[:min(len(lines), 20)])
+	auto := format == input.Auto || format == ""
+	if auto {
+		format = input.Detect(lines[:min(len(lines), detectLines)])
 	}
 	p, err := input.NewParser(format)
 	if err != nil {
-		return nil, 0, "", usagef("n2k decode: %v", err)
+		return nil, 0, "", usagef("%s: %v", what, err)
 	}
 	var frames []decode.Frame
 	bad := 0
+	var firstBad error
 	seq := map[[2]uint32]uint8{} // fast-packet sequence counter per source and PGN
 	for _, l := range lines {
 		r, err := p.Parse(l)
@@ -143,6 +151,9 @@ func readLog(path string, format input.Format) ([]decode.Frame, int, input.Forma
 			continue
 		case err != nil:
 			bad++
+			if firstBad == nil {
+				firstBad = err
+			}
 			continue
 		case r.Frame != nil:
 			frames = append(frames, *r.Frame)
@@ -156,6 +167,14 @@ func readLog(path string, format input.Format) ([]decode.Frame, int, input.Forma
 			seq[k]++
 			frames = append(frames, fr...)
 		}
+	}
+	if len(frames) == 0 && bad > 0 {
+		if auto {
+			return nil, bad, format, fmt.Errorf("%s: %s: none of its first %d lines is in a format devctl reads (%v): %w",
+				what, path, detectLines, input.Formats, firstBad)
+		}
+		return nil, bad, format, fmt.Errorf("%s: %s: none of its %d lines is in format %s (--format auto tells it from the first lines): %w",
+			what, path, bad, format, firstBad)
 	}
 	return frames, bad, format, nil
 }
@@ -555,7 +574,7 @@ func (a *app) boardCAN(ctx context.Context, tgt boardTarget, args []string) erro
 	if err != nil {
 		return err
 	}
-	frames, bad, det, err := readLog(*file, input.Format(*format))
+	frames, bad, det, err := readLog("board can replay", *file, input.Format(*format))
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func n2kLogs() string { return filepath.Join(plugins.Dir(), "n2k", "testdata", "
 // plugin's module.
 func n2kBenchInput(b *testing.B) ([]decode.Frame, []byte) {
 	b.Helper()
-	frames, _, _, err := readLog(filepath.Join(n2kLogs(), "dirona-actisense-serial.head.raw"), input.Analyzer)
+	frames, _, _, err := readLog("test", filepath.Join(n2kLogs(), "dirona-actisense-serial.head.raw"), input.Analyzer)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -232,6 +232,51 @@ func TestN2KDecodeBadInput(t *testing.T) {
 	if code := a.run(context.Background(), []string{"n2k", "decode", filepath.Join(t.TempDir(), "none")}); code != exitFail {
 		t.Errorf("missing file: exit %d", code)
 	}
+}
+
+// A log of which no line is understood is an error for decode and replay alike (a wrong
+// --format, or a file that is no log), naming the format and the first line; an empty log
+// is an empty decode.
+func TestN2KLogNothingUnderstood(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	garbage := write("garbage.log", "garbage\nmore garbage\n")
+	empty := write("empty.log", "")
+	candump := filepath.Join(n2kLogs(), "candumpSample2.txt")
+	_, sock := serveBoard(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"decode auto", []string{"n2k", "decode", garbage}, exitFail, `none of its first 20 lines is in a format devctl reads`},
+		{"decode wrong format", []string{"n2k", "decode", "--format", "ydraw", candump}, exitFail, `none of its 402 lines is in format ydraw`},
+		{"replay auto", []string{"board", "--data", sock, "can", "replay", "--file", garbage, "--max"}, exitFail, `board can replay: ` + garbage + `: none of its first 20 lines`},
+		{"replay wrong format", []string{"board", "--data", sock, "can", "replay", "--file", candump, "--format", "actisense", "--max"}, exitFail, `in format actisense`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness()
+			if code := h.run(tc.args...); code != tc.code || !strings.Contains(h.stderr.String(), tc.want) {
+				t.Errorf("exit %d (want %d), stderr %q, want it to say %q", code, tc.code, h.stderr.String(), tc.want)
+			}
+		})
+	}
+	if n := received(t, sock); n != 0 {
+		t.Errorf("the bus got %d frames from logs nobody reads", n)
+	}
+	t.Run("decode empty", func(t *testing.T) {
+		out, errOut := decodeFile(t, "--format", "candump", empty)
+		if out != "" || !strings.Contains(errOut, "0 lines not understood, 0 frames in") {
+			t.Errorf("stdout %q stderr %q", out, errOut)
+		}
+	})
 }
 
 // deltaLine is one line of `n2k decode`'s output, as far as the tests read it.
