@@ -210,29 +210,90 @@ type n2kStatus struct {
 	feedCPU time.Duration
 }
 
-// runN2K runs the plugin in a plugin host of its own over frames and copies its delta
-// events to out.
-func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writer) (n2kStatus, error) {
+// n2kHost is the n2k plugin installed and running in a plugin host of its own, its CAN bus
+// fed by the caller: what `n2k decode` and the live-bus bench run the plugin in.
+type n2kHost struct {
+	m      *plugin.Manager
+	bus    *logBus
+	router *captureRouter
+	stop   func() // ends the host and removes its folder
+}
+
+// startN2K installs the plugin module wasm, signed by a key made for the run, in a new
+// plugin host and runs it with the gateway enabled on the CAN source; deltas sets whether
+// it sends its n2k_delta events to publish.
+func startN2K(ctx context.Context, wasm []byte, deltas bool, publish func(string, any)) (*n2kHost, error) {
 	_, man, err := plugins.Manifest("n2k")
 	if err != nil {
-		return n2kStatus{}, err
+		return nil, err
 	}
 	key, err := abi.GenerateKey()
 	if err != nil {
-		return n2kStatus{}, fmt.Errorf("n2k decode: key: %w", err)
+		return nil, fmt.Errorf("key: %w", err)
 	}
 	bundle, err := abi.Pack(man, wasm, key)
 	if err != nil {
-		return n2kStatus{}, fmt.Errorf("n2k decode: pack: %w", err)
+		return nil, fmt.Errorf("pack: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "devctl-n2k-host-")
 	if err != nil {
-		return n2kStatus{}, fmt.Errorf("n2k decode: %w", err)
+		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	h := &n2kHost{bus: &logBus{}, router: &captureRouter{}}
+	// Compiled code is kept between runs in the user's cache (the module compiles in seconds).
+	var cache string
+	if c, err := os.UserCacheDir(); err == nil {
+		cache = filepath.Join(c, "devhost", "plugin-code")
+	}
+	h.m, err = plugin.New(plugin.Options{
+		Dir: dir, CacheDir: cache, TrustedKeys: []*rsa.PublicKey{&key.PublicKey},
+		Logger: slog.New(slog.DiscardHandler), Publish: publish, DeviceID: "devctl",
+		Config: &fixedConfig{values: json.RawMessage(
+			fmt.Sprintf(`{"enabled":true,"source":"can","pgn_allow":"","pgn_deny":"","deltas":%t}`, deltas))},
+		Router:    h.router,
+		WallClock: func() (time.Time, string, bool) { return time.Now(), "manual", true },
+		CAN:       h.bus,
+		SignalK:   discardSK{},
+		// A tool run on a busy machine: a chunk of frames may take longer than the
+		// device's 1 s, which would end the plugin without saying anything about it.
+		CallTimeout: 30 * time.Second,
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("plugin host: %w", err)
+	}
+	if _, err := h.m.Install(bundle, nil); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("install: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.m.Run(runCtx) }()
+	h.stop = func() {
+		cancel()
+		<-done
+		os.RemoveAll(dir)
+	}
+	return h, nil
+}
 
-	bus := &logBus{}
-	router := &captureRouter{}
+// failed answers why the plugin stopped for good (disabled or failed), or nil while it
+// runs or loads.
+func (h *n2kHost) failed() error {
+	s, ok := h.m.Status("n2k")
+	if !ok || (s.State != plugin.StateDisabled && s.State != plugin.StateFailed) {
+		return nil
+	}
+	reason := ""
+	if s.LastError != nil {
+		reason = *s.LastError
+	}
+	return fmt.Errorf("plugin %s: %s", s.State, reason)
+}
+
+// runN2K runs the plugin in a plugin host of its own over frames and copies its delta
+// events to out.
+func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writer) (n2kStatus, error) {
 	w := bufio.NewWriterSize(out, 64<<10)
 	var outMu sync.Mutex
 	var writeErr error
@@ -262,35 +323,12 @@ func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writ
 			}
 		}
 	}
-	// Compiled code is kept between runs in the user's cache (the module compiles in seconds).
-	var cache string
-	if c, err := os.UserCacheDir(); err == nil {
-		cache = filepath.Join(c, "devhost", "plugin-code")
-	}
-	m, err := plugin.New(plugin.Options{
-		Dir: dir, CacheDir: cache, TrustedKeys: []*rsa.PublicKey{&key.PublicKey},
-		Logger: slog.New(slog.DiscardHandler), Publish: publish, DeviceID: "devctl",
-		Config:    &fixedConfig{values: json.RawMessage(`{"enabled":true,"source":"can","pgn_allow":"","pgn_deny":"","deltas":true}`)},
-		Router:    router,
-		WallClock: func() (time.Time, string, bool) { return time.Now(), "manual", true },
-		CAN:       bus,
-		SignalK:   discardSK{},
-		// A tool run on a busy machine: a chunk of frames may take longer than on the device.
-		CallTimeout: 30 * time.Second,
-	})
+	h, err := startN2K(ctx, wasm, true, publish)
 	if err != nil {
-		return n2kStatus{}, fmt.Errorf("n2k decode: plugin host: %w", err)
+		return n2kStatus{}, fmt.Errorf("n2k decode: %w", err)
 	}
-	if _, err := m.Install(bundle, nil); err != nil {
-		return n2kStatus{}, fmt.Errorf("n2k decode: install: %w", err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- m.Run(runCtx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	defer h.stop()
+	bus, router := h.bus, h.router
 
 	status := func() (n2kStatus, bool) {
 		h := router.handler("GET", "/n2k/status")
@@ -312,12 +350,8 @@ func runN2K(ctx context.Context, wasm []byte, frames []decode.Frame, out io.Writ
 			if st, ok := status(); ok && cond(st) {
 				return st, nil
 			}
-			if s, ok := m.Status("n2k"); ok && (s.State == plugin.StateDisabled || s.State == plugin.StateFailed) {
-				reason := ""
-				if s.LastError != nil {
-					reason = *s.LastError
-				}
-				return n2kStatus{}, fmt.Errorf("n2k decode: plugin %s: %s", s.State, reason)
+			if err := h.failed(); err != nil {
+				return n2kStatus{}, fmt.Errorf("n2k decode: %w", err)
 			}
 			select {
 			case <-ctx.Done():

@@ -2,19 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rsa"
-	"encoding/json"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"syscall"
 	"testing"
 	"time"
 
-	"devhost/abi"
 	"devhost/host/plugin"
-	"devhost/plugins"
 	"devhost/plugins/n2k/decode"
 )
 
@@ -38,19 +31,6 @@ const liveRate = 1850
 //	go test -run '^$' -bench N2KLiveBus -benchtime 1x ./cmd/devctl/
 func BenchmarkN2KLiveBus(b *testing.B) {
 	frames, wasm := n2kBenchInput(b)
-	dir := b.TempDir()
-	_, man, err := plugins.Manifest("n2k")
-	if err != nil {
-		b.Fatal(err)
-	}
-	key, err := abi.GenerateKey()
-	if err != nil {
-		b.Fatal(err)
-	}
-	bundle, err := abi.Pack(man, wasm, key)
-	if err != nil {
-		b.Fatal(err)
-	}
 	// The feeder's own CPU, before the device exists: the same rounds onto a bus with no
 	// receiver. Each measurement starts with the setup's garbage collected and its memory
 	// handed back (the runtime's background scavenger otherwise returns it during the first
@@ -67,44 +47,15 @@ func BenchmarkN2KLiveBus(b *testing.B) {
 		feederWall += w
 	}
 	feederSw := float64(contextSwitches()-feederSw0) / feederWall.Seconds()
-	bus := &logBus{}
-	router := &captureRouter{}
-	var cache string
-	if c, err := os.UserCacheDir(); err == nil {
-		cache = filepath.Join(c, "devhost", "plugin-code")
-	}
-	m, err := plugin.New(plugin.Options{
-		Dir: filepath.Join(dir, "host"), CacheDir: cache, TrustedKeys: []*rsa.PublicKey{&key.PublicKey},
-		Logger: slog.New(slog.DiscardHandler), Publish: func(string, any) {}, DeviceID: "bench",
-		Config:    &fixedConfig{values: json.RawMessage(`{"enabled":true,"source":"can","pgn_allow":"","pgn_deny":"","deltas":false}`)},
-		Router:    router,
-		WallClock: func() (time.Time, string, bool) { return time.Now(), "manual", true },
-		CAN:       bus,
-		SignalK:   discardSK{},
-		// A busy machine stalls a call now and then past the device's 1 s: that ended the
-		// plugin (and the bench) without saying anything about its CPU.
-		CallTimeout: 30 * time.Second,
-	})
+	h, err := startN2K(context.Background(), wasm, false, func(string, any) {})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := m.Install(bundle, nil); err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	defer h.stop()
+	m, bus := h.m, h.bus
 	for !bus.receiving() {
-		if s, ok := m.Status("n2k"); ok && (s.State == plugin.StateFailed || s.State == plugin.StateDisabled) {
-			reason := ""
-			if s.LastError != nil {
-				reason = *s.LastError
-			}
-			b.Fatalf("plugin %s: %s", s.State, reason)
+		if err := h.failed(); err != nil {
+			b.Fatal(err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
