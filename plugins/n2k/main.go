@@ -41,7 +41,9 @@
 // changes) carry the status: state (disabled, listening, receiving, silent; connecting,
 // connected, reconnecting for a gateway), source, address (the claimed one, or null), name
 // (the NAME in hex while enabled), frames_in, frames_out, messages, deltas, errors by kind,
-// pgns (PGN → messages), devices seen, and for a gateway gateway and last_error. The health
+// pgns (PGN → messages), devices seen, for a gateway gateway and last_error, and while a rate
+// limit is set rate_limit (its interval, the streams it limits and holds values of, and the
+// values it let pass unlimited for want of room). The health
 // condition n2k.bus warns while the source is enabled and silent for 10 s.
 package main
 
@@ -175,8 +177,11 @@ type plugin struct {
 	// the frame whose message is being published (0: not one from the CAN bus).
 	canFrames, deltaFrame uint64
 
-	// limiter is kept by path and $source (the source without its PGN: limitStream).
-	limiter outflow.Limiter[sdk.Source]
+	// limiter is kept by path and $source (the source without its PGN: limitStream);
+	// unlimitedBefore counts the values earlier limiters (before rate_ms last changed) let
+	// pass unlimited because MaxStreams streams were active.
+	limiter         outflow.Limiter[sdk.Source]
+	unlimitedBefore uint64
 }
 
 func newPlugin() *plugin {
@@ -713,6 +718,19 @@ type status struct {
 	// The network gateway source: where, how often connected, the last failure.
 	Gateway   *gatewayView `json:"gateway,omitempty"`
 	LastError *string      `json:"last_error,omitempty"`
+	// RateLimit is the per-path rate limit at work; absent while rate_ms is 0.
+	RateLimit *rateView `json:"rate_limit,omitempty"`
+}
+
+// rateView is the rate limit's state: its interval, the path and source pairs it limits
+// now (at most outflow.MaxStreams), the values it holds for the end of their interval, and
+// the values it let pass unlimited since the plugin started because that many pairs were
+// active (a value of a pair it had no room for).
+type rateView struct {
+	IntervalMs int64  `json:"interval_ms"`
+	Streams    int    `json:"streams"`
+	Held       int    `json:"held"`
+	Unlimited  uint64 `json:"unlimited"`
 }
 
 func (p *plugin) status() status {
@@ -742,6 +760,10 @@ func (p *plugin) status() status {
 		}
 		name := strconv.FormatUint(uint64(p.node.Name), 16)
 		st.Name = &name
+	}
+	if l := &p.limiter; l.Interval > 0 {
+		st.RateLimit = &rateView{IntervalMs: l.Interval.Milliseconds(), Streams: l.Tracked(), Held: l.Pending(),
+			Unlimited: p.unlimitedBefore + l.Untracked()}
 	}
 	nowMs := int64(p.uptime / time.Millisecond)
 	for _, d := range p.gw.Devices() {
@@ -841,6 +863,17 @@ func (st *status) appendJSON(b []byte) []byte {
 	if st.LastError != nil {
 		b = append(b, `,"last_error":`...)
 		b = appendOptString(b, st.LastError)
+	}
+	if r := st.RateLimit; r != nil {
+		b = append(b, `,"rate_limit":{"interval_ms":`...)
+		b = strconv.AppendInt(b, r.IntervalMs, 10)
+		b = append(b, `,"streams":`...)
+		b = strconv.AppendInt(b, int64(r.Streams), 10)
+		b = append(b, `,"held":`...)
+		b = strconv.AppendInt(b, int64(r.Held), 10)
+		b = append(b, `,"unlimited":`...)
+		b = strconv.AppendUint(b, r.Unlimited, 10)
+		b = append(b, '}')
 	}
 	return append(b, '}')
 }

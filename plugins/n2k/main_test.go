@@ -549,6 +549,8 @@ func TestStatusJSON(t *testing.T) {
 			Devices: []deviceView{{Address: 7, Name: &name, Product: &prod, LastSeen: 1.25}, {Address: 9, LastSeen: 0}}},
 		{State: "reconnecting", Source: "ydraw_tcp", Errors: map[string]uint64{}, PGNs: map[string]uint64{}, Devices: []deviceView{},
 			Gateway: &gatewayView{Host: "gw.local", Port: 1457, Connects: 2}, LastError: &last},
+		{State: "receiving", Source: "can", Devices: []deviceView{},
+			RateLimit: &rateView{IntervalMs: 500, Streams: 4096, Held: 12, Unlimited: 3}},
 	} {
 		want, err := json.Marshal(st)
 		if err != nil {

@@ -60,6 +60,7 @@ func (p *plugin) shape(cfg sdk.Config, issues []string) {
 	for _, h := range p.limiter.Due(p.uptime + p.limiter.Interval) { // what was held goes out now
 		p.publishHeld(h)
 	}
+	p.unlimitedBefore += p.limiter.Untracked()
 	p.limiter = outflow.Limiter[sdk.Source]{Interval: interval}
 	var err error
 	if interval > 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"devhost/plugins/n2k/decode"
+	"devhost/plugins/n2k/outflow"
 	"devhost/sdk"
 )
 
@@ -108,6 +109,12 @@ func TestRateLimitLatestWins(t *testing.T) {
 			t.Fatalf("after value %d within the interval: %v", i+2, got)
 		}
 	}
+	// The test's 127250 carries three paths (the heading, and the deviation and variation it
+	// leaves at 0): three streams, each with its latest value held.
+	want := map[string]any{"interval_ms": 1000.0, "streams": 3.0, "held": 3.0, "unlimited": 0.0}
+	if got, _ := getStatus(t, h)["rate_limit"].(map[string]any); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("status rate_limit %v, want %v", got, want)
+	}
 	// The interval ends: the latest held value (1.3) goes out, not 1.1 or 1.2.
 	if err := h.Advance(500 * time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -133,6 +140,31 @@ func TestRateLimitLatestWins(t *testing.T) {
 	}
 	if _, armed := h.Timers[timerRate]; armed {
 		t.Error("the rate timer still armed with no limit")
+	}
+	if rl, ok := getStatus(t, h)["rate_limit"]; ok {
+		t.Errorf("status rate_limit %v with no limit", rl)
+	}
+}
+
+// The status counts the values the limit let pass because it had no room for their stream,
+// and keeps counting across a change of the interval.
+func TestRateLimitStatusCountsUnlimited(t *testing.T) {
+	p := newPlugin()
+	p.limiter.Interval = time.Second
+	src := sdk.Source{Type: "NMEA2000", Src: "3"}
+	for i := range outflow.MaxStreams + 2 {
+		p.limiter.Offer(limitStream(fmt.Sprintf("electrical.batteries.%d.voltage", i), src), nil, 0)
+	}
+	want := rateView{IntervalMs: 1000, Streams: outflow.MaxStreams, Unlimited: 2}
+	if got := p.status().RateLimit; got == nil || *got != want {
+		t.Fatalf("rate_limit %+v, want %+v", got, want)
+	}
+	p.unlimitedBefore += p.limiter.Untracked() // as shape does when rate_ms changes
+	p.limiter = outflow.Limiter[sdk.Source]{Interval: 2 * time.Second}
+	p.limiter.Offer(limitStream("navigation.position", src), nil, 0)
+	want = rateView{IntervalMs: 2000, Streams: 1, Unlimited: 2}
+	if got := p.status().RateLimit; got == nil || *got != want {
+		t.Fatalf("after the change: rate_limit %+v, want %+v", got, want)
 	}
 }
 
