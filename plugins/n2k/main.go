@@ -865,14 +865,14 @@ func (st *status) appendJSON(b []byte) []byte {
 		b = appendOptString(b, st.LastError)
 	}
 	if r := st.RateLimit; r != nil {
-		b = append(b, `,"rate_limit":{"interval_ms":`...)
-		b = strconv.AppendInt(b, r.IntervalMs, 10)
-		b = append(b, `,"streams":`...)
-		b = strconv.AppendInt(b, int64(r.Streams), 10)
-		b = append(b, `,"held":`...)
-		b = strconv.AppendInt(b, int64(r.Held), 10)
-		b = append(b, `,"unlimited":`...)
-		b = strconv.AppendUint(b, r.Unlimited, 10)
+		b = append(b, `,"rate_limit":{`...)
+		for _, c := range [...]struct {
+			key string
+			n   uint64
+		}{{`"interval_ms":`, uint64(r.IntervalMs)}, {`,"streams":`, uint64(r.Streams)}, {`,"held":`, uint64(r.Held)}, {`,"unlimited":`, r.Unlimited}} {
+			b = append(b, c.key...)
+			b = strconv.AppendUint(b, c.n, 10)
+		}
 		b = append(b, '}')
 	}
 	return append(b, '}')
