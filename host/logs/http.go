@@ -142,7 +142,7 @@ func ParseLevelBody(body []byte) (LevelBody, error) {
 		return LevelBody{}, err
 	}
 	if m == nil {
-		return LevelBody{}, invalid("body must be an object {level, tag?}")
+		return LevelBody{}, api.Validation("", "body must be an object {level, tag?}")
 	}
 	out := LevelBody{Tag: "*"}
 	haveLevel := false
@@ -154,23 +154,23 @@ func ParseLevelBody(body []byte) (LevelBody, error) {
 		case "tag":
 			dst = &out.Tag
 		default:
-			return LevelBody{}, invalid("unknown member %q", k)
+			return LevelBody{}, api.Validation(k, "unknown member %q", k)
 		}
 		if len(raw) == 0 || raw[0] != '"' {
-			return LevelBody{}, invalid("%s must be a string", k)
+			return LevelBody{}, api.Validation(k, "%s must be a string", k)
 		}
 		if err := json.Unmarshal(raw, dst); err != nil {
-			return LevelBody{}, invalid("%s must be a string", k)
+			return LevelBody{}, api.Validation(k, "%s must be a string", k)
 		}
 	}
 	if !haveLevel {
-		return LevelBody{}, invalid("level is required")
+		return LevelBody{}, api.Validation("level", "level is required")
 	}
 	if _, ok := parseLevel(out.Level); !ok {
-		return LevelBody{}, invalid("%v", ErrLevel)
+		return LevelBody{}, api.Validation("level", "%v", ErrLevel)
 	}
 	if !validTag(out.Tag) {
-		return LevelBody{}, invalid("%v", ErrTag)
+		return LevelBody{}, api.Validation("tag", "%v", ErrTag)
 	}
 	return out, nil
 }
@@ -183,7 +183,7 @@ func (r *Ring) serveLevel(w http.ResponseWriter, req *http.Request) {
 	}
 	if err := r.SetLevel(lb.Tag, lb.Level); err != nil {
 		if errors.Is(err, ErrTooManyTags) {
-			api.WriteErr(w, invalid("at most %d tags can have their own level", maxTagOverrides))
+			api.WriteErr(w, api.Validation("tag", "at most %d tags can have their own level", maxTagOverrides))
 			return
 		}
 		api.WriteErr(w, invalid("%v", err))

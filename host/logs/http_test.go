@@ -206,6 +206,8 @@ func putLevel(t *testing.T, srv *httptest.Server, body string) (int, string) {
 
 func TestPutLogLevel(t *testing.T) {
 	long := strings.Repeat("t", 32)
+	// answer is the whole body of a 200, and the error's `path` member of a 400 (the member
+	// at fault; empty for the document as a whole).
 	tests := []struct {
 		body   string
 		status int
@@ -218,20 +220,20 @@ func TestPutLogLevel(t *testing.T) {
 		{`{"level":"warn","tag":"*"}`, 200, `{"tag":"*","level":"warn"}`, func(r *Ring) bool { return r.Level("x") == "warn" }},
 		{`{"level":"error","tag":"` + long + `"}`, 200, `{"tag":"` + long + `","level":"error"}`, nil},
 		{` {"level":"info"} ` + "\n", 200, `{"tag":"*","level":"info"}`, nil},
-		{`{"level":"DEBUG"}`, 400, "", nil},
-		{`{"level":"trace"}`, 400, "", nil},
-		{`{"level":""}`, 400, "", nil},
-		{`{"tag":"wifi"}`, 400, "", nil},
-		{`{}`, 400, "", nil},
-		{`{"level":1}`, 400, "", nil},
-		{`{"level":null}`, 400, "", nil},
-		{`{"level":["info"]}`, 400, "", nil},
-		{`{"level":"info","tag":null}`, 400, "", nil},
-		{`{"level":"info","tag":5}`, 400, "", nil},
-		{`{"level":"info","tag":""}`, 400, "", nil},
-		{`{"level":"info","tag":"a b"}`, 400, "", nil},
-		{`{"level":"info","tag":"` + long + `x"}`, 400, "", nil},
-		{`{"level":"info","extra":1}`, 400, "", nil},
+		{`{"level":"DEBUG"}`, 400, "level", nil},
+		{`{"level":"trace"}`, 400, "level", nil},
+		{`{"level":""}`, 400, "level", nil},
+		{`{"tag":"wifi"}`, 400, "level", nil},
+		{`{}`, 400, "level", nil},
+		{`{"level":1}`, 400, "level", nil},
+		{`{"level":null}`, 400, "level", nil},
+		{`{"level":["info"]}`, 400, "level", nil},
+		{`{"level":"info","tag":null}`, 400, "tag", nil},
+		{`{"level":"info","tag":5}`, 400, "tag", nil},
+		{`{"level":"info","tag":""}`, 400, "tag", nil},
+		{`{"level":"info","tag":"a b"}`, 400, "tag", nil},
+		{`{"level":"info","tag":"` + long + `x"}`, 400, "tag", nil},
+		{`{"level":"info","extra":1}`, 400, "extra", nil},
 		{`{"level":"info"} {}`, 400, "", nil},
 		{`{"level":"info"`, 400, "", nil},
 		{`[]`, 400, "", nil},
@@ -258,6 +260,10 @@ func TestPutLogLevel(t *testing.T) {
 			}
 			if apitest.ErrorCode([]byte(answer)) != api.CodeValidation {
 				t.Errorf("error body %s", answer)
+			}
+			var e struct{ Path string }
+			if err := json.Unmarshal([]byte(answer), &e); err != nil || e.Path != tc.answer {
+				t.Errorf("error body %s: path %q, want %q", answer, e.Path, tc.answer)
 			}
 			if r.Level("*") != "info" || r.Level("wifi") != "info" {
 				t.Error("a refused request changed a level")
