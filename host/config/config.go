@@ -56,6 +56,9 @@ type Config struct {
 	// awaiting says why an unknown namespace is expected soon (AwaitNamespaces).
 	awaiting atomic.Pointer[func(ns string) (string, bool)]
 
+	// supersedes maps a key to the deprecated keys that move to it (Key.MovesTo); fixed by New.
+	supersedes map[*keyDef][]*keyDef
+
 	mu        sync.RWMutex // guards the fields below
 	nss       map[string]*nsDef
 	order     []string
@@ -69,7 +72,7 @@ type Config struct {
 // version and moves deprecated keys (Key.MovesTo); the schema is built on first use (Schema).
 func New(st *store.Store, log *slog.Logger, namespaces ...Namespace) (*Config, error) {
 	log = cmp.Or(log, slog.New(slog.DiscardHandler))
-	c := &Config{log: log, nss: map[string]*nsDef{}}
+	c := &Config{log: log, nss: map[string]*nsDef{}, supersedes: map[*keyDef][]*keyDef{}}
 	c.st = &docStore{Store: st, flush: c.dropDocs}
 	for _, ns := range namespaces {
 		d, err := compile(ns)
@@ -87,9 +90,11 @@ func New(st *store.Store, log *slog.Logger, namespaces ...Namespace) (*Config, e
 			if k.MovesTo == "" {
 				continue
 			}
-			if t := c.lookupKey(k.MovesTo); t == nil || t.Type != TypeString || t == k {
+			t := c.lookupKey(k.MovesTo)
+			if t == nil || t.Type != TypeString || t == k {
 				return nil, fmt.Errorf("config: key %s moves to %q, which is not another string key", k.path(), k.MovesTo)
 			}
+			c.supersedes[t] = append(c.supersedes[t], k)
 		}
 	}
 	for _, name := range c.order {
@@ -351,6 +356,10 @@ func (c *Config) commit(ops []op) (Result, error) {
 	sets := map[string]string{}
 	var deletes []string
 	var changed []*keyDef
+	written := make(map[*keyDef]bool, len(ops))
+	for _, o := range ops {
+		written[o.k] = true
+	}
 	for _, o := range ops {
 		before := canonical(c.effective(o.k))
 		sk := storeKey(o.k.ns, o.k.Name)
@@ -368,6 +377,17 @@ func (c *Config) commit(ops []op) (Result, error) {
 		}
 		if after != before {
 			changed = append(changed, o.k)
+		}
+		// A write of a key drops the pending value of a deprecated key that would move
+		// over it at the next boot: the later value wins, whichever of the two it is in.
+		for _, d := range c.supersedes[o.k] {
+			dk := storeKey(d.ns, d.Name)
+			if _, stored, _ := c.st.Get(dk); stored && !written[d] {
+				deletes = append(deletes, dk)
+				if canonical(c.effective(d)) != d.defJSON {
+					changed = append(changed, d)
+				}
+			}
 		}
 	}
 	if err := c.st.Apply(sets, deletes); err != nil {
@@ -602,18 +622,20 @@ func (c *Config) moveKey(from, to *keyDef) {
 		return
 	}
 	sets := map[string]string{}
-	current, _ := c.effective(to).(string)
+	// A stored value was written since the last boot (every boot clears it) and after any
+	// write of its successor (which drops it), so it is the later value and takes over.
 	tv, tmsg := to.fromJSON([]byte(raw))
+	if tmsg == "" {
+		tmsg = to.checkWrite(tv)
+	}
 	switch {
-	case current != "":
-		c.log.Warn("config: deprecated key dropped, its successor is already set",
-			"key", from.path(), "value", s, "successor", to.path(), "kept", current)
 	case tmsg != "":
 		c.log.Warn("config: deprecated key dropped, its value does not fit the successor",
 			"key", from.path(), "value", s, "successor", to.path(), "reason", tmsg)
 	default:
 		sets[storeKey(to.ns, to.Name)] = canonical(tv)
-		c.log.Info("config: deprecated key moved", "key", from.path(), "to", to.path(), "value", s)
+		current, _ := c.effective(to).(string)
+		c.log.Info("config: deprecated key moved", "key", from.path(), "to", to.path(), "value", s, "replaced", current)
 	}
 	if err := c.st.Apply(sets, []string{sk}); err != nil {
 		c.log.Error("config: move deprecated key", "key", from.path(), "err", err)

@@ -93,7 +93,9 @@ type Key struct {
 	Description     string
 	X               *X
 	// MovesTo names a key ("ns.key") that takes over this deprecated key: at every boot a
-	// non-empty stored value moves there when the target is empty, and is dropped otherwise.
+	// non-empty stored value moves there, replacing the target's value (the later one wins:
+	// a write of the target drops a pending value of this key); a value the target refuses
+	// is dropped.
 	MovesTo string
 	// CheckPattern (Go descriptors) makes writes check Pattern too, for a key whose alphabet
 	// is a device rule rather than a UI hint (net.hostname: a DNS label).

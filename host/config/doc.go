@@ -52,9 +52,12 @@
 //   - Versioning: a failing step (or a failed write of its result) leaves the stored version
 //     at the last completed step and is retried at the next boot. A run-time namespace runs the
 //     same table when it is registered; JSON descriptors have no steps (additive only).
-//   - wifi.hostname: at every boot a non-empty stored value moves to net.hostname when that is
-//     empty; when net.hostname is already set the old value is dropped (the newer key wins).
-//     Either way wifi.hostname reads back empty, and a log line says what happened.
+//   - wifi.hostname: at every boot a non-empty stored value moves to net.hostname, replacing
+//     what it held: the value was written since the last boot, so it is the later one. A
+//     write of net.hostname drops a pending wifi.hostname (then the later value is
+//     net.hostname's; the answer lists wifi.hostname as changed), and a value net.hostname
+//     refuses (over 32 bytes, not a DNS label) is dropped. Either way wifi.hostname reads back
+//     empty after boot, and a log line says what happened.
 //   - wifi.portal_ssid defaults to dev-<id> as the spec says (BuiltinFor takes the id); an
 //     empty value written later also means dev-<id>. Builtin, without an id, leaves it empty.
 //   - Key.Text gives a string key a character rule the device checks (Pattern is for the UI

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -231,8 +232,9 @@ func TestWifiHostnameMove(t *testing.T) {
 	}{
 		{name: "moved when net is empty", wifi: `"boat-1"`, wantNet: "boat-1", wantLog: "deprecated key moved"},
 		{name: "moved over an explicitly empty net", wifi: `"boat-1"`, net: `""`, wantNet: "boat-1", wantLog: "deprecated key moved"},
-		{name: "dropped when net is set", wifi: `"boat-1"`, net: `"mast"`, wantNet: "mast", wantLog: "successor is already set"},
+		{name: "moved over a set net: the later value wins", wifi: `"boat-1"`, net: `"mast"`, wantNet: "boat-1", wantLog: "deprecated key moved"},
 		{name: "dropped when too long for net", wifi: `"` + strings.Repeat("a", 33) + `"`, wantNet: "", noChange: true},
+		{name: "dropped when not a DNS label", wifi: `"boat 1"`, net: `"mast"`, wantNet: "mast", wantLog: "does not fit the successor"},
 		{name: "empty is cleared", wifi: `""`, wantNet: "", noChange: true},
 		{name: "absent: nothing", wantNet: "", noChange: true},
 	}
@@ -269,6 +271,29 @@ func TestWifiHostnameMove(t *testing.T) {
 	f.reopen(t, append(Builtin(), testNS())...)
 	if f.c.String("net", "hostname") != "later" || f.c.String("wifi", "hostname") != "" {
 		t.Fatal("wifi.hostname written later was not moved at the next boot")
+	}
+	// Written again while net.hostname is set, it still moves at the next boot.
+	f.put(t, `{"wifi":{"hostname":"again"}}`)
+	f.reopen(t, append(Builtin(), testNS())...)
+	if f.c.String("net", "hostname") != "again" || f.c.String("wifi", "hostname") != "" {
+		t.Fatalf("wifi.hostname written over a set net.hostname: net %q, wifi %q", f.c.String("net", "hostname"), f.c.String("wifi", "hostname"))
+	}
+	// net.hostname written after it drops the pending value: the later one wins, and the
+	// answer says wifi.hostname changed (it reads back empty from then on).
+	f.put(t, `{"wifi":{"hostname":"old-tool"}}`)
+	res, err := f.c.Apply([]byte(`{"net":{"hostname":"new-ui"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Changed, []string{"net.hostname", "wifi.hostname"}) {
+		t.Fatalf("changed %v", res.Changed)
+	}
+	if f.c.String("wifi", "hostname") != "" {
+		t.Fatal("wifi.hostname still pending after net.hostname was written")
+	}
+	f.reopen(t, append(Builtin(), testNS())...)
+	if f.c.String("net", "hostname") != "new-ui" {
+		t.Fatalf("net.hostname = %q after boot, want the later new-ui", f.c.String("net", "hostname"))
 	}
 }
 
