@@ -304,6 +304,22 @@ func (s *Server) chain(rt api.Route, fg bool) http.Handler {
 		if !rt.Stream {
 			_ = rc.SetWriteDeadline(time.Now().Add(DefaultWriteTimout))
 		}
+		// Authentication first, before any handler, any limit and before the body is read:
+		// a client without a credential learns nothing but 401 (or the throttle's 429).
+		if !rt.Public && s.opts.Auth != nil {
+			if err := s.opts.Auth.Check(r); err != nil {
+				if r.ContentLength < 0 || r.ContentLength > s.opts.MaxBody {
+					closeAfter(w) // an unframed or over-long body is not worth draining
+				}
+				s.opts.Auth.WriteError(w, err)
+				return
+			}
+			if sc, ok := s.opts.Auth.(Scoper); ok && rt.Stream {
+				ctx, cancel := sc.Scope(r.Context(), r)
+				defer cancel()
+				r = r.WithContext(ctx)
+			}
+		}
 		// Limits, before anything reads the body.
 		if takesBody && (r.ContentLength < 0 || r.Header.Get("Content-Length") == "") {
 			// Chunked, or neither a length nor a body: the spec's 411.
@@ -330,18 +346,6 @@ func (s *Server) chain(rt api.Route, fg bool) http.Handler {
 		}
 		if r.ContentLength > 0 || r.ContentLength < 0 {
 			_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
-		}
-		// Authentication, before any handler and before the body is read.
-		if !rt.Public && s.opts.Auth != nil {
-			if err := s.opts.Auth.Check(r); err != nil {
-				s.opts.Auth.WriteError(w, err)
-				return
-			}
-			if sc, ok := s.opts.Auth.(Scoper); ok && rt.Stream {
-				ctx, cancel := sc.Scope(r.Context(), r)
-				defer cancel()
-				r = r.WithContext(ctx)
-			}
 		}
 		if write && s.restarting.Load() {
 			api.WriteError(w, http.StatusServiceUnavailable, api.CodeRestarting)

@@ -165,12 +165,28 @@ func TestAuthRefusals(t *testing.T) {
 	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Bearer realm="dev"` || apitest.ResponseCode(t, resp) != "unauthorized" {
 		t.Fatalf("401: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
-	// Authentication comes before the content-type check and before the body is read.
+	// Authentication comes before the content-type check, the body limits and before the
+	// body is read.
 	resp = do(t, "PUT", base+"/api/v1/thing", "text/plain", "junk")
 	if resp.StatusCode != 401 {
 		t.Fatalf("unauthenticated bad write: %d", resp.StatusCode)
 	}
 	resp.Body.Close()
+	resp = do(t, "PUT", base+"/api/v1/thing", "application/json", `{"a":"`+strings.Repeat("x", 16<<10)+`"}`)
+	if resp.StatusCode != 401 {
+		t.Fatalf("unauthenticated over-long write: %d, want 401 before 413", resp.StatusCode)
+	}
+	resp.Body.Close()
+	for _, req := range []string{
+		"PUT /api/v1/thing HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+		"PUT /api/v1/thing HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n",
+	} {
+		resp = raw(t, base, req, 0, "")
+		if resp.StatusCode != 401 {
+			t.Fatalf("unauthenticated unframed write: %d, want 401 before 411", resp.StatusCode)
+		}
+		resp.Body.Close()
+	}
 	resp = do(t, "GET", base+"/api/v1/open", "", "")
 	if resp.StatusCode != 200 {
 		t.Fatalf("public route: %d", resp.StatusCode)
