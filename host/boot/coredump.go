@@ -43,10 +43,12 @@ type CoreDump struct {
 	Version            int      `json:"version"`
 	Backtrace          []string `json:"backtrace"`
 	BacktraceCorrupted bool     `json:"backtrace_corrupted"`
-	// ExcCause is the signal behind the crash (SIGSEGV for a nil dereference), when one was.
-	ExcCause string `json:"exc_cause,omitempty"`
-	// ExcVaddr is the faulting address of a memory fault.
-	ExcVaddr string `json:"exc_vaddr,omitempty"`
+	// ExcCause is the signal behind the crash (SIGSEGV for a nil dereference, SIGKILL for a
+	// process killed from outside); empty for a software panic, which no signal raised.
+	// Always present, as the spec's Xtensa summary has it.
+	ExcCause string `json:"exc_cause"`
+	// ExcVaddr is the faulting address of a memory fault; empty for any other crash.
+	ExcVaddr string `json:"exc_vaddr"`
 
 	// Message is the panic value or the fatal error ("task_wdt: ..." for the task watchdog).
 	Message string `json:"message"`

@@ -2,6 +2,7 @@ package boot
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -199,4 +200,23 @@ func FuzzDecodeCoreDump(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCoreDumpSummaryMembers: the summary has every member of the spec's Xtensa core dump
+// summary, also for a crash that leaves some of them empty (a panic has no signal).
+func TestCoreDumpSummaryMembers(t *testing.T) {
+	b, err := json.Marshal(CoreDump{Present: true, Valid: true, Message: "panic: boom"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"present", "size", "valid", "task", "pc", "app_elf_sha256", "version",
+		"exc_cause", "exc_vaddr", "backtrace", "backtrace_corrupted"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("summary lacks %q: %s", k, b)
+		}
+	}
 }

@@ -80,7 +80,8 @@
 // record names the crashing goroutine as task ("goroutine 42 pkg.(*T).run": its number and the
 // function it was started with), the PC of the first frame outside the runtime's panic code,
 // the backtrace (every frame's PC, runtime frames included), the signal and fault address of a
-// memory fault (exc_cause, exc_vaddr), and the SHA-256 of the executable file that crashed.
+// memory fault (exc_cause, exc_vaddr; empty strings for a crash no signal raised), and the
+// SHA-256 of the executable file that crashed.
 //
 // # Crash loops and stopping
 //
