@@ -82,6 +82,7 @@ func httpdNS() Namespace {
 	apiKey.Secret = true
 	apiKey.MinLength = 8
 	apiKey.Pattern = apiKeyPattern
+	apiKey.Text = TextCredential
 	ttl := described(intKey("session_ttl_s", "Session lifetime", 86400, 60, 30*86400, "s"),
 		"Lifetime of the login cookie.")
 	return Namespace{

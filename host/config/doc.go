@@ -67,6 +67,9 @@
 //     TextCertificates (the blob sk.ca_pem) is empty or PEM CERTIFICATE blocks and nothing
 //     else, the rule of PUT /sk/tls/ca (host/sktls/pemcert); it is checked on writes only,
 //     so a value stored earlier still reads back and the TLS document says why it is unused.
+//     TextCredential (httpd.api_key) refuses a space or tab at either end and control
+//     characters, which an Authorization header cannot carry; it too is checked on writes
+//     only, so a key stored earlier keeps protecting the API.
 //     CheckText is the one implementation, and PUT /time checks its `tz` with it too.
 //   - Request bodies are decoded by api.Unmarshal: a member given twice at any depth, text
 //     that is not UTF-8 and lone surrogate escapes are 400 before any key is looked at.

@@ -98,6 +98,11 @@ func (k *keyDef) checkWrite(v any) string {
 	if s, ok := v.(string); ok && k.CheckPattern && k.pattern != nil && !k.pattern.MatchString(s) {
 		return fmt.Sprintf("%q does not match %s", s, k.pattern.String())
 	}
+	if s, ok := v.(string); ok && k.Text == TextCredential {
+		if msg := checkCredential(s); msg != "" {
+			return msg
+		}
+	}
 	if b, ok := v.([]byte); ok && k.Text == TextCertificates && len(b) > 0 {
 		if _, err := pemcert.Parse(b); err != nil {
 			return "not PEM certificates: " + err.Error()
@@ -383,6 +388,12 @@ const (
 	// (either case): a WiFi slot's access point pin.
 	TextBSSID = "bssid"
 
+	// TextCredential is empty or a secret a client can send in an Authorization header
+	// (httpd.api_key): no space or tab at either end, where HTTP drops them, and no control
+	// characters, which a header cannot carry. It is checked on writes only: a key stored by
+	// an older version must keep protecting the API, never read back as "no key".
+	TextCredential = "credential"
+
 	// TextCertificates is a blob of PEM CERTIFICATE blocks and nothing else (pemcert.Parse),
 	// or empty: sk.ca_pem, the same rule as PUT /sk/tls/ca. It is checked on writes only, so a
 	// value stored by an older version still reads back and the TLS document can say why it
@@ -393,7 +404,7 @@ const (
 // textType is the key type a text kind applies to, "" for an unknown kind.
 func textType(kind string) string {
 	switch kind {
-	case TextToken, TextBSSID:
+	case TextToken, TextBSSID, TextCredential:
 		return TypeString
 	case TextCertificates:
 		return TypeBlob
@@ -420,6 +431,22 @@ func CheckText(kind, s string) string {
 	case TextBSSID:
 		if s != "" && !bssidRE.MatchString(s) {
 			return fmt.Sprintf("%q is not a BSSID: expected six hex pairs aa:bb:cc:dd:ee:ff, or empty for no pin", s)
+		}
+	}
+	return ""
+}
+
+// checkCredential says why s cannot be a TextCredential, or "" when it can.
+func checkCredential(s string) string {
+	if s == "" {
+		return ""
+	}
+	if s[0] == ' ' || s[0] == '\t' || s[len(s)-1] == ' ' || s[len(s)-1] == '\t' {
+		return "must not begin or end with a space or tab: an Authorization header cannot carry them"
+	}
+	for _, r := range s {
+		if r < ' ' && r != '\t' || r == 0x7f {
+			return "must not contain control characters: an Authorization header cannot carry them"
 		}
 	}
 	return ""
