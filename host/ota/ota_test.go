@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -567,6 +568,35 @@ func TestInstallWithoutURLUsesTheManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitState(StateReady)
+}
+
+// TestFailedCheckKeepsTheBuildFound: a check that fails (the manifest server errs) says why
+// in error and keeps the build the last successful check found; a check that finds no newer
+// build clears it.
+func TestFailedCheckKeepsTheBuildFound(t *testing.T) {
+	r := confirmedRig(t)
+	r.serve("/n.img", packImage(t, r.key, "devhost", "2.0.0", []byte("x")))
+	r.cfg.set("ota.manifest_url", r.serve("/m.json", []byte(`{"schema":1,"builds":[{"version":"2.0.0","target":"esp32s3","url":"n.img"}]}`)))
+	check := func() {
+		t.Helper()
+		r.waitFor("the job to end", func() bool { return !r.u.Busy() })
+		if err := r.u.startCheck(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check()
+	r.waitState(StateAvailable)
+	r.cfg.set("ota.manifest_url", r.srv.URL+"/missing.json")
+	check()
+	st := r.waitState(StateFailed)
+	if st.Error == nil || !strings.Contains(*st.Error, "check") || st.Available == nil || st.Available.Version != "2.0.0" {
+		t.Fatalf("after a failed check: error %v available %+v", st.Error, st.Available)
+	}
+	r.cfg.set("ota.manifest_url", r.serve("/m.json", []byte(`{"schema":1,"builds":[]}`)))
+	check()
+	if st := r.waitState(StateIdle); st.Available != nil {
+		t.Fatalf("a check that found nothing kept %+v", st.Available)
+	}
 }
 
 func TestManifestOverCapFails(t *testing.T) {

@@ -13,7 +13,8 @@ type Status struct {
 	OtherVersion *string `json:"other_version"`
 	// OtherState is the other slot's state in otadata (empty, new, valid, invalid, aborted...).
 	OtherState string `json:"other_state"`
-	// Available is the newer build the last check found, null when none.
+	// Available is the newer build the last successful check found, null when none: a check
+	// that fails keeps it (Error says why that check failed), one that finds none clears it.
 	Available *Available `json:"available"`
 	// Bytes and Total count the download (Total 0 when unknown).
 	Bytes int64 `json:"bytes"`
