@@ -11,7 +11,9 @@ import (
 // Patterns of the built-in keys (schema only, see the package doc; Key.Text and CheckPattern
 // make the device check some of the same shapes).
 const (
-	hostnamePattern = `^[A-Za-z0-9-]{0,32}$`
+	// A DNS label (RFC 1123) of at most 32 characters, or empty: the spec's alphabet, with
+	// no hyphen at either end, where DHCP servers and resolvers refuse one.
+	hostnamePattern = `^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,30}[A-Za-z0-9])?)?$`
 	bssidPattern    = `^(?:[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5})?$`
 	octet           = `(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])`
 	optIPv4Pattern  = `^(?:(?:` + octet + `\.){3}` + octet + `)?$`

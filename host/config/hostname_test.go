@@ -9,10 +9,10 @@ import (
 )
 
 // TestHostnameAlphabetRefused: net.hostname is a DNS label, so PUT /config refuses a value
-// outside [A-Za-z0-9-] with nothing written, while schema-only pattern keys (wifi.ip) still take any string.
+// outside [A-Za-z0-9-], or beginning or ending with a hyphen, with nothing written, while schema-only pattern keys (wifi.ip) still take any string.
 func TestHostnameAlphabetRefused(t *testing.T) {
 	f := newFixture(t)
-	for _, bad := range []string{"bad name", "boat.local", "bööt", "under_score", "semi;colon"} {
+	for _, bad := range []string{"bad name", "boat.local", "bööt", "under_score", "semi;colon", "-boat", "boat-", "-", strings.Repeat("a", 33)} {
 		before := f.stored(t)
 		_, err := f.c.Apply([]byte(`{"net":{"hostname":"` + bad + `"}}`))
 		if err == nil {
@@ -29,7 +29,7 @@ func TestHostnameAlphabetRefused(t *testing.T) {
 	if err := f.c.Set("net", "hostname", "bad name"); err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Fatalf("Set of a bad hostname: %v", err)
 	}
-	for _, good := range []string{"boat-1", "Sea-Dog", strings.Repeat("a", 32), ""} {
+	for _, good := range []string{"boat-1", "Sea-Dog", "a", "1", "a--b", strings.Repeat("a", 32), ""} {
 		if _, err := f.c.Apply([]byte(`{"net":{"hostname":"` + good + `"}}`)); err != nil {
 			t.Fatalf("hostname %q refused: %v", good, err)
 		}
