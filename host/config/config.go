@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -356,10 +357,6 @@ func (c *Config) commit(ops []op) (Result, error) {
 	sets := map[string]string{}
 	var deletes []string
 	var changed []*keyDef
-	written := make(map[*keyDef]bool, len(ops))
-	for _, o := range ops {
-		written[o.k] = true
-	}
 	for _, o := range ops {
 		before := canonical(c.effective(o.k))
 		sk := storeKey(o.k.ns, o.k.Name)
@@ -382,7 +379,8 @@ func (c *Config) commit(ops []op) (Result, error) {
 		// over it at the next boot: the later value wins, whichever of the two it is in.
 		for _, d := range c.supersedes[o.k] {
 			dk := storeKey(d.ns, d.Name)
-			if _, stored, _ := c.st.Get(dk); stored && !written[d] {
+			inDoc := slices.ContainsFunc(ops, func(o op) bool { return o.k == d })
+			if _, stored, _ := c.st.Get(dk); stored && !inDoc {
 				deletes = append(deletes, dk)
 				if canonical(c.effective(d)) != d.defJSON {
 					changed = append(changed, d)

@@ -98,14 +98,22 @@ func (k *keyDef) checkWrite(v any) string {
 	if s, ok := v.(string); ok && k.CheckPattern && k.pattern != nil && !k.pattern.MatchString(s) {
 		return fmt.Sprintf("%q does not match %s", s, k.pattern.String())
 	}
-	if s, ok := v.(string); ok && k.Text == TextCredential {
-		if msg := checkCredential(s); msg != "" {
-			return msg
+	return checkWriteText(k.Text, v)
+}
+
+// checkWriteText holds the text kinds checked on writes only, so that a value stored
+// earlier still reads back (CheckText holds those checked on reads too).
+func checkWriteText(kind string, v any) string {
+	switch kind {
+	case TextCredential:
+		if s, ok := v.(string); ok {
+			return checkCredential(s)
 		}
-	}
-	if b, ok := v.([]byte); ok && k.Text == TextCertificates && len(b) > 0 {
-		if _, err := pemcert.Parse(b); err != nil {
-			return "not PEM certificates: " + err.Error()
+	case TextCertificates:
+		if b, ok := v.([]byte); ok && len(b) > 0 {
+			if _, err := pemcert.Parse(b); err != nil {
+				return "not PEM certificates: " + err.Error()
+			}
 		}
 	}
 	return ""
