@@ -28,34 +28,30 @@ func (r *Ring) Routes() []api.Route {
 	}
 }
 
-func invalid(format string, args ...any) *api.Error {
-	return api.Errorf(http.StatusBadRequest, api.CodeValidation, format, args...)
-}
-
 // ParseQuery reads `after` and `limit` of GET /logs; after is -1 when absent.
 func ParseQuery(rawQuery string) (after int64, limit int, err error) {
 	q, perr := url.ParseQuery(rawQuery)
 	if perr != nil {
-		return 0, 0, invalid("malformed query string")
+		return 0, 0, api.Validation("", "malformed query string")
 	}
 	after, limit = -1, DefaultLimit
 	if vs, ok := q["after"]; ok {
 		if len(vs) != 1 {
-			return 0, 0, invalid("after given more than once")
+			return 0, 0, api.Validation("after", "after given more than once")
 		}
 		n, perr := strconv.ParseInt(vs[0], 10, 64)
 		if perr != nil || n < 0 {
-			return 0, 0, invalid("after must be a sequence number (an integer from 0)")
+			return 0, 0, api.Validation("after", "after must be a sequence number (an integer from 0)")
 		}
 		after = n
 	}
 	if vs, ok := q["limit"]; ok {
 		if len(vs) != 1 {
-			return 0, 0, invalid("limit given more than once")
+			return 0, 0, api.Validation("limit", "limit given more than once")
 		}
 		n, perr := strconv.Atoi(vs[0])
 		if perr != nil || n < 1 || n > MaxLimit {
-			return 0, 0, invalid("limit must be an integer from 1 to %d", MaxLimit)
+			return 0, 0, api.Validation("limit", "limit must be an integer from 1 to %d", MaxLimit)
 		}
 		limit = n
 	}
@@ -186,7 +182,7 @@ func (r *Ring) serveLevel(w http.ResponseWriter, req *http.Request) {
 			api.WriteErr(w, api.Validation("tag", "at most %d tags can have their own level", maxTagOverrides))
 			return
 		}
-		api.WriteErr(w, invalid("%v", err))
+		api.WriteErr(w, api.Validation("", "%v", err))
 		return
 	}
 	api.WriteJSON(w, http.StatusOK, lb)

@@ -178,6 +178,21 @@ func TestGetLogsQuery(t *testing.T) {
 	}
 }
 
+// TestParseQueryNamesTheParameter: a refused query parameter is named in the error's path,
+// as a refused body member is.
+func TestParseQueryNamesTheParameter(t *testing.T) {
+	for q, want := range map[string]string{
+		"after=abc": "after", "after=1&after=2": "after", "limit=0": "limit",
+		"limit=1&limit=2": "limit", "after=%zz": "",
+	} {
+		_, _, err := ParseQuery(q)
+		e := apitest.Err(t, err)
+		if e.Code != api.CodeValidation || e.Path == nil || *e.Path != want {
+			t.Errorf("%s: %v path %v, want %q", q, err, e.Path, want)
+		}
+	}
+}
+
 func TestGetLogsDefaultLimit(t *testing.T) {
 	r, _, _ := newRing(Options{})
 	fill(r, 0, 250)
